@@ -1,0 +1,1 @@
+"""Adapters: the OpenAI Responses clients, the offline endpoint, the container and the CLI."""

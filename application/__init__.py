@@ -1,0 +1,1 @@
+"""Use cases: guarded tool invocation, the tool loop and the agent pipelines."""

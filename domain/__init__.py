@@ -1,0 +1,51 @@
+"""The domain: chat values, tool calls, workflows, the ports and the errors. No I/O here."""
+
+from domain.arguments import ArgumentsParseError, ParseErrorKind, parse_arguments
+from domain.errors import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
+from domain.messages import (
+    ChatMessage,
+    Content,
+    FunctionCallContent,
+    FunctionResultContent,
+    JsonValue,
+    ProviderItemContent,
+    ReasoningContent,
+    Role,
+    TextContent,
+)
+from domain.options import ChatOptions, Initiator, ReasoningOptions, ToolChoice, ToolSpec
+from domain.ports import ChatPort, ToolInvokerPort
+from domain.responses import ChatResponse, FinishReason, Usage
+from domain.workflow import UnknownStepError, Workflow, WorkflowStep
+
+__all__ = [
+    "ArgumentsParseError",
+    "ChatError",
+    "ChatMessage",
+    "ChatOptions",
+    "ChatPort",
+    "ChatResponse",
+    "ChatTransportError",
+    "Content",
+    "FinishReason",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "Initiator",
+    "JsonValue",
+    "MalformedResponseError",
+    "ParseErrorKind",
+    "ProviderItemContent",
+    "ReasoningContent",
+    "ReasoningOptions",
+    "ResponseFailedError",
+    "Role",
+    "TextContent",
+    "ToolChoice",
+    "ToolInvokerPort",
+    "ToolSpec",
+    "UnknownStepError",
+    "Usage",
+    "Workflow",
+    "WorkflowStep",
+    "parse_arguments",
+]

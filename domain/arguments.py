@@ -1,0 +1,83 @@
+"""Strict parsing of the argument strings a model writes for a function call."""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Mapping
+from typing import Final, Literal
+
+import attrs
+
+__all__ = ["ArgumentsParseError", "ParseErrorKind", "parse_arguments"]
+
+ParseErrorKind = Literal["empty", "invalid_json", "not_an_object"]
+
+_MESSAGES: Final[Mapping[ParseErrorKind, str]] = types.MappingProxyType(
+    {
+        "empty": "The tool arguments were empty; a JSON object was expected.",
+        "invalid_json": "The tool arguments were not valid JSON; a JSON object was expected.",
+        "not_an_object": "The tool arguments were valid JSON but not a JSON object.",
+    }
+)
+
+
+@attrs.frozen
+class ArgumentsParseError:
+    """Why a model's argument string could not be used.
+
+    ``message`` is one of a few fixed sentences: it never quotes the raw arguments or the parser's
+    own exception text, so it is safe to show to the model, to log and to return as a tool result.
+    ``position`` is the character offset where strict JSON parsing stopped, when known.
+    """
+
+    kind: ParseErrorKind = attrs.field(validator=attrs.validators.in_(tuple(_MESSAGES)))
+    message: str
+    position: int | None = None
+
+    @classmethod
+    def of(cls, kind: ParseErrorKind, position: int | None = None) -> ArgumentsParseError:
+        """The error of ``kind`` with its stable message."""
+        return cls(kind=kind, message=_MESSAGES[kind], position=position)
+
+
+class _NotStrictJsonError(ValueError):
+    """Raised inside the parser for input that Python's json accepts but strict JSON does not."""
+
+
+def _reject_constant(name: str) -> object:
+    raise _NotStrictJsonError(name)
+
+
+def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _NotStrictJsonError("duplicate key")
+    return result
+
+
+_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_object_without_duplicates,
+    parse_constant=_reject_constant,
+    strict=True,
+)
+
+
+def parse_arguments(raw: str) -> Mapping[str, object] | ArgumentsParseError:
+    """Parse ``raw`` as one strict JSON object; never raises, whatever ``raw`` is.
+
+    Returns a read-only mapping on success and an :class:`ArgumentsParseError` otherwise.
+    """
+    if not raw.strip():
+        return ArgumentsParseError.of("empty")
+    try:
+        value = _DECODER.decode(raw)
+    except json.JSONDecodeError as exc:
+        return ArgumentsParseError.of("invalid_json", exc.pos)
+    except (ValueError, RecursionError, MemoryError):
+        # ValueError: NaN/Infinity, a repeated key, an integer too long to convert.
+        # RecursionError: nesting deeper than the parser will follow.
+        return ArgumentsParseError.of("invalid_json")
+    if not isinstance(value, dict):
+        return ArgumentsParseError.of("not_an_object")
+    return types.MappingProxyType(value)

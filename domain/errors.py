@@ -1,0 +1,104 @@
+"""Errors an adapter raises when a model cannot be reached or its answer cannot be used.
+
+The tree::
+
+    ChatError                      every failure of a ChatPort; carries what had arrived
+    ├── ResponseFailedError        the provider said the response failed (response.failed, error event)
+    ├── MalformedResponseError     the body could not be read as a response (truncated stream,
+    │                              undecodable event, neither a Response nor an event stream)
+    └── ChatTransportError         HTTP failed: a status error, a timeout, a broken connection,
+                                   after the SDK's own retries
+
+Every error carries ``response_id``, ``model_id`` and ``request_id`` when known, ``partial`` (the
+response as far as it had arrived) and, when raised from a tool-calling run, ``run`` (the whole
+run so far). Messages never contain API keys, raw tool arguments or parser exception text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from domain.responses import ChatResponse
+
+__all__ = ["ChatError", "ChatTransportError", "MalformedResponseError", "ResponseFailedError"]
+
+
+class ChatError(Exception):
+    """Base of every error a ChatPort raises."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        response_id: str | None = None,
+        model_id: str | None = None,
+        request_id: str | None = None,
+        partial: ChatResponse | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.response_id = response_id
+        self.model_id = model_id
+        self.request_id = request_id
+        self.partial = partial
+        self.run: ChatResponse | None = None
+
+    def _context(self) -> str:
+        known = (
+            ("response_id", self.response_id),
+            ("model_id", self.model_id),
+            ("request_id", self.request_id),
+        )
+        return ", ".join(f"{name}={value!r}" for name, value in known if value is not None)
+
+    def __repr__(self) -> str:
+        context = self._context()
+        return f"{type(self).__name__}({self.message!r}{', ' + context if context else ''})"
+
+
+class ResponseFailedError(ChatError):
+    """The provider reported that the response failed; ``code`` and ``message`` are its own."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        response_id: str | None = None,
+        model_id: str | None = None,
+        request_id: str | None = None,
+        partial: ChatResponse | None = None,
+    ) -> None:
+        super().__init__(
+            message, response_id=response_id, model_id=model_id, request_id=request_id, partial=partial
+        )
+        self.code = code
+
+
+class MalformedResponseError(ChatError):
+    """The body could not be read as a Responses answer."""
+
+
+class ChatTransportError(ChatError):
+    """The HTTP exchange failed; ``status_code`` is None when no response arrived at all.
+
+    ``attempts`` counts the requests sent, the SDK's retries included.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        attempts: int = 1,
+        response_id: str | None = None,
+        model_id: str | None = None,
+        request_id: str | None = None,
+        partial: ChatResponse | None = None,
+    ) -> None:
+        super().__init__(
+            message, response_id=response_id, model_id=model_id, request_id=request_id, partial=partial
+        )
+        self.status_code = status_code
+        self.attempts = attempts

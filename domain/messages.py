@@ -1,0 +1,154 @@
+"""Chat messages and the typed contents they carry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal, TypeAlias
+
+import attrs
+
+from domain.arguments import ArgumentsParseError, parse_arguments
+
+__all__ = [
+    "ChatMessage",
+    "Content",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "JsonValue",
+    "ProviderItemContent",
+    "ReasoningContent",
+    "Role",
+    "TextContent",
+]
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("system", "developer", "user", "assistant", "tool")
+
+JsonValue: TypeAlias = (
+    "bool | int | float | str | list[JsonValue] | tuple[JsonValue, ...] | Mapping[str, JsonValue] | None"
+)
+
+
+@attrs.frozen
+class TextContent:
+    """Plain text written by a person or by the model."""
+
+    text: str
+
+
+@attrs.frozen
+class ReasoningContent:
+    """The model's reasoning: readable text and, where the provider sent it, the encrypted state.
+
+    ``summary`` keeps the summary parts as they arrived so that the reasoning item can be sent back
+    unchanged; ``text`` is what a person reads (the summary parts, then any reasoning text).
+    """
+
+    text: str
+    item_id: str | None = None
+    encrypted_content: str | None = None
+    summary: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class FunctionCallContent:
+    """A function call requested by the model.
+
+    ``raw_arguments`` is exactly the string the model wrote and is what goes back in history.
+    ``arguments`` and ``parse_error`` are derived from it; build instances with :meth:`parse`.
+    Equality covers every field; the hash covers the identity fields only.
+    """
+
+    call_id: str
+    name: str
+    raw_arguments: str
+    arguments: Mapping[str, object] | None = attrs.field(default=None, hash=False)
+    parse_error: ArgumentsParseError | None = attrs.field(default=None, hash=False)
+    item_id: str | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        call_id: str,
+        name: str,
+        raw_arguments: str,
+        item_id: str | None = None,
+    ) -> FunctionCallContent:
+        """Build a call from the model's raw argument string; never raises for bad arguments."""
+        parsed = parse_arguments(raw_arguments)
+        if isinstance(parsed, ArgumentsParseError):
+            return cls(call_id, name, raw_arguments, None, parsed, item_id)
+        return cls(call_id, name, raw_arguments, parsed, None, item_id)
+
+    @property
+    def is_valid(self) -> bool:
+        """True when the arguments parsed into a JSON object."""
+        return self.parse_error is None and self.arguments is not None
+
+
+@attrs.frozen
+class FunctionResultContent:
+    """The result of one function call, matched to it by ``call_id``.
+
+    ``result`` is a JSON value; a string goes on the wire as it is, anything else as compact JSON.
+    """
+
+    call_id: str
+    result: JsonValue = attrs.field(hash=False)
+    is_error: bool = False
+
+
+@attrs.frozen
+class ProviderItemContent:
+    """An output item this package does not interpret (compaction, hosted tool calls, ...).
+
+    ``raw_json`` is the item exactly as the provider serialized it; it goes back in history
+    unchanged, so opaque state such as compaction survives a round trip.
+    """
+
+    type: str
+    raw_json: str
+    item_id: str | None = None
+
+
+Content: TypeAlias = (
+    TextContent | ReasoningContent | FunctionCallContent | FunctionResultContent | ProviderItemContent
+)
+
+
+def _contents(value: Iterable[Content]) -> tuple[Content, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ChatMessage:
+    """One message of a conversation: a role and an ordered tuple of contents."""
+
+    role: Role = attrs.field(validator=attrs.validators.in_(ROLES))
+    contents: tuple[Content, ...] = attrs.field(default=(), converter=_contents)
+
+    @classmethod
+    def system(cls, text: str) -> ChatMessage:
+        return cls("system", (TextContent(text),))
+
+    @classmethod
+    def developer(cls, text: str) -> ChatMessage:
+        return cls("developer", (TextContent(text),))
+
+    @classmethod
+    def user(cls, text: str) -> ChatMessage:
+        return cls("user", (TextContent(text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> ChatMessage:
+        return cls("assistant", (TextContent(text),))
+
+    @property
+    def text(self) -> str:
+        """The message's text parts joined in order (reasoning is not text)."""
+        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+    @property
+    def function_calls(self) -> tuple[FunctionCallContent, ...]:
+        return tuple(c for c in self.contents if isinstance(c, FunctionCallContent))

@@ -1,0 +1,145 @@
+"""FunctionCallContent.parse: the contract's argument parsing rules, on generated inputs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from domain import ArgumentsParseError, FunctionCallContent
+from tests.strategies import (
+    MARKER,
+    deep_nesting,
+    duplicate_keys,
+    empty_strings,
+    invalid_json_strings,
+    json_objects,
+    non_finite_literals,
+    non_object_json_strings,
+    trailing_garbage,
+    truncated_objects,
+    valid_argument_strings,
+)
+
+
+def parse(raw: str) -> FunctionCallContent:
+    return FunctionCallContent.parse(call_id="call_1", name="tool", raw_arguments=raw)
+
+
+@given(valid_argument_strings())
+def test_valid_objects_round_trip_with_raw_arguments_unchanged(raw: str) -> None:
+    call = parse(raw)
+    assert call.parse_error is None
+    assert call.raw_arguments == raw
+    assert call.arguments == json.loads(raw)
+    assert call.is_valid
+
+
+@given(json_objects)
+def test_parsed_arguments_equal_the_generated_object(obj: dict[str, Any]) -> None:
+    assert parse(json.dumps(obj)).arguments == obj
+
+
+@given(empty_strings)
+def test_empty_and_whitespace_are_empty(raw: str) -> None:
+    call = parse(raw)
+    assert call.parse_error is not None
+    assert call.parse_error.kind == "empty"
+    assert call.arguments is None
+    assert not call.is_valid
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [truncated_objects(), trailing_garbage(), duplicate_keys(), non_finite_literals(), deep_nesting()],
+    ids=["truncated", "trailing-garbage", "duplicate-key", "non-finite", "deep-nesting"],
+)
+@given(data=st.data())
+def test_each_invalid_json_class_is_invalid_json(
+    strategy: st.SearchStrategy[str], data: st.DataObject
+) -> None:
+    call = parse(data.draw(strategy))
+    assert call.parse_error is not None
+    assert call.parse_error.kind == "invalid_json"
+    assert call.arguments is None
+
+
+@given(non_object_json_strings)
+def test_strict_json_that_is_not_an_object_is_not_an_object(raw: str) -> None:
+    call = parse(raw)
+    assert call.parse_error is not None
+    assert call.parse_error.kind == "not_an_object"
+
+
+@given(st.one_of(invalid_json_strings, non_object_json_strings))
+def test_error_message_never_echoes_the_input(raw: str) -> None:
+    error = parse(raw).parse_error
+    assert error is not None
+    assert MARKER not in error.message
+    assert error.message == ArgumentsParseError.of(error.kind).message
+
+
+@given(st.text())
+def test_parse_never_raises_for_any_text(raw: str) -> None:
+    call = parse(raw)
+    assert call.raw_arguments == raw
+    assert (call.arguments is None) == (call.parse_error is not None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        ('{"a": 1, "a": 2}', "invalid_json"),
+        ('{"a": {"b": 1, "b": 1}}', "invalid_json"),
+        ('{"a": NaN}', "invalid_json"),
+        ('{"a": -Infinity}', "invalid_json"),
+        ('{"a": "\x01"}', "invalid_json"),
+        ('{"a": 1} {"b": 2}', "invalid_json"),
+        ("{'a': 1}", "invalid_json"),
+        ('{"a": 1,}', "invalid_json"),
+        ("1" * 5000, "invalid_json"),
+        ("null", "not_an_object"),
+        ("[]", "not_an_object"),
+        ('"{}"', "not_an_object"),
+        ("true", "not_an_object"),
+        ("", "empty"),
+        (" \n\t ", "empty"),
+    ],
+)
+def test_known_inputs_are_classified(raw: str, kind: str) -> None:
+    error = parse(raw).parse_error
+    assert error is not None
+    assert error.kind == kind
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"s": "\\ud800"}', '{"s": "\ud800"}', '{"\\u0000": 0}', ' {"a": [1, 2, {"b": null}]}\n'],
+)
+def test_unusual_but_strict_json_objects_parse(raw: str) -> None:
+    call = parse(raw)
+    assert call.parse_error is None
+    assert call.arguments == json.loads(raw)
+
+
+def test_huge_argument_string_parses() -> None:
+    raw = json.dumps({"blob": "x" * 5_000_000})
+    call = parse(raw)
+    assert call.arguments is not None
+    assert len(str(call.arguments["blob"])) == 5_000_000
+
+
+def test_invalid_json_error_reports_the_position_but_not_the_text() -> None:
+    error = parse('{"a": 1, "b": }').parse_error
+    assert error is not None
+    assert error.position == 14
+
+
+def test_parsed_arguments_are_read_only() -> None:
+    call = parse('{"a": 1}')
+    assert call.arguments is not None
+    with pytest.raises(TypeError):
+        call.arguments["a"] = 2  # type: ignore[index]  # the point: the mapping refuses writes
