@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
+# The test stamp adds the gateway extra (a real LiteLLM proxy, ~660 MB) that only the test suite needs.
+TEST_STAMP := $(VENV)/.installed-dev-gateway
 
 .PHONY: demo test check lint types imports pytest bench clean
 
@@ -16,10 +18,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,gateway]'
+	touch $@
+
 demo: $(STAMP)
 	$(BIN)/meeting-agents summarize examples/standup-transcript.txt --scenario malformed-arguments
 
-test: $(STAMP) lint types imports pytest
+test: $(TEST_STAMP) lint types imports pytest
 
 lint:
 	$(BIN)/ruff check .
