@@ -1,0 +1,255 @@
+"""Typed configuration: defaults, then a config file or mapping, then environment variables, then flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+import cattrs
+import yaml
+
+__all__ = [
+    "ENV_PREFIX",
+    "AgentSettings",
+    "ConfigurationError",
+    "Secret",
+    "Settings",
+    "load_config_file",
+    "parse_bool",
+    "resolve_settings",
+]
+
+ENV_PREFIX: Final = "AGENT_"
+_TRUE: Final = frozenset({"true", "1", "yes", "on"})
+_FALSE: Final = frozenset({"false", "0", "no", "off"})
+_BOOL_SPELLINGS: Final = "true/false/1/0/yes/no"
+
+
+class ConfigurationError(ValueError):
+    """A configuration value is missing or invalid; the message is one line naming the key."""
+
+
+@attrs.frozen(repr=False)
+class Secret:
+    """A secret string that never shows itself in a repr, a str or a log line."""
+
+    _value: str = attrs.field(alias="value")
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return "Secret('********')" if self._value else "Secret('')"
+
+    __str__ = __repr__
+
+
+def parse_bool(value: object, key: str = "value") -> bool:
+    """A real bool, or one of true/false/1/0/yes/no (any case); anything else is a ConfigurationError."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+    raise ConfigurationError(f"{key}: expected one of {_BOOL_SPELLINGS}, got {value!r}")
+
+
+@attrs.frozen
+class AgentSettings:
+    """The ``agent`` section. Every key can be set as ``AGENT_<KEY>`` in the environment."""
+
+    base_url: str | None = None
+    api_key: Secret = Secret("")
+    model: str = "offline"
+    use_streaming: bool = True
+    timeout_seconds: float = 60.0
+    max_retries: int = 2
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    reasoning_summary: Literal["auto", "concise", "detailed"] | None = None
+    max_output_tokens: int | None = None
+    store: bool = False
+    malformed_arguments_in_history: Literal["verbatim", "wrap"] = "verbatim"
+    max_tool_iterations: int = 40
+    max_consecutive_tool_errors: int = 3
+    concurrent_tool_calls: bool = True
+    detailed_tool_errors: bool = False
+    offline_dialect: Literal["openai", "litellm"] = "openai"
+    offline_scenario: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for key in ("timeout_seconds", "max_tool_iterations", "max_consecutive_tool_errors"):
+            if getattr(self, key) <= 0:
+                raise ConfigurationError(
+                    f"agent.{key}: expected a positive number, got {getattr(self, key)!r}"
+                )
+        if self.max_retries < 0:
+            raise ConfigurationError(f"agent.max_retries: expected 0 or more, got {self.max_retries!r}")
+        if self.max_output_tokens is not None and self.max_output_tokens <= 0:
+            raise ConfigurationError(
+                f"agent.max_output_tokens: expected a positive number, got {self.max_output_tokens!r}"
+            )
+
+
+@attrs.frozen
+class Settings:
+    """Everything the container needs, typed and validated."""
+
+    agent: AgentSettings = AgentSettings()
+
+
+def _build_converter() -> cattrs.Converter:
+    converter = cattrs.Converter()
+    converter.register_structure_hook(bool, lambda value, _: parse_bool(value))
+
+    def structure_str(value: object, _: type) -> str:
+        if not isinstance(value, str):
+            raise TypeError("expected a string")
+        return value
+
+    def structure_secret(value: object, _: type) -> Secret:
+        return value if isinstance(value, Secret) else Secret(structure_str(value, str))
+
+    converter.register_structure_hook(str, structure_str)
+    converter.register_structure_hook(Secret, structure_secret)
+
+    def structure_int(value: object, _: type) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError(f"expected a whole number, got {value!r}")
+        return int(value)
+
+    def structure_float(value: object, _: type) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValueError(f"expected a number, got {value!r}")
+        return float(value)
+
+    converter.register_structure_hook(int, structure_int)
+    converter.register_structure_hook(float, structure_float)
+    return converter
+
+
+_CONVERTER: Final = _build_converter()
+
+
+def _field_type(name: str) -> Any:
+    return typing.get_type_hints(AgentSettings)[name]
+
+
+def _expected(name: str, exc: BaseException) -> str:
+    """What a field accepts, as a short phrase for the one-line error."""
+    field_type = _field_type(name)
+    if field_type is bool or exc.__class__ is ConfigurationError:
+        return f"one of {_BOOL_SPELLINGS}"
+    literals = [
+        value
+        for arg in (field_type, *typing.get_args(field_type))
+        if typing.get_origin(arg) is Literal
+        for value in typing.get_args(arg)
+    ]
+    if literals:
+        return "one of " + "/".join(str(value) for value in literals)
+    if int in (field_type, *typing.get_args(field_type)):
+        return "a whole number"
+    if float in (field_type, *typing.get_args(field_type)):
+        return "a number"
+    return "a string"
+
+
+def _structure_agent(section: Mapping[str, Any]) -> AgentSettings:
+    known = attrs.fields_dict(AgentSettings)
+    values: dict[str, Any] = {}
+    for name, value in section.items():
+        if name not in known:
+            raise ConfigurationError(f"agent.{name}: unknown key; known keys are {', '.join(sorted(known))}")
+        if value is None:
+            continue
+        try:
+            values[name] = _CONVERTER.structure(value, _field_type(name))
+        except Exception as exc:  # any structuring failure becomes the same one-line error
+            shown = "********" if name == "api_key" else repr(value)
+            raise ConfigurationError(f"agent.{name}: expected {_expected(name, exc)}, got {shown}") from None
+    return AgentSettings(**values)
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(dict(merged[key]), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    section = {
+        name: environ[ENV_PREFIX + name.upper()]
+        for name in attrs.fields_dict(AgentSettings)
+        if ENV_PREFIX + name.upper() in environ
+    }
+    return {"agent": section} if section else {}
+
+
+def resolve_settings(
+    config: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Defaults, then ``config`` (file or ``from_dict``), then ``AGENT_*`` variables, then ``overrides``.
+
+    Raises :class:`ConfigurationError` with one line naming the first bad key.
+    """
+    layers: dict[str, Any] = {}
+    for layer in (
+        config or {},
+        _from_environment(environ if environ is not None else os.environ),
+        overrides or {},
+    ):
+        layers = _merge(layers, layer)
+    unknown = sorted(set(layers) - {"agent"})
+    if unknown:
+        raise ConfigurationError(f"{unknown[0]}: unknown section; the known section is agent")
+    section = layers.get("agent") or {}
+    if not isinstance(section, Mapping):
+        raise ConfigurationError("agent: expected a mapping of settings")
+    return Settings(agent=_structure_agent(section))
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Read a YAML (.yaml, .yml) or TOML (.toml) config file into a mapping."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"config file {str(path)!r}: cannot be read ({exc.strerror})") from None
+    try:
+        if path.suffix == ".toml":
+            data: object = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        else:
+            raise ConfigurationError(f"config file {str(path)!r}: expected a .yaml, .yml or .toml file")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        # The parser's own message may quote the offending line (an API key, say): say only where it is.
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else getattr(exc, "lineno", None)
+        where = f" at line {line}" if line else ""
+        raise ConfigurationError(
+            f"config file {str(path)!r}: not valid {path.suffix[1:].upper()}{where}"
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"config file {str(path)!r}: expected a mapping at the top level")
+    return data

@@ -1,0 +1,144 @@
+"""Configuration: layering (defaults, file, environment, flags), validation and secret hygiene."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.settings import (
+    AgentSettings,
+    ConfigurationError,
+    Secret,
+    load_config_file,
+    parse_bool,
+    resolve_settings,
+)
+
+API_KEY = "sk-PLANTED-secret-4242"
+
+
+@pytest.mark.parametrize(
+    ("spelling", "expected"),
+    [
+        (True, True), (False, False), (1, True), (0, False),
+        ("true", True), ("false", False), ("1", True), ("0", False), ("yes", True), ("no", False),
+        ("TRUE", True), (" No ", False), ("on", True), ("off", False),
+    ],
+)  # fmt: skip
+def test_parse_bool_accepts_every_documented_spelling(spelling: object, expected: bool) -> None:
+    assert parse_bool(spelling) is expected
+
+
+@pytest.mark.parametrize("spelling", ["maybe", "", "2", 2, None, 1.5, "truee"])
+def test_parse_bool_rejects_anything_else_with_the_accepted_values(spelling: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"expected one of true/false/1/0/yes/no"):
+        parse_bool(spelling, "agent.use_streaming")
+
+
+def test_defaults() -> None:
+    agent = resolve_settings(environ={}).agent
+    assert agent == AgentSettings()
+    assert agent.use_streaming is True
+    assert agent.base_url is None
+    assert agent.malformed_arguments_in_history == "verbatim"
+    assert (agent.max_tool_iterations, agent.max_consecutive_tool_errors) == (40, 3)
+
+
+def test_environment_beats_config_and_flags_beat_environment() -> None:
+    config = {"agent": {"model": "from-file", "use_streaming": True, "max_retries": 5}}
+    environ = {"AGENT_MODEL": "from-env", "AGENT_USE_STREAMING": "no", "UNRELATED": "x"}
+    agent = resolve_settings(config, environ).agent
+    assert (agent.model, agent.use_streaming, agent.max_retries) == ("from-env", False, 5)
+    flagged = resolve_settings(config, environ, {"agent": {"use_streaming": True}}).agent
+    assert (flagged.model, flagged.use_streaming) == ("from-env", True)
+
+
+def test_environment_values_are_typed() -> None:
+    environ = {
+        "AGENT_BASE_URL": "http://127.0.0.1:4000/v1",
+        "AGENT_API_KEY": API_KEY,
+        "AGENT_TIMEOUT_SECONDS": "2.5",
+        "AGENT_MAX_RETRIES": "0",
+        "AGENT_REASONING_EFFORT": "low",
+        "AGENT_DETAILED_TOOL_ERRORS": "yes",
+    }
+    agent = resolve_settings(environ=environ).agent
+    assert agent.base_url == "http://127.0.0.1:4000/v1"
+    assert agent.api_key.reveal() == API_KEY
+    assert (agent.timeout_seconds, agent.max_retries, agent.reasoning_effort) == (2.5, 0, "low")
+    assert agent.detailed_tool_errors is True
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"agent": {"use_streaming": "maybe"}}, "agent.use_streaming: expected one of true/false/1/0/yes/no"),
+        ({"agent": {"max_retries": "many"}}, "agent.max_retries: expected a whole number, got 'many'"),
+        ({"agent": {"timeout_seconds": "soon"}}, "agent.timeout_seconds: expected a number"),
+        ({"agent": {"timeout_seconds": 0}}, "agent.timeout_seconds: expected a positive number"),
+        ({"agent": {"max_retries": -1}}, "agent.max_retries: expected 0 or more"),
+        (
+            {"agent": {"reasoning_effort": "ultra"}},
+            "agent.reasoning_effort: expected one of none/minimal/low",
+        ),
+        ({"agent": {"malformed_arguments_in_history": "fix"}}, "expected one of verbatim/wrap"),
+        ({"agent": {"modle": "x"}}, "agent.modle: unknown key"),
+        ({"agnet": {}}, "agnet: unknown section"),
+        ({"agent": "x"}, "agent: expected a mapping"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_the_key(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings(config, environ={})
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_api_key_never_shows_in_reprs_or_errors() -> None:
+    settings = resolve_settings({"agent": {"api_key": API_KEY}}, environ={})
+    assert API_KEY not in repr(settings)
+    assert API_KEY not in str(settings.agent.api_key)
+    assert settings.agent.api_key
+    assert not Secret("")
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings({"agent": {"api_key": {"nested": API_KEY}}}, environ={})
+    assert API_KEY not in str(info.value)
+
+
+def test_yaml_and_toml_files(tmp_path: Path) -> None:
+    yaml_file = tmp_path / "agents.yaml"
+    yaml_file.write_text("agent:\n  use_streaming: false\n  model: gpt-5.5\n", encoding="utf-8")
+    toml_file = tmp_path / "agents.toml"
+    toml_file.write_text('[agent]\nuse_streaming = "no"\nmax_tool_iterations = 7\n', encoding="utf-8")
+    assert resolve_settings(load_config_file(yaml_file), environ={}).agent.model == "gpt-5.5"
+    agent = resolve_settings(load_config_file(toml_file), environ={}).agent
+    assert (agent.use_streaming, agent.max_tool_iterations) == (False, 7)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("", encoding="utf-8")
+    assert load_config_file(empty) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("bad.yaml", f"agent: [\n  api_key: {API_KEY}\n", "not valid YAML at line"),
+        ("bad.toml", f'[agent\napi_key = "{API_KEY}"\n', "not valid TOML"),
+        ("list.yaml", "- a\n- b\n", "expected a mapping at the top level"),
+        ("conf.ini", "[agent]\n", "expected a .yaml, .yml or .toml file"),
+    ],
+)
+def test_bad_config_files_fail_clearly_without_quoting_them(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigurationError) as info:
+        load_config_file(path)
+    assert message in str(info.value)
+    assert API_KEY not in str(info.value)
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot be read"):
+        load_config_file(tmp_path / "absent.yaml")
