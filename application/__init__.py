@@ -1,1 +1,32 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
+
+from application.guard import GuardedToolInvoker
+from application.loop import LoopSettings, ToolCallRecord, ToolLoop, ToolRun
+from application.structuring import ParameterError, json_schema_for, not_blank
+from application.summary import ActionItem, MeetingSummary, SummaryAgent, find_participants
+from application.tools import ToolError, ToolRegistry, error_result
+from application.workflow_editor import WorkflowEdit, WorkflowEditorAgent
+from application.workflow_json import WorkflowJsonError, workflow_from_json, workflow_to_json
+
+__all__ = [
+    "ActionItem",
+    "GuardedToolInvoker",
+    "LoopSettings",
+    "MeetingSummary",
+    "ParameterError",
+    "SummaryAgent",
+    "ToolCallRecord",
+    "ToolError",
+    "ToolLoop",
+    "ToolRegistry",
+    "ToolRun",
+    "WorkflowEdit",
+    "WorkflowEditorAgent",
+    "WorkflowJsonError",
+    "error_result",
+    "find_participants",
+    "json_schema_for",
+    "not_blank",
+    "workflow_from_json",
+    "workflow_to_json",
+]

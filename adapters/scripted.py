@@ -1,0 +1,125 @@
+"""A scripted ChatPort for tests: plays model turns in order and records every request.
+
+Use it to test anything that talks to a ``ChatPort`` (the pipelines, the tool loop, a host
+application's own use cases) without HTTP: script what the model says, including function calls
+with any raw argument string (malformed ones too), then assert on the answer and on the requests
+the fake received. To test the wire format itself, drive the real adapters over
+``httpx.MockTransport`` instead. ::
+
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("call_1", "record_decision", '{"decision": "Ship it"'),)),
+        ScriptedTurn(text="Summary ..."),
+    )
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(transcript)
+    assert chat.requests[1].options.initiator == "agent"
+
+A script entry may also be a ready ``ChatResponse`` (returned as it is) or a ``ChatError`` (raised).
+When the script runs out, :class:`ScriptExhaustedError` says how many turns were scripted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TypeAlias
+
+import attrs
+
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    Content,
+    FunctionCallContent,
+    TextContent,
+    Usage,
+)
+
+__all__ = ["ScriptExhaustedError", "ScriptedChat", "ScriptedRequest", "ScriptedTurn"]
+
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _calls(value: Sequence[tuple[str, str, str]]) -> tuple[tuple[str, str, str], ...]:
+    return tuple((call_id, name, raw) for call_id, name, raw in value)
+
+
+@attrs.frozen
+class ScriptedTurn:
+    """One model answer: optional text, then function calls as ``(call_id, name, raw_arguments)``.
+
+    ``raw_arguments`` may be any string; it is parsed with :meth:`FunctionCallContent.parse`,
+    exactly as the real adapters do, so malformed arguments arrive with their ``parse_error``.
+    """
+
+    text: str = ""
+    calls: tuple[tuple[str, str, str], ...] = attrs.field(default=(), converter=_calls)
+    usage: Usage | None = None
+    response_id: str | None = None
+
+    def response(self, number: int) -> ChatResponse:
+        """The ``ChatResponse`` an adapter would return for this turn, the ``number``-th of the script."""
+        contents: list[Content] = [TextContent(self.text)] if self.text else []
+        contents.extend(
+            FunctionCallContent.parse(call_id=call_id, name=name, raw_arguments=raw, item_id=f"fc_{call_id}")
+            for call_id, name, raw in self.calls
+        )
+        return ChatResponse(
+            messages=(ChatMessage("assistant", tuple(contents)),),
+            response_id=self.response_id or f"resp_scripted_{number}",
+            model_id="scripted",
+            created_at=_EPOCH,
+            status="completed",
+            finish_reason="tool_calls" if self.calls else "stop",
+            usage=self.usage,
+        )
+
+
+ScriptEntry: TypeAlias = ScriptedTurn | ChatResponse | ChatError
+
+
+@attrs.frozen
+class ScriptedRequest:
+    """What the fake received: the conversation as sent and the options (None if none were given)."""
+
+    messages: tuple[ChatMessage, ...]
+    options: ChatOptions | None
+
+
+class ScriptExhaustedError(AssertionError):
+    """More requests arrived than the script had turns: the code under test asked the model again."""
+
+
+class ScriptedChat:
+    """A ``ChatPort`` that answers from a script, in order, and records each request."""
+
+    def __init__(self, *script: ScriptEntry) -> None:
+        self._script = script
+        self._requests: list[ScriptedRequest] = []
+
+    @property
+    def requests(self) -> tuple[ScriptedRequest, ...]:
+        """Every request received so far, in order."""
+        return tuple(self._requests)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted turns have not been played yet."""
+        return max(len(self._script) - len(self._requests), 0)
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        number = len(self._requests) + 1
+        self._requests.append(ScriptedRequest(tuple(messages), options))
+        if number > len(self._script):
+            raise ScriptExhaustedError(
+                f"request {number} arrived but the script has only {len(self._script)} turn(s)"
+            )
+        entry = self._script[number - 1]
+        if isinstance(entry, ChatError):
+            raise entry
+        if isinstance(entry, ChatResponse):
+            return entry
+        return entry.response(number)

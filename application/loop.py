@@ -1,0 +1,152 @@
+"""The function-invocation loop: ask the model, run its tool calls through the guard, repeat."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import attrs
+
+from application.guard import GuardedToolInvoker
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatOptions,
+    ChatPort,
+    ChatResponse,
+    FunctionCallContent,
+    FunctionResultContent,
+    ToolInvokerPort,
+    Usage,
+)
+
+__all__ = ["LoopSettings", "ToolCallRecord", "ToolLoop", "ToolRun"]
+
+
+@attrs.frozen
+class LoopSettings:
+    """Limits of one run, with the defaults of Microsoft.Extensions.AI's function invoker.
+
+    After ``max_iterations`` rounds of tool calls, one last request is sent without tools. After
+    ``max_consecutive_errors`` rounds in a row in which some call answered with an error (invalid
+    arguments included), tools are no longer offered and the model answers as it can.
+    ``concurrent_invocation`` runs the calls of one response concurrently; results keep call order.
+    ``detailed_errors`` adds exception type and text to ``tool_failed`` results (for debugging only).
+    """
+
+    max_iterations: int = attrs.field(default=40, validator=attrs.validators.ge(1))
+    max_consecutive_errors: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    concurrent_invocation: bool = True
+    detailed_errors: bool = False
+
+
+@attrs.frozen
+class ToolCallRecord:
+    """One call the model made and the result it got; ``guarded`` when the guard answered it."""
+
+    call: FunctionCallContent
+    result: FunctionResultContent
+    guarded: bool
+
+
+@attrs.frozen
+class ToolRun:
+    """A whole run: ``response`` holds every message it produced (model outputs as the adapter
+    returned them, then one tool message per round), the summed usage and the last response's id
+    and metadata; ``final`` is the last model response; ``tool_calls`` records every call.
+    """
+
+    response: ChatResponse
+    final: ChatResponse
+    tool_calls: tuple[ToolCallRecord, ...]
+    iterations: int
+
+    @property
+    def text(self) -> str:
+        """The text of the model's last answer."""
+        return self.final.text
+
+
+def _sum(usages: Sequence[Usage | None]) -> Usage | None:
+    total: Usage | None = None
+    for usage in usages:
+        if usage is not None:
+            total = usage if total is None else total + usage
+    return total
+
+
+def _run_response(messages: Sequence[ChatMessage], responses: Sequence[ChatResponse]) -> ChatResponse:
+    if not responses:
+        return ChatResponse(messages=messages)
+    last = responses[-1]
+    return attrs.evolve(last, messages=messages, usage=_sum([r.usage for r in responses]))
+
+
+class ToolLoop:
+    """Runs a conversation to a final answer, answering every tool call through the guard.
+
+    Each round appends the model's output exactly as the ``ChatPort`` returned it (so function
+    calls keep their raw argument strings) and one ``tool`` message with one result per call id,
+    in call order. The first request of a run goes with initiator ``user``, every later one with
+    ``agent``. When a request fails, the adapter's :class:`ChatError` is re-raised with ``run``
+    set to the run so far.
+    """
+
+    def __init__(self, chat: ChatPort, settings: LoopSettings | None = None) -> None:
+        self._chat = chat
+        self._settings = settings or LoopSettings()
+
+    @property
+    def settings(self) -> LoopSettings:
+        return self._settings
+
+    async def run(
+        self,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        invoker: ToolInvokerPort,
+    ) -> ToolRun:
+        """Send ``messages`` with ``options`` and keep going while the model calls tools."""
+        # The loop wraps whatever it is given, so no path through it can skip the guard.
+        guard = invoker if isinstance(invoker, GuardedToolInvoker) else GuardedToolInvoker(invoker)
+        base = options or ChatOptions()
+        settings = self._settings
+        produced: list[ChatMessage] = []
+        responses: list[ChatResponse] = []
+        records: list[ToolCallRecord] = []
+        iterations = 0
+        consecutive_errors = 0
+        offer_tools = bool(base.tools)
+        while True:
+            request = attrs.evolve(base, initiator="agent" if responses else "user")
+            if not offer_tools:
+                request = attrs.evolve(request, tools=(), tool_choice=None)
+            try:
+                response = await self._chat.get_response((*messages, *produced), request)
+            except ChatError as error:
+                error.run = _run_response(produced, responses)
+                raise
+            responses.append(response)
+            produced.extend(response.messages)
+            calls = response.function_calls
+            # Calls made when no tools were offered are left unanswered, as the last answer.
+            if not calls or not offer_tools:
+                break
+            results = await self._invoke_all(guard, calls)
+            produced.append(ChatMessage("tool", results))
+            records.extend(
+                ToolCallRecord(call, result, guarded=GuardedToolInvoker.refuses(call))
+                for call, result in zip(calls, results, strict=True)
+            )
+            iterations += 1
+            consecutive_errors = consecutive_errors + 1 if any(r.is_error for r in results) else 0
+            if iterations >= settings.max_iterations or consecutive_errors >= settings.max_consecutive_errors:
+                offer_tools = False
+        return ToolRun(_run_response(produced, responses), responses[-1], tuple(records), iterations)
+
+    async def _invoke_all(
+        self, guard: ToolInvokerPort, calls: Sequence[FunctionCallContent]
+    ) -> tuple[FunctionResultContent, ...]:
+        if self._settings.concurrent_invocation and len(calls) > 1:
+            return tuple(await asyncio.gather(*(guard.invoke(call) for call in calls)))
+        return tuple([await guard.invoke(call) for call in calls])

@@ -1,0 +1,172 @@
+"""The workflow-editor pipeline: the model edits a copy of a workflow through step tools."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+from application.guard import GuardedToolInvoker
+from application.loop import LoopSettings, ToolCallRecord, ToolLoop
+from application.structuring import not_blank
+from application.tools import ToolError, ToolRegistry
+from application.workflow_json import workflow_to_json
+from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse, UnknownStepError, Workflow, WorkflowStep
+
+__all__ = ["WorkflowEdit", "WorkflowEditorAgent"]
+
+# ---------------------------------------------------------------- instructions
+INSTRUCTIONS: Final = """\
+You edit a workflow: a named, ordered list of steps, each with an id, a name and a kind.
+
+Change the workflow only through the tools, one edit per call:
+- list_steps shows the steps as they are now, in order.
+- add_step adds a step after the step with the given id, or at the end when after is null;
+  it answers with the new step's id.
+- remove_step, rename_step and move_step (to a 1-based position) change an existing step by id.
+
+Make exactly the changes the instruction asks for and nothing else. If a tool answers with an
+error, read its message (call list_steps when a step id was unknown) and correct the call.
+When you are done, answer with one or two sentences saying what you changed.
+"""
+
+
+def instruction_message(workflow: Workflow, instruction: str) -> str:
+    return f"The workflow:\n{workflow_to_json(workflow)}\n\n<instruction>\n{instruction}\n</instruction>"
+
+
+# ---------------------------------------------------------------- results
+
+
+@attrs.frozen
+class WorkflowEdit:
+    """The edited copy of the workflow, the model's closing ``text``, the tool calls and the whole run."""
+
+    workflow: Workflow
+    text: str
+    tool_calls: tuple[ToolCallRecord, ...]
+    run: ChatResponse
+
+
+# ---------------------------------------------------------------- tools
+
+
+@attrs.frozen
+class AddStep:
+    name: str = attrs.field(validator=not_blank, metadata={"description": "The new step's name."})
+    kind: str = attrs.field(validator=not_blank, metadata={"description": "The new step's kind."})
+    after: str | None = attrs.field(
+        default=None, metadata={"description": "Id of the step to insert after; null to append at the end."}
+    )
+
+
+@attrs.frozen
+class RemoveStep:
+    step_id: str = attrs.field(metadata={"description": "Id of the step to remove."})
+
+
+@attrs.frozen
+class RenameStep:
+    step_id: str = attrs.field(metadata={"description": "Id of the step to rename."})
+    name: str = attrs.field(validator=not_blank, metadata={"description": "The step's new name."})
+
+
+@attrs.frozen
+class MoveStep:
+    step_id: str = attrs.field(metadata={"description": "Id of the step to move."})
+    position: int = attrs.field(
+        metadata={"description": "The 1-based position to move it to; out-of-range values are clamped."}
+    )
+
+
+@attrs.define
+class _Draft:
+    """The copy being edited during one run."""
+
+    workflow: Workflow
+
+
+def _steps(workflow: Workflow) -> list[dict[str, str]]:
+    return [{"id": s.id, "name": s.name, "kind": s.kind} for s in workflow.steps]
+
+
+def _step(step: WorkflowStep) -> dict[str, str]:
+    return {"id": step.id, "name": step.name, "kind": step.kind}
+
+
+def _unknown_step() -> ToolError:
+    # The id is not echoed back: it is the model's own text, and list_steps shows the real ones.
+    return ToolError("unknown_step", "No step has that id. Call list_steps to see the step ids.")
+
+
+def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
+    registry = ToolRegistry(detailed_errors=detailed_errors)
+
+    @registry.tool()
+    def list_steps() -> dict[str, object]:
+        """List the workflow's steps in order, with their ids, names and kinds."""
+        return {"name": draft.workflow.name, "steps": _steps(draft.workflow)}
+
+    @registry.tool()
+    def add_step(params: AddStep) -> dict[str, object]:
+        """Add a step after the given step, or at the end; answers with the new step."""
+        try:
+            draft.workflow, step = draft.workflow.add_step(params.name, params.kind, params.after)
+        except UnknownStepError:
+            raise _unknown_step() from None
+        return {"added": _step(step), "position": draft.workflow.index_of(step.id) + 1}
+
+    @registry.tool()
+    def remove_step(params: RemoveStep) -> dict[str, object]:
+        """Remove a step."""
+        try:
+            draft.workflow = draft.workflow.remove_step(params.step_id)
+        except UnknownStepError:
+            raise _unknown_step() from None
+        return {"removed": params.step_id, "steps": _steps(draft.workflow)}
+
+    @registry.tool()
+    def rename_step(params: RenameStep) -> dict[str, object]:
+        """Give a step a new name."""
+        try:
+            draft.workflow = draft.workflow.rename_step(params.step_id, params.name)
+        except UnknownStepError:
+            raise _unknown_step() from None
+        return {"renamed": _step(draft.workflow.step(params.step_id))}
+
+    @registry.tool()
+    def move_step(params: MoveStep) -> dict[str, object]:
+        """Move a step to a 1-based position."""
+        try:
+            draft.workflow = draft.workflow.move_step(params.step_id, params.position)
+        except UnknownStepError:
+            raise _unknown_step() from None
+        return {"moved": params.step_id, "steps": _steps(draft.workflow)}
+
+    return registry
+
+
+# ---------------------------------------------------------------- pipeline
+
+
+class WorkflowEditorAgent:
+    """Edits a copy of a workflow as instructed; every tool call goes through :class:`GuardedToolInvoker`.
+
+    ``options`` are the base request options (model, reasoning, ...); the pipeline sets the
+    instructions and the tools itself. Raises the adapter's :class:`ChatError`, with ``run`` set.
+    """
+
+    def __init__(self, chat: ChatPort, settings: LoopSettings, *, options: ChatOptions | None = None) -> None:
+        self._loop = ToolLoop(chat, settings)
+        self._settings = settings
+        self._options = options or ChatOptions()
+
+    async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
+        draft = _Draft(workflow)
+        registry = _workflow_tools(draft, detailed_errors=self._settings.detailed_errors)
+        options = attrs.evolve(self._options, instructions=INSTRUCTIONS, tools=registry.specs)
+        messages = (ChatMessage.user(instruction_message(workflow, instruction)),)
+        run = await self._loop.run(messages, options, GuardedToolInvoker(registry))
+        return WorkflowEdit(
+            workflow=draft.workflow, text=run.text, tool_calls=run.tool_calls, run=run.response
+        )
