@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ from typing import IO, Any
 
 import yaml
 
-__all__ = ["MASTER_KEY", "MODELS", "ProxyStartError", "LiteLLMProxy", "free_port", "litellm_version"]
+__all__ = ["MASTER_KEY", "MODELS", "LiteLLMProxy", "ProxyStartError", "free_port", "litellm_version"]
 
 MASTER_KEY = "sk-gateway-tier-master-key"
 UPSTREAM_KEY = "sk-upstream-fake-key"
@@ -235,10 +236,8 @@ class LiteLLMProxy:
         """Terminate the proxy's process group (uvicorn may fork), then kill it if it lingers."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
