@@ -1,0 +1,334 @@
+"""The offline model's reading rules: meeting transcripts and plain workflow-edit instructions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Final, Literal
+
+import attrs
+
+from domain import UnknownStepError, Workflow, WorkflowStep
+
+__all__ = [
+    "ActionItem",
+    "Edit",
+    "Meeting",
+    "describe_edit",
+    "plan_edits",
+    "read_meeting",
+    "summary_text",
+]
+
+_NAME_WORD: Final = r"[A-Z][a-zA-Z'-]+"
+_TIMESTAMP: Final = r"\[(?:\d{1,2}:)?\d{1,2}:\d{2}\]"
+_SPEAKER_LINE: Final = re.compile(
+    rf"^\s*(?:{_TIMESTAMP}\s*)?(?P<speaker>{_NAME_WORD}(?: {_NAME_WORD}){{0,2}}):\s+(?P<text>\S.*)$"
+)
+# Capitalized words that start sentences or stand for nobody in particular; never owners or speakers.
+_NOT_NAMES: Final = frozenset(
+    (
+        *("It", "This", "That", "There", "These", "Those", "We", "They", "He", "She", "You", "I"),
+        *("Everyone", "Everybody", "Nobody", "Someone", "Somebody", "Anyone", "Who", "What", "Which"),
+        *("Then", "So", "And", "But", "Also", "Maybe", "Hopefully", "Today", "Tomorrow", "Nothing"),
+        *("Something", "Action", "Decision", "Note", "Notes", "Transcript", "Summary", "Agenda"),
+        *("Meeting", "Update", "Updates", "Instruction", "Task"),
+    )
+)
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+")
+_OWNER_WILL: Final = re.compile(
+    rf"(?:^|(?<=[\s,;(]))(?P<owner>{_NAME_WORD}(?: {_NAME_WORD})?) will (?P<rest>.+)$"
+)
+_ACTION_TAG: Final = re.compile(
+    rf"\baction(?: item)?:\s*(?P<owner>{_NAME_WORD}(?: {_NAME_WORD})?) (?:to|will) (?P<rest>.+)$",
+    re.IGNORECASE,
+)
+_FIRST_PERSON: Final = re.compile(r"(?:^|(?<=[\s,;(]))I(?:'ll|\u2019ll| will) (?P<rest>.+)$")
+# "I'll be honest", "I'll admit": figures of speech, not commitments.
+_NOT_COMMITMENTS: Final = re.compile(r"^(?:be|admit|say|bet|tell you|take that|guess|pass)\b", re.IGNORECASE)
+_DECISION: Final = re.compile(
+    r"\b(?:we(?:'ve|\u2019ve| have)? (?:decided|agreed)(?: (?:to|that|on))?|decision:)\s*(?P<what>.+)$",
+    re.IGNORECASE,
+)
+_DUE: Final = re.compile(
+    r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|today|tomorrow|tonight|eod|eow|noon|midnight"
+    r"|end of (?:the )?(?:day|week|month|sprint|quarter)|next (?:week|month|sprint)"
+    r"|jan(?:uary)?|feb(?:ruary)?|march|april|june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?"
+    r"|nov(?:ember)?|dec(?:ember)?)\b|\d",
+    re.IGNORECASE,
+)
+_DUE_END: Final = re.compile(r"[,;(]|\s+(?:once|because|so|if|when|unless|since|but|and then)\s+")
+_TRAILING: Final = " .!?;,"
+
+
+@attrs.frozen
+class ActionItem:
+    """A commitment found in a transcript: who, what, and by when (None when no date was said)."""
+
+    owner: str
+    task: str
+    due: str | None = None
+
+
+@attrs.frozen
+class Meeting:
+    """What the offline model reads from a transcript."""
+
+    participants: tuple[str, ...] = ()
+    action_items: tuple[ActionItem, ...] = ()
+    decisions: tuple[str, ...] = ()
+
+
+def _utterances(transcript: str) -> Iterator[tuple[str | None, str]]:
+    for line in transcript.splitlines():
+        match = _SPEAKER_LINE.match(line)
+        if match is not None and match["speaker"].split()[0] not in _NOT_NAMES:
+            yield match["speaker"], match["text"]
+        elif line.strip():
+            yield None, line.strip()
+
+
+def _split_due(rest: str) -> tuple[str, str | None]:
+    """``task by due`` -> (task, due) when the words after the last " by " name a date."""
+    clause = rest.strip().rstrip(_TRAILING)
+    at = clause.rfind(" by ")
+    if at > 0:
+        # The deadline ends where an aside starts: "by Wednesday, once the build is green".
+        due = _DUE_END.split(clause[at + 4 :], maxsplit=1)[0].strip()
+        if _DUE.search(due):
+            return clause[:at].strip(), due
+    return clause, None
+
+
+def _owner(candidate: str, participants: Sequence[str]) -> str | None:
+    """The named owner: a known speaker when one matches, minus leading sentence words ("Then Tom")."""
+    words = candidate.split()
+    if candidate in participants or words[-1] in participants:
+        return candidate if candidate in participants else words[-1]
+    while words and words[0] in _NOT_NAMES:
+        words = words[1:]
+    return " ".join(words) or None
+
+
+def _action_item(sentence: str, speaker: str | None, participants: Sequence[str]) -> ActionItem | None:
+    tagged = _ACTION_TAG.search(sentence)
+    if tagged is not None:
+        task, due = _split_due(tagged["rest"])
+        return ActionItem(owner=tagged["owner"], task=task, due=due) if task else None
+    named = _OWNER_WILL.search(sentence)
+    if named is not None and not named["rest"].rstrip().endswith("?"):
+        owner = _owner(named["owner"], participants)
+        task, due = _split_due(named["rest"])
+        if owner is not None and task and not _NOT_COMMITMENTS.match(task):
+            return ActionItem(owner=owner, task=task, due=due)
+    mine = _FIRST_PERSON.search(sentence)
+    if mine is not None and speaker is not None and not mine["rest"].rstrip().endswith("?"):
+        task, due = _split_due(mine["rest"])
+        if task and not _NOT_COMMITMENTS.match(task):
+            return ActionItem(owner=speaker, task=task, due=due)
+    return None
+
+
+def _decision(sentence: str) -> str | None:
+    match = _DECISION.search(sentence)
+    if match is None:
+        return None
+    what = match["what"].strip().rstrip(_TRAILING)
+    return what[:1].upper() + what[1:] if what else None
+
+
+def read_meeting(transcript: str) -> Meeting:
+    """Participants (speakers in order of first appearance), action items and decisions.
+
+    Action items: "<Name> will <task> [by <due>]", "action: <Name> to <task> [by <due>]" and the
+    speaker's own "I'll <task> [by <due>]". Decisions: "we decided/agreed ...", "decision: ...".
+    A due date is only split off when the words after "by" name a day, a date or a deadline.
+    """
+    utterances = tuple(_utterances(transcript))
+    participants: list[str] = []
+    for speaker, _ in utterances:
+        if speaker is not None and speaker not in participants:
+            participants.append(speaker)
+    items: list[ActionItem] = []
+    decisions: list[str] = []
+    for speaker, text in utterances:
+        for sentence in _SENTENCE_END.split(text):
+            decision = _decision(sentence)
+            if decision is not None:
+                decisions.append(decision)
+                continue
+            item = _action_item(sentence, speaker, participants)
+            if item is not None:
+                items.append(item)
+    return Meeting(participants=tuple(participants), action_items=tuple(items), decisions=tuple(decisions))
+
+
+def _join(names: Sequence[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def summary_text(meeting: Meeting) -> str:
+    """The short, readable summary the model writes once every tool call has its result."""
+    who = f" with {_join(meeting.participants)}" if meeting.participants else ""
+    lines = [
+        f"Meeting summary{who}: {_plural(len(meeting.action_items), 'action item')} and "
+        f"{_plural(len(meeting.decisions), 'decision')}."
+    ]
+    if meeting.action_items:
+        lines.append("")
+        lines.append("Action items:")
+        lines.extend(
+            f"- {item.owner}: {item.task}" + (f" (due {item.due})" if item.due else "")
+            for item in meeting.action_items
+        )
+    if meeting.decisions:
+        lines.append("")
+        lines.append("Decisions:")
+        lines.extend(f"- {decision}" for decision in meeting.decisions)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- workflow edits
+
+EditName = Literal["add_step", "remove_step", "rename_step", "move_step"]
+
+
+@attrs.frozen
+class Edit:
+    """One edit tool call: its tool name and its JSON arguments."""
+
+    name: EditName
+    arguments: Mapping[str, object] = attrs.field(hash=False)
+
+
+_VERBS: Final = r"(?:add|insert|append|remove|delete|drop|rename|move)\b"
+_CLAUSE_SPLIT: Final = re.compile(
+    rf"\s*(?:[;,.]|\band\b|\bthen\b)\s*(?:(?:and|then|also)\s+)*(?={_VERBS})|(?<=[;.])\s+", re.IGNORECASE
+)
+_Q: Final = r"[\"'\u201c\u201d\u2018\u2019]?"
+_ADD: Final = re.compile(
+    rf"\b(?:add|insert|append)\s+(?:a\s+|an\s+|another\s+)?(?:new\s+)?step\s+(?:called\s+|named\s+)?{_Q}"
+    rf"(?P<name>.+?){_Q}(?:\s+of\s+kind\s+{_Q}(?P<kind>[\w-]+){_Q})?"
+    rf"(?:\s+(?P<where>after|before|following)\s+(?:the\s+)?(?:step\s+)?{_Q}(?P<anchor>.+?){_Q}(?:\s+step)?"
+    rf"|\s+at\s+the\s+(?:end|bottom))?\s*$",
+    re.IGNORECASE,
+)
+_REMOVE: Final = re.compile(
+    rf"\b(?:remove|delete|drop)\s+(?:the\s+)?(?:step\s+)?{_Q}(?P<name>.+?){_Q}(?:\s+step)?\s*$", re.IGNORECASE
+)
+_RENAME: Final = re.compile(
+    rf"\brename\s+(?:the\s+)?(?:step\s+)?{_Q}(?P<name>.+?){_Q}(?:\s+step)?\s+to\s+{_Q}(?P<new>.+?){_Q}\s*$",
+    re.IGNORECASE,
+)
+_MOVE: Final = re.compile(
+    rf"\bmove\s+(?:the\s+)?(?:step\s+)?{_Q}(?P<name>.+?){_Q}(?:\s+step)?\s+to\s+(?:the\s+)?"
+    r"(?:position\s+(?:#\s*)?(?P<position>\d+)|(?P<edge>top|start|beginning|front|end|bottom))\s*$",
+    re.IGNORECASE,
+)
+DEFAULT_KIND: Final = "task"
+
+
+def _find(workflow: Workflow, name: str) -> WorkflowStep | None:
+    """The step called ``name``: exact (ignoring case), else the only step whose name contains it."""
+    wanted = name.strip().casefold()
+    for step in workflow.steps:
+        if step.name.casefold() == wanted or step.id.casefold() == wanted:
+            return step
+    partial = [step for step in workflow.steps if wanted and wanted in step.name.casefold()]
+    return partial[0] if len(partial) == 1 else None
+
+
+def _clauses(instruction: str) -> list[str]:
+    return [clause.strip(_TRAILING + " ") for clause in _CLAUSE_SPLIT.split(instruction) if clause.strip()]
+
+
+def _edit(clause: str, workflow: Workflow) -> tuple[Edit, Workflow] | None:
+    """The edit one clause asks for and the workflow after it; None when it is not understood."""
+    if (match := _RENAME.search(clause)) is not None:
+        step = _find(workflow, match["name"])
+        if step is None:
+            return None
+        edit = Edit("rename_step", {"step_id": step.id, "name": match["new"].strip()})
+        return edit, workflow.rename_step(step.id, match["new"].strip())
+    if (match := _MOVE.search(clause)) is not None:
+        step = _find(workflow, match["name"])
+        if step is None:
+            return None
+        edge = (match["edge"] or "").lower()
+        position = (
+            int(match["position"])
+            if match["position"]
+            else (1 if edge in {"top", "start", "beginning", "front"} else len(workflow.steps))
+        )
+        return Edit("move_step", {"step_id": step.id, "position": position}), workflow.move_step(
+            step.id, position
+        )
+    if (match := _ADD.search(clause)) is not None:
+        kind = match["kind"] or DEFAULT_KIND
+        after: str | None = None
+        if match["anchor"] is not None:
+            anchor = _find(workflow, match["anchor"])
+            if anchor is None:
+                return None
+            if match["where"].lower() == "before":
+                at = workflow.index_of(anchor.id)
+                if at == 0:
+                    return None
+                after = workflow.steps[at - 1].id
+            else:
+                after = anchor.id
+        edit = Edit("add_step", {"name": match["name"].strip(), "kind": kind, "after": after})
+        return edit, workflow.add_step(match["name"].strip(), kind, after)[0]
+    if (match := _REMOVE.search(clause)) is not None:
+        step = _find(workflow, match["name"])
+        if step is None:
+            return None
+        return Edit("remove_step", {"step_id": step.id}), workflow.remove_step(step.id)
+    return None
+
+
+def plan_edits(instruction: str, workflow: Workflow) -> tuple[tuple[Edit, ...], tuple[str, ...]]:
+    """The edit calls for ``instruction`` against ``workflow``, in order, and the clauses not understood.
+
+    Clauses are separated by ``;``, ``,``, "and" or "then" before a verb. Each edit is resolved against
+    the workflow as the previous edits left it, so "add X after Y and move X to position 1" works
+    when the tool numbers new steps the way :meth:`Workflow.add_step` does.
+    """
+    edits: list[Edit] = []
+    skipped: list[str] = []
+    for clause in _clauses(instruction):
+        try:
+            result = _edit(clause, workflow)
+        except UnknownStepError:
+            result = None
+        if result is None:
+            if re.search(_VERBS, clause, re.IGNORECASE):
+                skipped.append(clause)
+            continue
+        edit, workflow = result
+        edits.append(edit)
+    return tuple(edits), tuple(skipped)
+
+
+def describe_edit(edit: Edit, names: Mapping[str, str]) -> str:
+    """A few words on one edit, naming steps by the names they had before the edits (``names``)."""
+    args = edit.arguments
+
+    def step(key: str) -> str:
+        step_id = str(args.get(key))
+        return f"'{names.get(step_id, step_id)}'"
+
+    if edit.name == "add_step":
+        where = f" after {step('after')}" if args.get("after") is not None else " at the end"
+        return f"added '{args.get('name')}' ({args.get('kind')}){where}"
+    if edit.name == "remove_step":
+        return f"removed {step('step_id')}"
+    if edit.name == "rename_step":
+        return f"renamed {step('step_id')} to '{args.get('name')}'"
+    return f"moved {step('step_id')} to position {args.get('position')}"
