@@ -108,7 +108,7 @@ def _describe(tp: object) -> str:
         return f"{_describe(inner)} or null"
     item = _sequence_item(tp)
     if item is not None:
-        return f"an array of {_describe(item)}"
+        return f"an array (each item {_describe(item)})"
     return "an object"
 
 
@@ -250,10 +250,10 @@ def _format_exception(exc: BaseException, tp: type | None) -> str:
         return "required field is missing"
     if isinstance(exc, ForbiddenExtraKeysError):
         return f"unexpected field; the allowed fields are: {_allowed_fields(exc.cl)}"
-    if isinstance(exc, _WrongTypeError):
-        return f"expected {exc}"
     if tp is not None:
         return f"expected {_describe(tp)}"
+    if isinstance(exc, _WrongTypeError):
+        return f"expected {exc}"
     return "invalid value"
 
 

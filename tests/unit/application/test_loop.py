@@ -1,0 +1,313 @@
+"""ToolLoop: rounds of model output and guarded tool results, its limits and its failure path."""
+
+from __future__ import annotations
+
+import asyncio
+
+import attrs
+import pytest
+
+from adapters.scripted import ScriptedChat, ScriptedTurn
+from application import LoopSettings, ToolLoop, ToolRegistry
+from domain import (
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatTransportError,
+    FunctionCallContent,
+    FunctionResultContent,
+    ResponseFailedError,
+    ToolSpec,
+    Usage,
+)
+from tests.strategies import MARKER
+
+USER = (ChatMessage.user("hello"),)
+
+
+class Echo:
+    """An invoker that answers each call with its name; records what it was awaited with."""
+
+    def __init__(self) -> None:
+        self.calls: list[FunctionCallContent] = []
+
+    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+        self.calls.append(call)
+        return FunctionResultContent(call.call_id, f"ran {call.name}")
+
+
+class Failing:
+    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+        return FunctionResultContent(call.call_id, {"error": "tool_failed", "message": "no"}, is_error=True)
+
+
+def options(*names: str) -> ChatOptions:
+    return ChatOptions(instructions="be brief", tools=tuple(ToolSpec(n) for n in names), tool_choice="auto")
+
+
+def calls_turn(*calls: tuple[str, str, str], usage: Usage | None = None) -> ScriptedTurn:
+    return ScriptedTurn(calls=calls, usage=usage)
+
+
+def tool_results(message: ChatMessage) -> list[FunctionResultContent]:
+    assert message.role == "tool"
+    return [c for c in message.contents if isinstance(c, FunctionResultContent)]
+
+
+async def test_a_round_appends_the_output_as_returned_and_one_result_per_call_in_order() -> None:
+    raw_a, raw_b = '{"b": 1,  "a": [ ]}', "{"
+    chat = ScriptedChat(calls_turn(("c1", "a", raw_a), ("c2", "b", raw_b)), ScriptedTurn(text="done"))
+
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a", "b"), Echo())
+
+    assert chat.requests[0].messages == USER
+    follow_up = chat.requests[1].messages
+    assert follow_up[0] == USER[0]
+    assistant, tool = follow_up[1], follow_up[2]
+    assert assistant == run.response.messages[0]
+    assert [c.raw_arguments for c in assistant.function_calls] == [raw_a, raw_b]
+    assert [(r.call_id, r.is_error) for r in tool_results(tool)] == [("c1", False), ("c2", True)]
+    assert tool_results(tool)[0].result == "ran a"
+    assert len(follow_up) == 3
+
+
+async def test_the_first_request_is_the_users_and_the_rest_the_agents() -> None:
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}")), calls_turn(("c2", "a", "{}")), ScriptedTurn(text="ok"))
+
+    await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+
+    assert [r.options.initiator for r in chat.requests if r.options] == ["user", "agent", "agent"]
+    assert all(r.options and r.options.instructions == "be brief" for r in chat.requests)
+
+
+async def test_the_run_holds_every_message_the_summed_usage_and_the_last_response() -> None:
+    chat = ScriptedChat(
+        calls_turn(("c1", "a", "{}"), usage=Usage(10, 2, 12, None, 1)),
+        ScriptedTurn(text="final words", usage=Usage(20, 3, 23, 5, None), response_id="resp_last"),
+    )
+
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+
+    assert [m.role for m in run.response.messages] == ["assistant", "tool", "assistant"]
+    assert run.response.usage == Usage(30, 5, 35, 5, 1)
+    assert run.response.response_id == "resp_last"
+    assert run.response.finish_reason == "stop"
+    assert run.final.response_id == "resp_last"
+    assert run.text == "final words"
+    assert run.iterations == 1
+    assert [(r.call.call_id, r.result.result, r.guarded) for r in run.tool_calls] == [("c1", "ran a", False)]
+
+
+async def test_usage_stays_unknown_when_no_response_reports_it() -> None:
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}")), ScriptedTurn(text="ok"))
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+    assert run.response.usage is None
+
+
+async def test_a_malformed_call_is_guarded_even_when_the_invoker_given_is_not() -> None:
+    echo = Echo()
+    chat = ScriptedChat(calls_turn(("c1", "a", f'{{"x": "{MARKER}"'), ("c2", "a", "{}")), ScriptedTurn())
+
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), echo)
+
+    assert [c.call_id for c in echo.calls] == ["c2"]
+    assert [r.guarded for r in run.tool_calls] == [True, False]
+    assert isinstance(run.tool_calls[0].result.result, dict)
+    assert run.tool_calls[0].result.result["error"] == "invalid_tool_arguments"
+
+
+async def test_an_unknown_tool_is_answered_and_the_loop_goes_on() -> None:
+    registry = ToolRegistry()
+    registry.add(lambda: "pong", name="ping")
+    chat = ScriptedChat(calls_turn(("c1", "pnig", "{}")), calls_turn(("c2", "ping", "{}")), ScriptedTurn())
+
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("ping"), registry)
+
+    assert [r.result.result for r in run.tool_calls] == [
+        {"error": "unknown_tool", "message": "No tool of that name is offered. The tools are: ping."},
+        "pong",
+    ]
+    assert len(chat.requests) == 3
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+async def test_a_failing_tools_exception_text_reaches_the_model_only_with_detailed_errors(
+    detailed: bool,
+) -> None:
+    registry = ToolRegistry(detailed_errors=detailed)
+
+    @registry.tool()
+    def boom() -> str:
+        raise RuntimeError(MARKER)
+
+    chat = ScriptedChat(calls_turn(("c1", "boom", "{}")), ScriptedTurn(text="sorry"))
+
+    await ToolLoop(chat, LoopSettings(detailed_errors=detailed)).run(USER, options("boom"), registry)
+
+    (result,) = tool_results(chat.requests[1].messages[-1])
+    assert result.is_error
+    assert isinstance(result.result, dict)
+    assert result.result["error"] == "tool_failed"
+    assert (MARKER in str(result.result)) is detailed
+
+
+async def test_after_max_iterations_one_last_request_goes_without_tools() -> None:
+    turns = [calls_turn((f"c{i}", "a", "{}")) for i in range(3)]
+    chat = ScriptedChat(*turns)
+
+    run = await ToolLoop(chat, LoopSettings(max_iterations=2)).run(USER, options("a"), Echo())
+
+    assert [len(r.options.tools) if r.options else None for r in chat.requests] == [1, 1, 0]
+    assert chat.requests[2].options is not None
+    assert chat.requests[2].options.tool_choice is None
+    # The calls of the last answer were made with no tools on offer: they stay unanswered.
+    assert run.iterations == 2
+    assert [r.call.call_id for r in run.tool_calls] == ["c0", "c1"]
+    assert run.response.messages[-1].function_calls[0].call_id == "c2"
+
+
+async def test_the_default_iteration_cap_is_forty() -> None:
+    chat = ScriptedChat(*[calls_turn((f"c{i}", "a", "{}")) for i in range(40)], ScriptedTurn(text="enough"))
+
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+
+    assert len(chat.requests) == 41
+    assert [bool(r.options and r.options.tools) for r in chat.requests] == [True] * 40 + [False]
+    assert run.iterations == 40
+    assert run.text == "enough"
+
+
+async def test_after_three_rounds_with_errors_in_a_row_tools_are_withdrawn() -> None:
+    chat = ScriptedChat(
+        calls_turn(("c1", "a", "{")),
+        calls_turn(("c2", "a", "{}"), ("c3", "a", "")),
+        calls_turn(("c4", "a", "[]")),
+        ScriptedTurn(text="I could not use the tools."),
+    )
+
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+
+    assert [bool(r.options and r.options.tools) for r in chat.requests] == [True, True, True, False]
+    assert run.text == "I could not use the tools."
+
+
+async def test_a_clean_round_resets_the_error_budget() -> None:
+    chat = ScriptedChat(
+        calls_turn(("c1", "a", "{")),
+        calls_turn(("c2", "a", "{")),
+        calls_turn(("c3", "a", "{}")),
+        calls_turn(("c4", "a", "{")),
+        calls_turn(("c5", "a", "{")),
+        ScriptedTurn(text="ok"),
+    )
+
+    await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+
+    assert all(r.options and r.options.tools for r in chat.requests)
+
+
+async def test_tool_errors_count_like_invalid_arguments() -> None:
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}")), calls_turn(("c2", "a", "{}")), ScriptedTurn())
+
+    await ToolLoop(chat, LoopSettings(max_consecutive_errors=2)).run(USER, options("a"), Failing())
+
+    assert [bool(r.options and r.options.tools) for r in chat.requests] == [True, True, False]
+
+
+async def test_without_tools_on_offer_the_loop_asks_once() -> None:
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}")))
+    echo = Echo()
+
+    run = await ToolLoop(chat).run(USER, None, echo)
+
+    assert len(chat.requests) == 1
+    assert echo.calls == []
+    assert run.tool_calls == ()
+    assert run.iterations == 0
+
+
+async def test_a_failure_mid_run_is_raised_with_the_run_so_far() -> None:
+    failure = ChatTransportError("HTTP 502", status_code=502, request_id="req_1")
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}"), usage=Usage(1, 1, 2)), failure)
+
+    with pytest.raises(ChatTransportError) as caught:
+        await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+
+    assert caught.value is failure
+    assert caught.value.run is not None
+    assert [m.role for m in caught.value.run.messages] == ["assistant", "tool"]
+    assert caught.value.run.usage == Usage(1, 1, 2)
+    assert caught.value.run.response_id == "resp_scripted_1"
+
+
+async def test_a_failure_on_the_first_request_carries_an_empty_run() -> None:
+    chat = ScriptedChat(ResponseFailedError("boom", code="server_error"))
+
+    with pytest.raises(ResponseFailedError) as caught:
+        await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+
+    assert caught.value.run == ChatResponse()
+
+
+class InFlight:
+    """Counts how many invocations overlap; each yields to the event loop a few times."""
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.peak = 0
+
+    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+        self.current += 1
+        self.peak = max(self.peak, self.current)
+        for _ in range(3):
+            await asyncio.sleep(0)  # a bare yield to the event loop, not a wait for time to pass
+        self.current -= 1
+        return FunctionResultContent(call.call_id, call.name)
+
+
+@pytest.mark.parametrize(("concurrent", "peak"), [(True, 3), (False, 1)])
+async def test_calls_of_one_response_run_concurrently_only_when_allowed(concurrent: bool, peak: int) -> None:
+    spy = InFlight()
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}"), ("c2", "b", "{}"), ("c3", "c", "{}")), ScriptedTurn())
+
+    run = await ToolLoop(chat, LoopSettings(concurrent_invocation=concurrent)).run(USER, options("a"), spy)
+
+    assert spy.peak == peak
+    assert [r.result.result for r in run.tool_calls] == ["a", "b", "c"]
+
+
+async def test_results_keep_call_order_when_a_later_call_finishes_first() -> None:
+    released = asyncio.Event()
+
+    class Ordered:
+        async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+            if call.name == "first":
+                await released.wait()
+            else:
+                released.set()
+            return FunctionResultContent(call.call_id, call.name)
+
+    chat = ScriptedChat(calls_turn(("c1", "first", "{}"), ("c2", "second", "{}")), ScriptedTurn())
+
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("first"), Ordered())
+
+    assert [r.call_id for r in tool_results(run.response.messages[1])] == ["c1", "c2"]
+
+
+def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
+    assert attrs.asdict(LoopSettings()) == {
+        "max_iterations": 40,
+        "max_consecutive_errors": 3,
+        "concurrent_invocation": True,
+        "detailed_errors": False,
+    }
+    with pytest.raises(ValueError, match="max_iterations"):
+        LoopSettings(max_iterations=0)
+    with pytest.raises(ValueError, match="max_consecutive_errors"):
+        LoopSettings(max_consecutive_errors=0)
+
+
+def test_the_loop_exposes_its_settings() -> None:
+    settings = LoopSettings(max_iterations=5)
+    assert ToolLoop(ScriptedChat(), settings).settings is settings
+    assert ToolLoop(ScriptedChat()).settings == LoopSettings()
