@@ -220,6 +220,7 @@ def _call_id(index: int, body: Mapping[str, Any]) -> str:
     return f"call_{_tool_rounds_done(list(body.get('messages') or ()))}_{index}"
 
 
+_UPSTREAM_MODELS = ("scripted-text", "scripted-tool", "scripted-malformed", "scripted-agent", "scripted-500")
 _USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 
 
@@ -268,6 +269,11 @@ def _chat_json(body: Mapping[str, Any], text: str, calls: tuple[tuple[str, str],
 
 
 def _upstream(handler: _Handler, body: dict[str, Any]) -> None:
+    if handler.command == "GET" and handler.path.rstrip("/").endswith("/models"):
+        # The proxy lists the upstream's models while it starts; an honest list keeps its log quiet.
+        models = [{"id": name, "object": "model", "owned_by": "fake"} for name in _UPSTREAM_MODELS]
+        handler.send_json(200, {"object": "list", "data": models})
+        return
     if not handler.path.rstrip("/").endswith("/chat/completions"):
         handler.send_json(404, {"error": {"message": f"no route {handler.path}", "type": "not_found"}})
         return
