@@ -1,0 +1,239 @@
+"""The two ChatPorts over the SDK's Responses API: one asks for a stream, one for JSON; both read either."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+import attrs
+import httpx
+import openai
+from openai.types.responses import Response, ResponseStreamEvent
+
+from adapters.responses.errors import attempts_of, map_error
+from adapters.responses.folding import EventFolder
+from adapters.responses.mapping import chat_response, raise_if_failed, response_contents
+from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
+from adapters.responses.settings import ResponsesSettings
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatTransportError,
+    MalformedResponseError,
+    ResponseFailedError,
+)
+
+__all__ = ["ResponsesJsonAdapter", "ResponsesSseAdapter"]
+
+_LOGGER: Final = logging.getLogger("adapters.responses")
+REQUEST_ID_HEADER: Final = "x-request-id"
+_SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
+
+
+@attrs.define
+class _Exchange:
+    """What is known about the HTTP exchange so far, for the error that may follow."""
+
+    digest: RequestDigest
+    folder: EventFolder = attrs.field(factory=EventFolder)
+    request_id: str | None = None
+    attempts: int = 1
+    status_code: int | None = None
+
+    def saw(self, response: httpx.Response) -> None:
+        self.request_id = response.headers.get(REQUEST_ID_HEADER)
+        self.attempts = attempts_of(response.request)
+        self.status_code = response.status_code
+
+
+def _is_event_stream(content_type: str) -> bool:
+    return "text/event-stream" in content_type.lower()
+
+
+def _is_response_document(data: object) -> bool:
+    return isinstance(data, dict) and (
+        data.get("object") == "response" or "output" in data or "status" in data
+    )
+
+
+def _from_document(data: dict[str, Any]) -> ChatResponse:
+    if not _is_response_document(data):
+        error = data.get("error")
+        if isinstance(error, dict):
+            code, message = error.get("code"), error.get("message")
+            raise ResponseFailedError(
+                message if isinstance(message, str) and message else "the provider returned an error object",
+                code=code if isinstance(code, str) else None,
+            )
+        raise MalformedResponseError("the JSON body is not a Responses object (no output, status or object)")
+    response = Response.construct(**data)
+    return raise_if_failed(chat_response(response, response_contents(response)), response)
+
+
+class _ResponsesAdapter:
+    """What both adapters share: the builder, the error mapping and the diagnostics."""
+
+    _stream: bool
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        settings: ResponsesSettings,
+        *,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._builder = ResponsesPayloadBuilder(settings)
+        self._logger = logger or _LOGGER
+
+    def __repr__(self) -> str:
+        # The client holds the API key; a repr names only what is safe to show.
+        return f"{type(self).__name__}(model={self._settings.model!r})"
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        """Send the conversation and return the whole answer; raises only ChatError subclasses."""
+        request = self._builder.build(messages, options)
+        exchange = _Exchange(request.digest)
+        try:
+            result = await self._exchange(request, exchange)
+        except (openai.OpenAIError, json.JSONDecodeError, httpx.HTTPError, ChatError) as exc:
+            error = map_error(
+                exc,
+                partial=exchange.folder.partial(),
+                request_id=exchange.request_id,
+                secret=self._client.api_key,
+            )
+            self._fill_context(error, exchange)
+            self._log_failure(error, exchange)
+            if error is exc:
+                raise
+            if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
+                # The SDK's exception quotes the provider's body, which may echo credentials.
+                raise error from None
+            raise error from exc
+        if exchange.attempts > 1:
+            self._logger.info(
+                "Responses request succeeded after retries",
+                extra=self._log_extra(exchange, result.response_id),
+            )
+        return result
+
+    async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
+        raise NotImplementedError
+
+    def _create_arguments(self, request: ResponsesRequest) -> dict[str, Any]:
+        arguments = request.sdk_keywords()
+        arguments["extra_headers"] = dict(request.headers)
+        extra_body = request.extra_body()
+        if extra_body:
+            arguments["extra_body"] = extra_body
+        return arguments
+
+    async def _fold_body(
+        self, body: bytes, content_type: str, http: httpx.Response, exchange: _Exchange
+    ) -> ChatResponse:
+        """A whole body of either shape: an event stream goes through the folder, JSON the mapping."""
+        head = body.lstrip()[:8]
+        if _is_event_stream(content_type) or head.startswith(_SSE_STARTS):
+            replay = httpx.Response(
+                http.status_code, headers=http.headers, content=body, request=http.request
+            )
+            # The SDK's own stream reader, so that a buffered event stream folds exactly like a live one.
+            stream = openai.AsyncStream(
+                cast_to=cast(Any, ResponseStreamEvent), response=cast(Any, replay), client=self._client
+            )
+            feed = exchange.folder.feed
+            async for event in stream:
+                feed(event)
+            return exchange.folder.result()
+        try:
+            data = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise MalformedResponseError(
+                "the body is neither a JSON Response nor an event stream", request_id=exchange.request_id
+            ) from None
+        if not isinstance(data, dict):
+            raise MalformedResponseError("the JSON body is not an object", request_id=exchange.request_id)
+        return _from_document(data)
+
+    @staticmethod
+    def _fill_context(error: ChatError, exchange: _Exchange) -> None:
+        if error.request_id is None:
+            error.request_id = exchange.request_id
+        if error.partial is None:
+            error.partial = exchange.folder.partial()
+        if error.partial is not None:
+            error.response_id = error.response_id or error.partial.response_id
+            error.model_id = error.model_id or error.partial.model_id
+
+    def _log_extra(self, exchange: _Exchange, response_id: str | None) -> dict[str, object]:
+        return {
+            "attempts": exchange.attempts,
+            "status_code": exchange.status_code,
+            "request_id": exchange.request_id,
+            "response_id": response_id,
+            "request_digest": exchange.digest.as_log_extra(),
+            "stream": self._stream,
+        }
+
+    def _log_failure(self, error: ChatError, exchange: _Exchange) -> None:
+        extra = self._log_extra(exchange, error.response_id)
+        extra["error_type"] = type(error).__name__
+        if isinstance(error, ResponseFailedError):
+            extra["error_code"] = error.code
+        else:
+            extra["error_code"] = None
+        if isinstance(error, ChatTransportError):
+            extra["attempts"] = error.attempts
+            extra["status_code"] = error.status_code
+        self._logger.warning("Responses request failed: %s", type(error).__name__, extra=extra)
+
+
+class ResponsesSseAdapter(_ResponsesAdapter):
+    """A ChatPort that asks for an event stream (``stream=True``) and folds it as it arrives.
+
+    A JSON Response where a stream was asked for is read as JSON.
+    """
+
+    _stream = True
+
+    async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
+        stream = await self._client.responses.create(stream=True, **self._create_arguments(request))
+        http = cast(httpx.Response, stream.response)
+        exchange.saw(http)
+        try:
+            content_type = http.headers.get("content-type", "")
+            if not _is_event_stream(content_type):
+                return await self._fold_body(await http.aread(), content_type, http, exchange)
+            folder = exchange.folder
+            feed = folder.feed
+            async for event in stream:
+                feed(event)
+            return folder.result()
+        finally:
+            await stream.close()
+
+
+class ResponsesJsonAdapter(_ResponsesAdapter):
+    """A ChatPort that asks for JSON (``stream=False``).
+
+    An event stream where JSON was asked for (some gateway routes answer that way) goes through
+    the same folder as a live stream.
+    """
+
+    _stream = False
+
+    async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
+        raw = await self._client.responses.with_raw_response.create(
+            stream=False, **self._create_arguments(request)
+        )
+        http = cast(httpx.Response, raw.http_response)
+        exchange.saw(http)
+        return await self._fold_body(http.content, http.headers.get("content-type", ""), http, exchange)

@@ -1,0 +1,257 @@
+"""The one event folder: SDK stream events in, one ChatResponse (or a typed error) out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from adapters.responses.mapping import chat_response, item_contents, raise_if_failed, reasoning_content
+from domain import (
+    ChatResponse,
+    Content,
+    FunctionCallContent,
+    MalformedResponseError,
+    ResponseFailedError,
+    TextContent,
+)
+
+__all__ = ["TERMINAL_EVENTS", "EventFolder"]
+
+TERMINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _joined(parts: dict[int, list[str]]) -> list[str]:
+    return ["".join(parts[index]) for index in sorted(parts)]
+
+
+class _Partial:
+    """An output item still arriving: its deltas, kept as lists and joined once at the end."""
+
+    __slots__ = ("added", "arguments", "call_id", "item_id", "kind", "name", "reasoning", "summary", "texts")
+
+    def __init__(self) -> None:
+        self.kind: str | None = None
+        self.item_id: str | None = None
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.added: Any = None
+        self.texts: dict[int, list[str]] = {}
+        self.summary: dict[int, list[str]] = {}
+        self.reasoning: dict[int, list[str]] = {}
+        self.arguments: list[str] = []
+
+    def contents(self) -> list[Content]:
+        kind = self.kind
+        if kind == "function_call" or (kind is None and self.arguments):
+            return [
+                FunctionCallContent.parse(
+                    call_id=self.call_id or self.item_id or "",
+                    name=self.name or "",
+                    raw_arguments="".join(self.arguments),
+                    item_id=self.item_id,
+                )
+            ]
+        if kind == "reasoning" or (kind is None and (self.summary or self.reasoning)):
+            encrypted = getattr(self.added, "encrypted_content", None)
+            return [
+                reasoning_content(self.item_id, _joined(self.summary), _joined(self.reasoning), encrypted)
+            ]
+        if kind == "message" or kind is None:
+            return [TextContent(text) for text in _joined(self.texts)]
+        # A hosted-tool item that never finished: all we have is how it started.
+        return item_contents(self.added)
+
+
+class EventFolder:
+    """Folds one response's events, in order, into a :class:`ChatResponse`.
+
+    Feed every event to :meth:`feed`, then call :meth:`result`. Dispatch is on the ``type`` string
+    alone because the SDK maps unknown types onto unrelated classes; unknown types are skipped.
+    Deltas are kept only until their item finishes; nothing of an event is kept once it is folded.
+    ``response.failed`` and ``error`` events raise :class:`ResponseFailedError` as they arrive.
+    """
+
+    __slots__ = ("_done", "_handlers", "_partials", "_snapshot", "_terminal")
+
+    def __init__(self) -> None:
+        self._snapshot: Any = None
+        self._terminal: str | None = None
+        self._done: dict[int, list[Content]] = {}
+        self._partials: dict[int, _Partial] = {}
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            "response.created": self._on_lifecycle,
+            "response.queued": self._on_lifecycle,
+            "response.in_progress": self._on_lifecycle,
+            "response.completed": self._on_terminal,
+            "response.incomplete": self._on_terminal,
+            "response.failed": self._on_failed,
+            "error": self._on_error,
+            "response.output_item.added": self._on_item_added,
+            "response.output_item.done": self._on_item_done,
+            "response.output_text.delta": self._on_text_delta,
+            "response.output_text.done": self._on_text_done,
+            "response.refusal.delta": self._on_text_delta,
+            "response.refusal.done": self._on_refusal_done,
+            "response.reasoning_summary_text.delta": self._on_summary_delta,
+            "response.reasoning_summary_text.done": self._on_summary_done,
+            "response.reasoning_text.delta": self._on_reasoning_delta,
+            "response.reasoning_text.done": self._on_reasoning_done,
+            "response.function_call_arguments.delta": self._on_arguments_delta,
+            "response.function_call_arguments.done": self._on_arguments_done,
+        }
+
+    @property
+    def finished(self) -> bool:
+        """True once a terminal event (completed or incomplete) has arrived."""
+        return self._terminal is not None
+
+    def feed(self, event: Any) -> None:
+        """Fold one event; raises :class:`ResponseFailedError` for failure events."""
+        handler = self._handlers.get(event.type)
+        if handler is None:
+            return
+        try:
+            handler(event)
+        except AttributeError as exc:
+            raise MalformedResponseError(
+                f"a {event.type!r} event lacks a required field ({exc.name})",
+                response_id=self._response_id,
+                model_id=self._model_id,
+                partial=self.partial(),
+            ) from None
+
+    def result(self) -> ChatResponse:
+        """The folded response; raises :class:`MalformedResponseError` if no terminal event arrived."""
+        if self._terminal is None:
+            raise MalformedResponseError(
+                "the event stream ended before a terminal event (response.completed, .incomplete or .failed)",
+                response_id=self._response_id,
+                model_id=self._model_id,
+                partial=self.partial(),
+            )
+        response = self._snapshot
+        if getattr(response, "output", None):
+            # The terminal event's output is the provider's final word on the items.
+            return chat_response(response, [c for item in response.output for c in item_contents(item)])
+        return chat_response(response, self._assembled())
+
+    def partial(self) -> ChatResponse | None:
+        """What has arrived so far, or None when nothing has."""
+        if self._snapshot is None and not self._done and not self._partials:
+            return None
+        return chat_response(self._snapshot, self._assembled())
+
+    @property
+    def _response_id(self) -> str | None:
+        return getattr(self._snapshot, "id", None)
+
+    @property
+    def _model_id(self) -> str | None:
+        return getattr(self._snapshot, "model", None)
+
+    def _assembled(self) -> list[Content]:
+        done, partials = self._done, self._partials
+        contents: list[Content] = []
+        for index in sorted(done.keys() | partials.keys()):
+            contents.extend(done[index] if index in done else partials[index].contents())
+        return contents
+
+    def _partial(self, index: int) -> _Partial:
+        partial = self._partials.get(index)
+        if partial is None:
+            # A stream resumed with starting_after can begin mid-item, without the item's "added".
+            partial = self._partials[index] = _Partial()
+        return partial
+
+    def _on_lifecycle(self, event: Any) -> None:
+        self._snapshot = event.response
+
+    def _on_terminal(self, event: Any) -> None:
+        self._snapshot = event.response
+        self._terminal = event.type
+
+    def _on_failed(self, event: Any) -> None:
+        self._snapshot = event.response
+        self._terminal = event.type
+        response = event.response
+        raise_if_failed(chat_response(response, self._assembled(), status="failed"), response)
+
+    def _on_error(self, event: Any) -> None:
+        code = getattr(event, "code", None)
+        message = getattr(event, "message", None)
+        raise ResponseFailedError(
+            message if isinstance(message, str) and message else "the provider sent an error event",
+            code=code if isinstance(code, str) else None,
+            response_id=self._response_id,
+            model_id=self._model_id,
+            partial=self.partial(),
+        )
+
+    def _on_item_added(self, event: Any) -> None:
+        item = event.item
+        partial = self._partial(event.output_index)
+        partial.added = item
+        partial.kind = getattr(item, "type", None)
+        partial.item_id = getattr(item, "id", None)
+        partial.call_id = getattr(item, "call_id", None)
+        partial.name = getattr(item, "name", None)
+
+    def _on_item_done(self, event: Any) -> None:
+        index = event.output_index
+        item = event.item
+        partial = self._partials.pop(index, None)
+        if getattr(item, "type", None) == "function_call" and not isinstance(
+            getattr(item, "arguments", None), str
+        ):
+            # Some gateways finish a call without repeating its arguments: the deltas are all there is.
+            if partial is None:
+                partial = _Partial()
+            partial.kind = "function_call"
+            partial.item_id = getattr(item, "id", None) or partial.item_id
+            partial.call_id = getattr(item, "call_id", None) or partial.call_id
+            partial.name = getattr(item, "name", None) or partial.name
+            self._done[index] = partial.contents()
+            return
+        self._done[index] = item_contents(item)
+
+    def _on_text_delta(self, event: Any) -> None:
+        texts = self._partial(event.output_index).texts
+        index = event.content_index
+        if index in texts:
+            texts[index].append(event.delta)
+        else:
+            texts[index] = [event.delta]
+
+    def _on_text_done(self, event: Any) -> None:
+        self._partial(event.output_index).texts[event.content_index] = [event.text]
+
+    def _on_refusal_done(self, event: Any) -> None:
+        self._partial(event.output_index).texts[event.content_index] = [event.refusal]
+
+    def _on_summary_delta(self, event: Any) -> None:
+        summary = self._partial(event.output_index).summary
+        index = event.summary_index
+        if index in summary:
+            summary[index].append(event.delta)
+        else:
+            summary[index] = [event.delta]
+
+    def _on_summary_done(self, event: Any) -> None:
+        self._partial(event.output_index).summary[event.summary_index] = [event.text]
+
+    def _on_reasoning_delta(self, event: Any) -> None:
+        reasoning = self._partial(event.output_index).reasoning
+        index = event.content_index
+        if index in reasoning:
+            reasoning[index].append(event.delta)
+        else:
+            reasoning[index] = [event.delta]
+
+    def _on_reasoning_done(self, event: Any) -> None:
+        self._partial(event.output_index).reasoning[event.content_index] = [event.text]
+
+    def _on_arguments_delta(self, event: Any) -> None:
+        self._partial(event.output_index).arguments.append(event.delta)
+
+    def _on_arguments_done(self, event: Any) -> None:
+        self._partial(event.output_index).arguments = [event.arguments]

@@ -1,0 +1,265 @@
+"""Turns a conversation and its options into a Responses request, plus a content-free digest of it."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+from openai.resources.responses import AsyncResponses
+
+from adapters.responses.settings import ResponsesSettings
+from domain import (
+    ChatMessage,
+    ChatOptions,
+    FunctionCallContent,
+    FunctionResultContent,
+    JsonValue,
+    ProviderItemContent,
+    ReasoningContent,
+    TextContent,
+    ToolSpec,
+)
+
+__all__ = ["SDK_KEYWORDS", "RequestDigest", "ResponsesPayloadBuilder", "ResponsesRequest"]
+
+# Everything the SDK's create() accepts as a body keyword; other keys travel in extra_body so that
+# none is dropped. stream is the adapter's choice, and the extra_* and timeout knobs are not body keys.
+SDK_KEYWORDS: Final[frozenset[str]] = frozenset(inspect.signature(AsyncResponses.create).parameters) - {
+    "self",
+    "stream",
+    "extra_headers",
+    "extra_query",
+    "extra_body",
+    "timeout",
+}
+
+_ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
+
+
+def _plain(value: object) -> Any:
+    """A JSON-ready copy: read-only mappings become dicts, tuples become lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _compact_json(value: JsonValue) -> str:
+    return json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False)
+
+
+def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return types.MappingProxyType(dict(value))
+
+
+def tool_output(result: JsonValue) -> str:
+    """A tool result as it goes on the wire: strings as they are, anything else compact JSON."""
+    return result if isinstance(result, str) else _compact_json(result)
+
+
+@attrs.frozen
+class RequestDigest:
+    """What a request looked like, without any of its content: safe to log.
+
+    ``item_counts`` pairs each input item type with how many items of it were sent.
+    ``byte_size`` is the size of the JSON body in UTF-8.
+    """
+
+    model: str
+    item_counts: tuple[tuple[str, int], ...]
+    tool_names: tuple[str, ...]
+    byte_size: int
+    initiator: str
+
+    def as_log_extra(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "item_counts": dict(self.item_counts),
+            "tool_names": list(self.tool_names),
+            "byte_size": self.byte_size,
+            "initiator": self.initiator,
+        }
+
+
+@attrs.frozen
+class ResponsesRequest:
+    """One request: the JSON body (without ``stream``), its headers and its digest."""
+
+    body: Mapping[str, Any] = attrs.field(converter=_read_only, hash=False)
+    headers: Mapping[str, str] = attrs.field(converter=_read_only, hash=False)
+    digest: RequestDigest
+
+    def sdk_keywords(self) -> dict[str, Any]:
+        """The body keys the SDK's create() knows, as keyword arguments."""
+        return {key: value for key, value in self.body.items() if key in SDK_KEYWORDS}
+
+    def extra_body(self) -> dict[str, Any]:
+        """The body keys the SDK does not know; sent through ``extra_body``."""
+        return {key: value for key, value in self.body.items() if key not in SDK_KEYWORDS}
+
+
+class ResponsesPayloadBuilder:
+    """Builds the Responses request for a conversation, following the contract's payload rules."""
+
+    def __init__(self, settings: ResponsesSettings) -> None:
+        self._settings = settings
+
+    def build(self, messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> ResponsesRequest:
+        options = options or ChatOptions()
+        settings = self._settings
+        body: dict[str, Any] = {"model": options.model or settings.model, "input": self.input_items(messages)}
+        if options.instructions is not None:
+            body["instructions"] = options.instructions
+        if options.tools:
+            body["tools"] = [self.tool(spec) for spec in options.tools]
+        if options.tool_choice is not None:
+            body["tool_choice"] = self._tool_choice(options.tool_choice)
+        if options.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = options.parallel_tool_calls
+        reasoning = self._reasoning(options)
+        if reasoning:
+            body["reasoning"] = reasoning
+        store = settings.store if options.store is None else options.store
+        body["store"] = store
+        if reasoning and reasoning.get("effort") != "none":
+            # Without storage the reasoning state only survives as encrypted content sent back to us.
+            body["include"] = [_ENCRYPTED_REASONING]
+        max_output_tokens = options.max_output_tokens or settings.max_output_tokens
+        if max_output_tokens is not None:
+            body["max_output_tokens"] = max_output_tokens
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.metadata is not None:
+            body["metadata"] = dict(options.metadata)
+        if options.extra_body:
+            body.update(_plain(options.extra_body))
+        headers = {**settings.extra_headers, "X-Initiator": options.initiator}
+        return ResponsesRequest(body, headers, self.digest(body, options.initiator))
+
+    @staticmethod
+    def digest(body: Mapping[str, Any], initiator: str) -> RequestDigest:
+        """The content-free description of ``body`` that diagnostics may log."""
+        items = body.get("input") or ()
+        counts = Counter(str(item.get("type", "unknown")) for item in items if isinstance(item, Mapping))
+        tools = tuple(
+            str(t.get("name", t.get("type", ""))) for t in body.get("tools") or () if isinstance(t, Mapping)
+        )
+        size = len(
+            json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        )
+        return RequestDigest(
+            model=str(body.get("model", "")),
+            item_counts=tuple(sorted(counts.items())),
+            tool_names=tools,
+            byte_size=size,
+            initiator=initiator,
+        )
+
+    def input_items(self, messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+        """The ``input`` array: one item per message run of text, call, result, reasoning or provider item."""
+        return [item for message in messages for item in self._message_items(message)]
+
+    def _message_items(self, message: ChatMessage) -> Iterator[dict[str, Any]]:
+        part_type = "output_text" if message.role == "assistant" else "input_text"
+        parts: list[dict[str, Any]] = []
+        for content in message.contents:
+            if isinstance(content, TextContent):
+                part: dict[str, Any] = {"type": part_type, "text": content.text}
+                if part_type == "output_text":
+                    part["annotations"] = []
+                parts.append(part)
+                continue
+            if parts:
+                yield self._message(message, parts)
+                parts = []
+            item = self._item(content)
+            if item is not None:
+                yield item
+        if parts:
+            yield self._message(message, parts)
+
+    @staticmethod
+    def _message(message: ChatMessage, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        if message.role == "tool":
+            raise ValueError("a tool message carries function results only, not text")
+        # Without "type" some SDKs and gateways re-read the item as an unknown type and reject it.
+        return {"type": "message", "role": message.role, "content": parts}
+
+    def _item(
+        self, content: FunctionCallContent | FunctionResultContent | ReasoningContent | ProviderItemContent
+    ) -> dict[str, Any] | None:
+        if isinstance(content, FunctionCallContent):
+            return self.function_call(content)
+        if isinstance(content, FunctionResultContent):
+            return {
+                "type": "function_call_output",
+                "call_id": content.call_id,
+                "output": tool_output(content.result),
+            }
+        if isinstance(content, ReasoningContent):
+            return self.reasoning_item(content)
+        item = json.loads(content.raw_json)
+        if not isinstance(item, dict):
+            raise ValueError(f"provider item {content.type!r} is not a JSON object")
+        return item
+
+    def function_call(self, call: FunctionCallContent) -> dict[str, Any]:
+        """A call in history; its arguments are the model's own string unless the wrap policy applies."""
+        arguments = call.raw_arguments
+        if call.parse_error is not None and self._settings.malformed_arguments_in_history == "wrap":
+            arguments = json.dumps({"INVALID_JSON": call.raw_arguments}, ensure_ascii=False)
+        return {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": arguments}
+
+    def reasoning_item(self, reasoning: ReasoningContent) -> dict[str, Any] | None:
+        """The reasoning item to send back, or None when the provider could not use it.
+
+        Without encrypted content the state only exists on the provider's side, so the item is
+        sent (by id) only when responses are stored; otherwise the provider would reject it.
+        """
+        if reasoning.encrypted_content is None and (reasoning.item_id is None or not self._settings.store):
+            return None
+        item: dict[str, Any] = {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": text} for text in reasoning.summary],
+        }
+        if reasoning.item_id is not None:
+            item["id"] = reasoning.item_id
+        if reasoning.encrypted_content is not None:
+            item["encrypted_content"] = reasoning.encrypted_content
+        return item
+
+    @staticmethod
+    def tool(spec: ToolSpec) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": _plain(spec.parameters),
+            "strict": spec.strict,
+        }
+
+    @staticmethod
+    def _tool_choice(choice: str) -> str | dict[str, str]:
+        if choice in ("auto", "none", "required"):
+            return choice
+        return {"type": "function", "name": choice}
+
+    def _reasoning(self, options: ChatOptions) -> dict[str, str]:
+        effort: str | None
+        summary: str | None
+        if options.reasoning is not None:
+            effort, summary = options.reasoning.effort, options.reasoning.summary
+        else:
+            effort, summary = self._settings.reasoning_effort, self._settings.reasoning_summary
+        reasoning: dict[str, str] = {}
+        if effort is not None:
+            reasoning["effort"] = effort
+        if summary is not None:
+            reasoning["summary"] = summary
+        return reasoning

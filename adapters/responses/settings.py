@@ -1,0 +1,44 @@
+"""Settings of the Responses adapters: the model and how requests are shaped."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from typing import Literal
+
+import attrs
+
+__all__ = ["MalformedArgumentsPolicy", "ResponsesSettings"]
+
+MalformedArgumentsPolicy = Literal["verbatim", "wrap"]
+
+
+def _headers(value: Mapping[str, str]) -> Mapping[str, str]:
+    return types.MappingProxyType(dict(value))
+
+
+def _positive_or_none(instance: object, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+    if value is not None and value < 1:
+        raise ValueError(f"{attribute.name} must be a positive integer or None")
+
+
+@attrs.frozen
+class ResponsesSettings:
+    """How the adapters talk to a Responses endpoint.
+
+    ``malformed_arguments_in_history`` decides how a function call whose arguments are not a JSON
+    object goes back to the model: ``verbatim`` (byte for byte, the default) or ``wrap`` (as
+    ``{"INVALID_JSON": "<raw>"}``, for gateways that front providers which require an object).
+    ``reasoning_effort`` and ``reasoning_summary`` apply when a request's options leave reasoning unset.
+    ``extra_headers`` go on every request (the ``X-Initiator`` header is set per request).
+    """
+
+    model: str = attrs.field(validator=attrs.validators.min_len(1))
+    malformed_arguments_in_history: MalformedArgumentsPolicy = attrs.field(
+        default="verbatim", validator=attrs.validators.in_(("verbatim", "wrap"))
+    )
+    store: bool = False
+    reasoning_effort: str | None = None
+    reasoning_summary: str | None = None
+    max_output_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
+    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_headers, hash=False)
