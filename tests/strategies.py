@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
+import attrs
 from hypothesis import strategies as st
+
+from domain import Workflow, WorkflowStep
 
 # Marker planted in malformed inputs: an error message must never echo it.
 MARKER = "PLANTED-7f3a9c"
@@ -93,4 +97,140 @@ empty_strings: st.SearchStrategy[str] = st.text(alphabet=" \t\r\n", max_size=20)
 
 malformed_argument_strings: st.SearchStrategy[str] = st.one_of(
     invalid_json_strings, non_object_json_strings, empty_strings
+)
+
+
+# ---------------------------------------------------------------- pipeline tool-call mixes (application)
+# A planned call is what the scripted model will send and what the test expects to happen to it:
+# "valid" runs the tool, "malformed" (unparseable arguments) is answered by the guard, "ill_typed"
+# (a JSON object of the wrong shape) is refused by the registry. Neither of the last two runs it.
+
+CallKind = Literal["valid", "malformed", "ill_typed"]
+
+
+@attrs.frozen
+class PlannedCall:
+    name: str
+    raw: str
+    kind: CallKind
+    arguments: Mapping[str, Any] | None = None
+
+
+# Strings a tool accepts as they are: non-empty, no surrounding whitespace.
+plain_texts: st.SearchStrategy[str] = st.text(min_size=1, max_size=16).filter(lambda s: s.strip() == s)
+
+
+@st.composite
+def object_spellings(draw: st.DrawFn, obj: Mapping[str, Any]) -> str:
+    """``obj`` serialized with its keys in any order and in one of several legal spellings."""
+    keys = draw(st.permutations(list(obj)))
+    indent = draw(st.sampled_from([None, 0, 2]))
+    return json.dumps({k: obj[k] for k in keys}, indent=indent, ensure_ascii=draw(st.booleans()))
+
+
+empty_object_strings: st.SearchStrategy[str] = st.sampled_from(["{}", " {} ", "{\n}", "\t{ }\r\n"])
+
+
+@st.composite
+def planned_calls(
+    draw: st.DrawFn,
+    zero_parameter_tools: Sequence[str],
+    valid: Mapping[str, st.SearchStrategy[dict[str, Any]]],
+    ill_typed: Mapping[str, st.SearchStrategy[dict[str, Any]]],
+) -> PlannedCall:
+    """One call of a pipeline's tools, valid, malformed or ill-typed with equal odds."""
+    name = draw(st.sampled_from([*zero_parameter_tools, *valid]))
+    kind: CallKind = draw(st.sampled_from(["valid", "malformed", "ill_typed"]))
+    if kind == "malformed":
+        return PlannedCall(name, draw(malformed_argument_strings), kind)
+    if name in zero_parameter_tools:
+        if kind == "valid":
+            return PlannedCall(name, draw(empty_object_strings), kind, {})
+        extra = draw(st.dictionaries(plain_texts, json_values, min_size=1, max_size=3))
+        return PlannedCall(name, draw(object_spellings(extra)), kind)
+    arguments = draw((valid if kind == "valid" else ill_typed)[name])
+    return PlannedCall(name, draw(object_spellings(arguments)), kind, arguments if kind == "valid" else None)
+
+
+def call_turns(calls: st.SearchStrategy[PlannedCall]) -> st.SearchStrategy[list[list[PlannedCall]]]:
+    """One to four model turns of one to four calls each."""
+    return st.lists(st.lists(calls, min_size=1, max_size=4), min_size=1, max_size=4)
+
+
+def _spoiled(
+    obj: Mapping[str, Any], field: str, wrong: st.SearchStrategy[Any]
+) -> st.SearchStrategy[dict[str, Any]]:
+    """``obj`` with ``field`` replaced by a wrong value, removed, or joined by an unknown key."""
+    return st.one_of(
+        wrong.map(lambda value: {**obj, field: value}),
+        st.just({k: v for k, v in obj.items() if k != field}),
+        st.just({**obj, "unexpected": 1}),
+    )
+
+
+_not_strings: st.SearchStrategy[Any] = st.one_of(
+    st.integers(), st.booleans(), st.lists(st.integers(), max_size=2), st.just({})
+)
+_blank: st.SearchStrategy[str] = st.text(alphabet=" \t", max_size=3)
+
+
+@st.composite
+def _ill_typed_action_items(draw: st.DrawFn) -> dict[str, Any]:
+    obj = {"owner": draw(plain_texts), "task": draw(plain_texts), "due": draw(st.none() | plain_texts)}
+    field = draw(st.sampled_from(["owner", "task"]))
+    return draw(_spoiled(obj, field, _not_strings | _blank))
+
+
+summary_calls: st.SearchStrategy[PlannedCall] = planned_calls(
+    zero_parameter_tools=("list_participants",),
+    valid={
+        "record_action_item": st.fixed_dictionaries(
+            {"owner": plain_texts, "task": plain_texts, "due": st.none() | plain_texts}
+        ),
+        "record_decision": st.fixed_dictionaries({"decision": plain_texts}),
+    },
+    ill_typed={
+        "record_action_item": _ill_typed_action_items(),
+        "record_decision": _spoiled({"decision": "x"}, "decision", _not_strings | _blank),
+    },
+)
+
+
+# Workflow steps get ids from a small pool so that edits often, but not always, name a real step.
+STEP_IDS = ("intake", "review", "approve", "step-4", "step-5", "ghost")
+
+workflows: st.SearchStrategy[Workflow] = st.builds(
+    Workflow,
+    name=plain_texts,
+    steps=st.lists(st.sampled_from(STEP_IDS[:4]), unique=True, max_size=4).flatmap(
+        lambda ids: st.tuples(*(st.builds(WorkflowStep, st.just(i), plain_texts, plain_texts) for i in ids))
+    ),
+)
+
+_step_ids = st.sampled_from(STEP_IDS)
+
+workflow_calls: st.SearchStrategy[PlannedCall] = planned_calls(
+    zero_parameter_tools=("list_steps",),
+    valid={
+        "add_step": st.fixed_dictionaries(
+            {"name": plain_texts, "kind": plain_texts, "after": st.none() | _step_ids}
+        ),
+        "remove_step": st.fixed_dictionaries({"step_id": _step_ids}),
+        "rename_step": st.fixed_dictionaries({"step_id": _step_ids, "name": plain_texts}),
+        "move_step": st.fixed_dictionaries(
+            {"step_id": _step_ids, "position": st.integers(min_value=-2, max_value=8)}
+        ),
+    },
+    ill_typed={
+        "add_step": st.fixed_dictionaries(
+            {"name": plain_texts, "kind": plain_texts, "after": _step_ids}
+        ).flatmap(lambda obj: _spoiled(obj, "kind", _not_strings | _blank)),
+        "remove_step": _spoiled({"step_id": "intake"}, "step_id", _not_strings),
+        "rename_step": _spoiled({"step_id": "intake", "name": "x"}, "name", _not_strings | _blank),
+        "move_step": _spoiled(
+            {"step_id": "intake", "position": 1},
+            "position",
+            st.one_of(st.text(max_size=3), st.floats(allow_nan=False), st.booleans(), st.none()),
+        ),
+    },
 )

@@ -1,0 +1,203 @@
+"""The summary pipeline over the scripted model: tools, guard, participants and the result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters.scripted import ScriptedChat, ScriptedTurn
+from application import ActionItem, LoopSettings, SummaryAgent, find_participants
+from domain import ChatOptions, ChatTransportError, FunctionResultContent, ReasoningOptions, Usage
+from tests.strategies import PlannedCall, call_turns, summary_calls
+
+TRANSCRIPT = """\
+[00:00] Ann: Let's start with the release.
+[00:01] Bob Smith: The build is red again.
+Chen: I will fix the build by Friday.
+Ann: Agreed: we ship on Monday.
+"""
+PARTICIPANTS = ["Ann", "Bob Smith", "Chen"]
+
+
+def script(turns: list[list[PlannedCall]], final_text: str) -> tuple[ScriptedChat, list[str]]:
+    ids: list[str] = []
+    scripted: list[ScriptedTurn] = []
+    for t, turn in enumerate(turns):
+        calls = tuple((f"call_{t}_{i}", c.name, c.raw) for i, c in enumerate(turn))
+        ids.extend(call_id for call_id, _, _ in calls)
+        scripted.append(ScriptedTurn(calls=calls))
+    return ScriptedChat(*scripted, ScriptedTurn(text=final_text)), ids
+
+
+def error_code(result: FunctionResultContent) -> object:
+    assert isinstance(result.result, dict)
+    return result.result["error"]
+
+
+@given(turns=call_turns(summary_calls), concurrent=st.booleans())
+async def test_tools_run_exactly_for_well_formed_calls_and_every_call_is_answered_once(
+    turns: list[list[PlannedCall]], concurrent: bool
+) -> None:
+    chat, ids = script(turns, "The team agreed to ship.")
+    settings = LoopSettings(max_consecutive_errors=len(turns) + 1, concurrent_invocation=concurrent)
+
+    summary = await SummaryAgent(chat, settings).summarize(TRANSCRIPT)
+
+    planned = [call for turn in turns for call in turn]
+    valid = [c for c in planned if c.kind == "valid"]
+    assert summary.action_items == tuple(
+        ActionItem(**dict(c.arguments or {})) for c in valid if c.name == "record_action_item"
+    )
+    assert summary.decisions == tuple(
+        str((c.arguments or {})["decision"]) for c in valid if c.name == "record_decision"
+    )
+    assert [r.call.call_id for r in summary.tool_calls] == ids
+    for call, record in zip(planned, summary.tool_calls, strict=True):
+        assert record.guarded == (call.kind == "malformed")
+        assert record.result.is_error == (call.kind != "valid")
+        if call.kind != "valid":
+            assert error_code(record.result) == "invalid_tool_arguments"
+        elif call.name == "list_participants":
+            assert record.result.result == {"participants": PARTICIPANTS}
+    answered = [
+        r.call_id for m in summary.run.messages for r in m.contents if isinstance(r, FunctionResultContent)
+    ]
+    assert answered == ids
+    for t in range(len(turns)):
+        follow_up = chat.requests[t + 1].messages
+        sent = [c.raw_arguments for m in follow_up for c in m.function_calls]
+        assert sent == [c.raw for turn in turns[: t + 1] for c in turn]
+    assert len(chat.requests) == len(turns) + 1
+    assert summary.text == "The team agreed to ship."
+
+
+async def test_a_summary_collects_what_the_model_recorded() -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "list_participants", "{}"),), usage=Usage(100, 10, 110)),
+        ScriptedTurn(
+            calls=(
+                ("c2", "record_action_item", '{"owner": "Chen", "task": "Fix the build", "due": "Friday"}'),
+                ("c3", "record_decision", '{"decision": "Ship on Monday."}'),
+                ("c4", "record_action_item", '{"owner": "Ann", "task": "Tell support", "due": null}'),
+            ),
+            usage=Usage(200, 20, 220),
+        ),
+        ScriptedTurn(
+            text="The build is red; Chen fixes it and the team ships Monday.", usage=Usage(300, 30, 330)
+        ),
+    )
+
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
+
+    assert summary.text == "The build is red; Chen fixes it and the team ships Monday."
+    assert summary.action_items == (
+        ActionItem("Chen", "Fix the build", "Friday"),
+        ActionItem("Ann", "Tell support", None),
+    )
+    assert summary.decisions == ("Ship on Monday.",)
+    assert [r.result.result for r in summary.tool_calls] == [
+        {"participants": PARTICIPANTS},
+        {"recorded": "action_item", "count": 1},
+        {"recorded": "decision", "count": 1},
+        {"recorded": "action_item", "count": 2},
+    ]
+    assert summary.run.usage == Usage(600, 60, 660)
+    assert summary.run.response_id == "resp_scripted_3"
+
+
+async def test_a_missing_due_date_means_none_was_said() -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "record_action_item", '{"owner": "Chen", "task": "Fix it"}'),)),
+        ScriptedTurn(text="ok"),
+    )
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
+    assert summary.action_items == (ActionItem("Chen", "Fix it", None),)
+
+
+async def test_the_request_offers_the_three_tools_with_strict_schemas_and_the_instructions() -> None:
+    chat = ScriptedChat(ScriptedTurn(text="ok"))
+    base = ChatOptions(model="gpt-5.5", reasoning=ReasoningOptions(effort="low"), instructions="ignored")
+
+    await SummaryAgent(chat, LoopSettings(), options=base).summarize(TRANSCRIPT)
+
+    (request,) = chat.requests
+    assert request.options is not None
+    assert request.options.model == "gpt-5.5"
+    assert request.options.reasoning == ReasoningOptions(effort="low")
+    assert request.options.instructions is not None
+    assert "record_action_item" in request.options.instructions
+    tools = {spec.name: json.loads(json.dumps(dict(spec.parameters))) for spec in request.options.tools}
+    assert tools["list_participants"] == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
+    action: dict[str, Any] = tools["record_action_item"]
+    assert action["required"] == ["owner", "task", "due"]
+    assert action["additionalProperties"] is False
+    assert action["properties"]["owner"]["type"] == "string"
+    assert action["properties"]["due"]["type"] == ["string", "null"]
+    assert tools["record_decision"]["required"] == ["decision"]
+    assert all(spec.strict for spec in request.options.tools)
+    assert TRANSCRIPT in request.messages[0].text
+    assert request.messages[0].role == "user"
+
+
+async def test_each_run_starts_with_empty_notes() -> None:
+    record = ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship."}'),))
+    chat = ScriptedChat(record, ScriptedTurn(text="one"), record, ScriptedTurn(text="two"))
+    agent = SummaryAgent(chat, LoopSettings())
+
+    first = await agent.summarize(TRANSCRIPT)
+    second = await agent.summarize(TRANSCRIPT)
+
+    assert first.decisions == second.decisions == ("Ship.",)
+
+
+async def test_a_blank_decision_is_refused_without_recording_it() -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "   "}'),)), ScriptedTurn(text="ok")
+    )
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
+    assert summary.decisions == ()
+    assert summary.tool_calls[0].result.result == {
+        "error": "invalid_tool_arguments",
+        "message": "Invalid tool arguments: must not be empty @ $.",
+    }
+
+
+async def test_a_failed_request_raises_with_the_run_so_far() -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship."}'),)),
+        ChatTransportError("timed out", attempts=3),
+    )
+    with pytest.raises(ChatTransportError) as caught:
+        await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
+    assert caught.value.run is not None
+    assert [m.role for m in caught.value.run.messages] == ["assistant", "tool"]
+
+
+@pytest.mark.parametrize(
+    ("transcript", "expected"),
+    [
+        ("Ann: hi\nBob: hello\nAnn: bye", ("Ann", "Bob")),
+        ("[00:01] Ann: hi\n[01:02:03] Bob Smith: yo", ("Ann", "Bob Smith")),
+        ("(00:01) Ann: hi\n10:30 Chen: yes", ("Ann", "Chen")),
+        ("  Dr. O'Neil-Smith: present", ("Dr. O'Neil-Smith",)),
+        ("Zoë: hallo\nJosé María: hola", ("Zoë", "José María")),
+        ("no speakers here\njust prose", ()),
+        ("10:30: the meeting starts\n[00:01] : nobody", ()),
+        ("Ann:\nBob: said something", ("Bob",)),
+        ("One Two Three Four Five: too many words", ()),
+        ("", ()),
+    ],
+)
+def test_participants_are_the_speakers_in_order_of_first_appearance(
+    transcript: str, expected: tuple[str, ...]
+) -> None:
+    assert find_participants(transcript) == expected
