@@ -76,7 +76,8 @@ class ModelRequest:
         instructions = body.get("instructions") or ""
         if not isinstance(instructions, str):
             raise BadRequestError("'instructions' must be a string.", "instructions")
-        tools = body.get("tools") or []
+        tools = body.get("tools")
+        tools = [] if tools is None else tools
         if not isinstance(tools, list):
             raise BadRequestError("'tools' must be an array.", "tools")
         tool_names = tuple(
@@ -86,7 +87,7 @@ class ModelRequest:
         )
         messages, calls, outputs = _read_input(body.get("input"))
         _check_pairs(calls, outputs)
-        counted = [instructions, json.dumps(tools)]
+        counted = [instructions, json.dumps(tools) if tools else ""]
         counted.extend(text for _, text in messages)
         counted.extend(call.name + call.arguments for call in calls)
         counted.extend(outputs.values())

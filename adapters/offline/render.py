@@ -70,7 +70,10 @@ class Reply:
 def error_reply(status: int, message: str, *, kind: str, code: str | None, param: str | None = None) -> Reply:
     """An OpenAI-shaped error body."""
     body = json.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}}).encode()
-    headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+    headers: tuple[tuple[str, str], ...] = (
+        ("content-type", "application/json"),
+        ("content-length", str(len(body))),
+    )
     if status == 429 or status >= 500:
         headers += _FAST_RETRY
     return Reply(status=status, headers=headers, body=(body,))
@@ -396,7 +399,7 @@ def _json_body(ctx: _Context, scenarios: ScenarioSelection) -> tuple[list[bytes 
     data = json.dumps(document, ensure_ascii=False).encode()
     half = data[: len(data) // 2]
     if "garbage-data" in scenarios:
-        spoiled = half + b"\xff\xfe<<garbage>>"
+        spoiled = half + b"<<garbage: not JSON>>"
         return [spoiled], len(spoiled)
     if "truncated-stream" in scenarios:
         return [half], len(half)

@@ -1,0 +1,358 @@
+"""The offline model's turns, driven through request bodies as a pipeline would send them (no sockets)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.offline.model import (
+    BadRequestError,
+    FunctionCallOut,
+    ModelRequest,
+    ModelTurn,
+    ReasoningOut,
+    TextOut,
+    count_tokens,
+    respond,
+)
+from domain import parse_arguments
+from domain.arguments import ArgumentsParseError
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+SUMMARY_TOOLS = ("list_participants", "record_action_item", "record_decision")
+WORKFLOW_TOOLS = ("list_steps", "add_step", "remove_step", "rename_step", "move_step")
+INVALID = json.dumps(
+    {"error": "invalid_tool_arguments", "message": "The tool arguments were not valid JSON."}
+)
+
+ToolRunner = Callable[[FunctionCallOut], str]
+
+
+def tool(name: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": name,
+        "description": name,
+        "parameters": {"type": "object"},
+        "strict": False,
+    }
+
+
+def body_for(
+    text: str, tools: tuple[str, ...], history: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    return {
+        "model": "offline",
+        "instructions": "You are the meeting assistant.",
+        "input": [user, *(history or [])],
+        "tools": [tool(name) for name in tools],
+    }
+
+
+def guarded(run: Callable[[str, Mapping[str, object]], str]) -> ToolRunner:
+    """Like the application's guard: malformed arguments never reach the tool."""
+
+    def invoke(call: FunctionCallOut) -> str:
+        arguments = parse_arguments(call.arguments)
+        if isinstance(arguments, ArgumentsParseError):
+            return INVALID
+        return run(call.name, arguments)
+
+    return invoke
+
+
+def run_pipeline(
+    body: dict[str, Any], invoke: ToolRunner, *, malformed: bool = False, limit: int = 6
+) -> tuple[str, list[list[FunctionCallOut]]]:
+    """Drive the model turn by turn, appending calls and outputs, until it writes text."""
+    rounds: list[list[FunctionCallOut]] = []
+    for _ in range(limit):
+        turn = respond(ModelRequest.from_body(body), malformed=malformed)
+        if not turn.calls:
+            return "".join(item.text for item in turn.items if isinstance(item, TextOut)), rounds
+        rounds.append(list(turn.calls))
+        for call in turn.calls:
+            body["input"].append(
+                {
+                    "type": "function_call",
+                    "call_id": call.call_id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+            )
+            body["input"].append(
+                {"type": "function_call_output", "call_id": call.call_id, "output": invoke(call)}
+            )
+    raise AssertionError(f"no text after {limit} turns")
+
+
+# ---------------------------------------------------------------- summary pipeline
+
+
+def record_ok(name: str, arguments: Mapping[str, object]) -> str:
+    return json.dumps(["Ana", "Ben"]) if name == "list_participants" else "ok"
+
+
+def test_summary_first_turn_calls_every_tool_once_in_order() -> None:
+    text = "Ana: Ben will draft the budget by Friday.\nBen: I'll book the room.\nAna: We decided to go."
+    turn = respond(ModelRequest.from_body(body_for(text, SUMMARY_TOOLS)))
+
+    assert [(call.name, json.loads(call.arguments)) for call in turn.calls] == [
+        ("list_participants", {}),
+        ("record_action_item", {"owner": "Ben", "task": "draft the budget", "due": "Friday"}),
+        ("record_action_item", {"owner": "Ben", "task": "book the room", "due": None}),
+        ("record_decision", {"decision": "Go"}),
+    ]
+    assert len({call.call_id for call in turn.calls}) == 4
+
+
+def test_example_transcript_through_the_model_gives_a_complete_correct_summary() -> None:
+    transcript = (EXAMPLES / "standup-transcript.txt").read_text()
+    recorded: list[tuple[str, Mapping[str, object]]] = []
+
+    def record(name: str, arguments: Mapping[str, object]) -> str:
+        recorded.append((name, dict(arguments)))
+        return "ok"
+
+    text, rounds = run_pipeline(body_for(transcript, SUMMARY_TOOLS), guarded(record), malformed=True)
+
+    assert [len(calls) for calls in rounds] == [10, 1]
+    assert rounds[1][0].name == "record_action_item"
+    assert (
+        "record_action_item",
+        {"owner": "Maya", "task": "update the release notes", "due": "Thursday noon"},
+    ) in (recorded)
+    assert len(recorded) == 10
+    assert "Meeting summary with Priya, Tom, Maya, Alex and Dev: 6 action items and 3 decisions." in text
+    for line in (
+        "- Tom: fix the flaky checkout test (due Wednesday)",
+        "- Maya: update the release notes (due Thursday noon)",
+        "- Dev: pair with Alex on the Android crash (due end of day)",
+        "- Alex: ping the design team about the empty-state icons",
+        "- Dev: rotate the staging database credentials (due Friday)",
+        "- Priya: book the retro room for next Tuesday",
+        "- Ship 2.4 on Thursday without the new onboarding flow",
+        "- Move the stand-up to 9:45 starting next week",
+        "- Feature flags stay on in staging until the load test passes",
+    ):
+        assert line in text
+
+
+def test_malformed_scenario_breaks_exactly_the_second_call_of_the_first_turn_only() -> None:
+    body = body_for("Ana: Ben will go.\nBen: I'll stay.", SUMMARY_TOOLS)
+    turn = respond(ModelRequest.from_body(body), malformed=True)
+
+    broken = [call for call in turn.calls if isinstance(parse_arguments(call.arguments), ArgumentsParseError)]
+    assert broken == [turn.calls[1]]
+    assert json.loads(turn.calls[2].arguments) == {"owner": "Ben", "task": "stay", "due": None}
+    valid = '{"owner": "Ben", "task": "go", "due": null}'
+    assert valid.startswith(turn.calls[1].arguments)
+    assert 0 < len(turn.calls[1].arguments) < len(valid)
+
+
+def test_malformed_scenario_with_a_single_call_breaks_that_call() -> None:
+    turn = respond(ModelRequest.from_body(body_for("nothing said", SUMMARY_TOOLS)), malformed=True)
+
+    assert [(call.name, call.arguments) for call in turn.calls] == [("list_participants", "{")]
+
+
+def test_retry_happens_only_for_calls_rejected_as_invalid_arguments() -> None:
+    def failing(name: str, arguments: Mapping[str, object]) -> str:
+        return json.dumps({"error": "tool_failed", "message": "boom"}) if name == "record_decision" else "ok"
+
+    text, rounds = run_pipeline(
+        body_for("Ana: Ben will go.\nAna: we agreed to stop.", SUMMARY_TOOLS),
+        guarded(failing),
+        malformed=True,
+    )
+
+    assert [[call.name for call in calls] for calls in rounds] == [
+        ["list_participants", "record_action_item", "record_decision"],
+        ["record_action_item"],
+    ]
+    assert "1 action item and 1 decision." in text
+
+
+def test_a_valid_call_rejected_by_the_tool_is_not_retried_forever() -> None:
+    text, rounds = run_pipeline(body_for("Ana: Ben will go.", SUMMARY_TOOLS), lambda call: INVALID)
+
+    assert len(rounds) == 1
+    assert "Ben: go" in text
+
+
+def test_only_offered_summary_tools_are_called() -> None:
+    body = body_for("Ana: Ben will go.\nAna: we agreed to stop.", ("record_decision",))
+
+    assert [call.name for call in respond(ModelRequest.from_body(body)).calls] == ["record_decision"]
+
+
+# ---------------------------------------------------------------- workflow-editor pipeline
+
+
+def workflow_tools(name: str, arguments: Mapping[str, object]) -> str:
+    if name == "list_steps":
+        return (
+            json.loads((EXAMPLES / "release-workflow.json").read_text())["steps"].__repr__().replace("'", '"')
+        )
+    return json.dumps({"ok": True})
+
+
+def test_workflow_editor_lists_then_edits_then_reports() -> None:
+    instruction = (
+        "add a step Smoke test of kind test after Build release candidate and remove Manual QA sign-off"
+    )
+
+    text, rounds = run_pipeline(body_for(instruction, WORKFLOW_TOOLS), guarded(workflow_tools))
+
+    assert [[(call.name, json.loads(call.arguments)) for call in calls] for calls in rounds] == [
+        [("list_steps", {})],
+        [
+            ("add_step", {"name": "Smoke test", "kind": "test", "after": "step-2"}),
+            ("remove_step", {"step_id": "step-4"}),
+        ],
+    ]
+    assert text == (
+        "Edited the workflow: added 'Smoke test' (test) after 'Build release candidate'; "
+        "removed 'Manual QA sign-off'."
+    )
+
+
+def test_workflow_editor_retries_a_malformed_list_steps() -> None:
+    text, rounds = run_pipeline(
+        body_for("remove step-1", WORKFLOW_TOOLS), guarded(workflow_tools), malformed=True
+    )
+
+    assert [[call.name for call in calls] for calls in rounds] == [
+        ["list_steps"],
+        ["list_steps"],
+        ["remove_step"],
+    ]
+    assert rounds[0][0].arguments == "{"
+    assert text == "Edited the workflow: removed 'Freeze the release branch'."
+
+
+def test_workflow_report_names_the_workflow_failures_and_unknown_clauses() -> None:
+    def tools(name: str, arguments: Mapping[str, object]) -> str:
+        if name == "list_steps":
+            return json.dumps({"name": "Deploy", "steps": [{"id": "a", "name": "Build", "kind": "build"}]})
+        return json.dumps({"error": "tool_failed", "message": "no"})
+
+    text, _ = run_pipeline(
+        body_for("rename Build to Compile and remove Ghost", WORKFLOW_TOOLS), guarded(tools)
+    )
+
+    assert text == (
+        'Left Deploy unchanged. Failed: rename_step {"step_id": "a", "name": "Compile"}. '
+        "Not understood: 'remove Ghost'."
+    )
+
+
+@pytest.mark.parametrize(
+    "listing", ["not json", json.dumps({"steps": "none"}), json.dumps([{"name": "no id"}])]
+)
+def test_unreadable_step_listing_changes_nothing(listing: str) -> None:
+    text, rounds = run_pipeline(body_for("remove a", WORKFLOW_TOOLS), lambda call: listing)
+
+    assert len(rounds) == 1
+    assert text == "I could not read the workflow's steps, so I changed nothing."
+
+
+def test_instruction_without_edits_ends_after_listing() -> None:
+    text, rounds = run_pipeline(body_for("just look", WORKFLOW_TOOLS), guarded(workflow_tools))
+
+    assert len(rounds) == 1
+    assert text == "Left the workflow unchanged."
+
+
+# ---------------------------------------------------------------- no tools, reasoning, usage
+
+
+def test_without_tools_the_model_echoes_the_last_user_message() -> None:
+    turn = respond(ModelRequest.from_body({"model": "offline", "input": "one two three"}))
+
+    assert turn.items == (
+        TextOut("This is the offline stand-in model. Your message has 3 words: “one two three”."),
+    )
+
+
+def test_reasoning_item_comes_first_and_counts_as_output() -> None:
+    body = {"model": "offline", "input": "a b c d e f g h i j k l m n", "reasoning": {"effort": "low"}}
+    turn = respond(ModelRequest.from_body(body))
+
+    first, second = turn.items
+    assert isinstance(first, ReasoningOut)
+    assert first.encrypted_content.startswith("offline-")
+    assert isinstance(second, TextOut)
+    assert second.text.endswith("“a b c d e f g h i j k l …”.")
+    assert turn.usage.reasoning_tokens == count_tokens(first.summary) > 0
+    assert turn.usage.output_tokens == count_tokens(second.text) + turn.usage.reasoning_tokens
+
+
+def test_usage_counts_input_words_and_totals() -> None:
+    turn: ModelTurn = respond(ModelRequest.from_body({"model": "offline", "input": "Hello, world"}))
+
+    assert turn.usage.input_tokens == 3
+    assert turn.usage.total_tokens == turn.usage.input_tokens + turn.usage.output_tokens
+
+
+def test_input_items_of_every_shape_are_read() -> None:
+    request = ModelRequest.from_body(
+        {
+            "model": "offline",
+            "input": [
+                {"role": "system", "content": "sys"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                {
+                    "type": "function_call_output",
+                    "call_id": "c1",
+                    "output": [{"type": "input_text", "text": "r"}],
+                },
+                {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "x"}]},
+            ],
+        }
+    )
+
+    assert request.messages == (("system", "sys"), ("assistant", "hi"), ("user", ""))
+    assert request.outputs == {"c1": "r"}
+    assert request.calls[0].parsed() == {}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], "The request body must be a JSON object."),
+        ({"input": "x", "instructions": 3}, "'instructions' must be a string."),
+        ({"input": "x", "tools": {}}, "'tools' must be an array."),
+        ({"input": []}, "'input' must be a non-empty string or array of input items."),
+        ({"input": [3]}, "'input[0]' must be an object."),
+        ({"input": [{"type": "message", "role": "tool", "content": "x"}]}, "'input[0].role' must be"),
+        ({"input": [{"role": "user", "content": 5}]}, "'input[0].content' must be a string or an array"),
+        ({"input": [{"role": "user", "content": [5]}]}, "Every part of 'input[0].content' must be an object"),
+        ({"input": [{"type": "function_call", "call_id": "c"}]}, "'input[0]' needs string call_id"),
+        (
+            {"input": [{"type": "function_call_output", "output": "x"}]},
+            "'input[0].call_id' must be a string.",
+        ),
+        ({"input": [{"content": "x"}]}, "'input[0]' has no 'type'."),
+        (
+            {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]},
+            "No tool output found for function call c.",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]},
+            "No tool call found for function call output with call_id c.",
+        ),
+    ],
+)
+def test_bodies_the_api_would_reject_raise_bad_request(body: object, message: str) -> None:
+    with pytest.raises(BadRequestError) as caught:
+        ModelRequest.from_body(body)
+
+    assert caught.value.message.startswith(message)

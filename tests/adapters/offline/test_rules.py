@@ -1,0 +1,234 @@
+"""The offline model's reading rules: transcripts to items, instructions to workflow edits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters.offline.rules import (
+    ActionItem,
+    Edit,
+    Meeting,
+    describe_edit,
+    plan_edits,
+    read_meeting,
+    summary_text,
+)
+from domain import Workflow, WorkflowStep
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def release_workflow() -> Workflow:
+    data = json.loads((EXAMPLES / "release-workflow.json").read_text())
+    return Workflow(data["name"], tuple(WorkflowStep(**step) for step in data["steps"]))
+
+
+# ---------------------------------------------------------------- the example transcript
+
+
+def test_example_transcript_yields_every_participant_item_and_decision() -> None:
+    meeting = read_meeting((EXAMPLES / "standup-transcript.txt").read_text())
+
+    assert meeting.participants == ("Priya", "Tom", "Maya", "Alex", "Dev")
+    assert meeting.action_items == (
+        ActionItem("Tom", "fix the flaky checkout test", "Wednesday"),
+        ActionItem("Maya", "update the release notes", "Thursday noon"),
+        ActionItem("Dev", "pair with Alex on the Android crash", "end of day"),
+        ActionItem("Alex", "ping the design team about the empty-state icons", None),
+        ActionItem("Dev", "rotate the staging database credentials", "Friday"),
+        ActionItem("Priya", "book the retro room for next Tuesday", None),
+    )
+    assert meeting.decisions == (
+        "Ship 2.4 on Thursday without the new onboarding flow",
+        "Move the stand-up to 9:45 starting next week",
+        "Feature flags stay on in staging until the load test passes",
+    )
+
+
+def test_example_summary_names_everyone_and_every_item_with_owner_and_due() -> None:
+    text = summary_text(read_meeting((EXAMPLES / "standup-transcript.txt").read_text()))
+
+    assert text.startswith(
+        "Meeting summary with Priya, Tom, Maya, Alex and Dev: 6 action items and 3 decisions."
+    )
+    assert "- Tom: fix the flaky checkout test (due Wednesday)" in text
+    assert "- Maya: update the release notes (due Thursday noon)" in text
+    assert "- Alex: ping the design team about the empty-state icons\n" in text
+    assert "- Dev: rotate the staging database credentials (due Friday)" in text
+    assert "- Move the stand-up to 9:45 starting next week" in text
+    assert "cat" not in text
+    assert "coffee" not in text
+
+
+# ---------------------------------------------------------------- single rules
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Ana: Ben will draft the budget by Friday.", ActionItem("Ben", "draft the budget", "Friday")),
+        ("Ana: Ben will draft the budget.", ActionItem("Ben", "draft the budget", None)),
+        ("Ana: action: Ben to send the invite", ActionItem("Ben", "send the invite", None)),
+        ("Ana: Action item: Ben Ode to file it by 3 May", ActionItem("Ben Ode", "file it", "3 May")),
+        ("Ana: I'll call the vendor by tomorrow.", ActionItem("Ana", "call the vendor", "tomorrow")),
+        ("[12:05] Ana: I will test it by end of week.", ActionItem("Ana", "test it", "end of week")),
+        ("Ana: Then Ben will ship it by EOD", ActionItem("Ben", "ship it", "EOD")),
+        (
+            "Ana: Ben will review the PR opened by Cleo",
+            ActionItem("Ben", "review the PR opened by Cleo", None),
+        ),
+        ("Ana: Ben will fix it by Monday, unless it rains", ActionItem("Ben", "fix it", "Monday")),
+    ],
+)
+def test_each_action_item_pattern(line: str, expected: ActionItem) -> None:
+    assert read_meeting(line).action_items == (expected,)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Ana: It will rain all week.",
+        "Ana: I'll be honest, no idea.",
+        "Ana: I'll admit the coffee is better.",
+        "Ana: the printer will outlive us all.",
+        "Ana: Ben will you take this one?",
+        "Ana: I'll do it?",
+        "Ana: We should decide on the logo someday.",
+        "Ana: Maybe we'll decide next week.",
+    ],
+)
+def test_chit_chat_and_questions_are_not_items(line: str) -> None:
+    assert read_meeting(line) == Meeting(participants=("Ana",))
+
+
+@pytest.mark.parametrize(
+    ("line", "decision"),
+    [
+        ("Ana: So we decided to keep the old API.", "Keep the old API"),
+        ("Ana: We agreed that the demo moves to May.", "The demo moves to May"),
+        ("Ana: we've agreed on blue", "Blue"),
+        ("Ana: Decision: no deploys on Friday!", "No deploys on Friday"),
+    ],
+)
+def test_each_decision_pattern(line: str, decision: str) -> None:
+    assert read_meeting(line).decisions == (decision,)
+
+
+def test_a_line_without_a_speaker_still_yields_items_but_not_participants() -> None:
+    meeting = read_meeting(
+        "Notes from today\nAction: Ben to book the room\nI'll ignore this without a speaker"
+    )
+
+    assert meeting == Meeting(participants=(), action_items=(ActionItem("Ben", "book the room"),))
+
+
+def test_summary_of_an_empty_meeting_still_reads_well() -> None:
+    assert summary_text(Meeting()) == "Meeting summary: 0 action items and 0 decisions."
+    assert summary_text(Meeting(("Ana",), (ActionItem("Ana", "x"),))) == (
+        "Meeting summary with Ana: 1 action item and 0 decisions.\n\nAction items:\n- Ana: x"
+    )
+
+
+# ---------------------------------------------------------------- workflow edits
+
+
+def test_several_clauses_become_edits_in_order_against_the_evolving_workflow() -> None:
+    instruction = (
+        'add a step "Smoke test" of kind test after Build release candidate and remove manual QA sign-off, '
+        "rename Announce in #releases to Announce on Slack; move the smoke test step to position 2"
+    )
+    edits, skipped = plan_edits(instruction, release_workflow())
+
+    assert edits == (
+        Edit("add_step", {"name": "Smoke test", "kind": "test", "after": "step-2"}),
+        Edit("remove_step", {"step_id": "step-4"}),
+        Edit("rename_step", {"step_id": "step-6", "name": "Announce on Slack"}),
+        Edit("move_step", {"step_id": "step-7", "position": 2}),
+    )
+    assert skipped == ()
+
+
+@pytest.mark.parametrize(
+    ("instruction", "edit"),
+    [
+        (
+            "Add a step called Staged rollout",
+            Edit("add_step", {"name": "Staged rollout", "kind": "task", "after": None}),
+        ),
+        (
+            "insert a new step Staged rollout before Publish to app stores",
+            Edit("add_step", {"name": "Staged rollout", "kind": "task", "after": "step-4"}),
+        ),
+        (
+            "append step Tag it at the end",
+            Edit("add_step", {"name": "Tag it", "kind": "task", "after": None}),
+        ),
+        ("delete step-3", Edit("remove_step", {"step_id": "step-3"})),
+        ("move announce to the top", Edit("move_step", {"step_id": "step-6", "position": 1})),
+        ("Move the freeze step to the end.", Edit("move_step", {"step_id": "step-1", "position": 6})),
+        (
+            "then move Publish to app stores to position #3",
+            Edit("move_step", {"step_id": "step-5", "position": 3}),
+        ),
+    ],
+)
+def test_each_edit_form(instruction: str, edit: Edit) -> None:
+    assert plan_edits(instruction, release_workflow()) == ((edit,), ())
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        "remove the deploy-to-mars step",
+        "rename Nothing Here to Something",
+        "move Ghost to position 2",
+        "add a step X after Ghost",
+        "add a step X before Freeze the release branch",
+        "remove step",
+    ],
+)
+def test_edits_naming_unknown_steps_are_reported_not_guessed(instruction: str) -> None:
+    assert plan_edits(instruction, release_workflow()) == ((), (instruction,))
+
+
+def test_an_ambiguous_partial_name_is_not_guessed() -> None:
+    workflow = Workflow(
+        "w", (WorkflowStep("a", "Deploy web", "deploy"), WorkflowStep("b", "Deploy app", "deploy"))
+    )
+
+    assert plan_edits("remove deploy", workflow) == ((), ("remove deploy",))
+    assert plan_edits("remove deploy app", workflow) == ((Edit("remove_step", {"step_id": "b"}),), ())
+
+
+def test_text_without_any_edit_verb_is_neither_an_edit_nor_reported() -> None:
+    assert plan_edits("Please be careful with the release workflow.", release_workflow()) == ((), ())
+
+
+def test_step_names_containing_and_are_not_split() -> None:
+    workflow = Workflow("w", (WorkflowStep("s1", "Build and test", "build"),))
+
+    assert plan_edits("rename Build and test to Build", workflow) == (
+        (Edit("rename_step", {"step_id": "s1", "name": "Build"}),),
+        (),
+    )
+
+
+def test_describe_names_steps_by_their_old_names() -> None:
+    names = {"step-2": "Build release candidate", "step-4": "Manual QA sign-off"}
+
+    assert describe_edit(Edit("add_step", {"name": "S", "kind": "test", "after": "step-2"}), names) == (
+        "added 'S' (test) after 'Build release candidate'"
+    )
+    assert describe_edit(Edit("add_step", {"name": "S", "kind": "task", "after": None}), names) == (
+        "added 'S' (task) at the end"
+    )
+    assert describe_edit(Edit("remove_step", {"step_id": "step-4"}), names) == "removed 'Manual QA sign-off'"
+    assert describe_edit(Edit("rename_step", {"step_id": "step-9", "name": "N"}), names) == (
+        "renamed 'step-9' to 'N'"
+    )
+    assert describe_edit(Edit("move_step", {"step_id": "step-2", "position": 1}), names) == (
+        "moved 'Build release candidate' to position 1"
+    )
