@@ -1,0 +1,298 @@
+"""Folding realistic streams and JSON bodies through both adapters, in OpenAI's and LiteLLM's dialects."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
+from domain import (
+    ChatMessage,
+    ChatPort,
+    ChatResponse,
+    FunctionCallContent,
+    ProviderItemContent,
+    ReasoningContent,
+    TextContent,
+    Usage,
+)
+from tests.adapters.support import (
+    CREATED_AT,
+    JSON,
+    SSE,
+    Recorder,
+    adapters_for,
+    answer,
+    call_item,
+    message_item,
+    reasoning_item,
+    response_document,
+    sse,
+    stream_events,
+)
+
+DIALECTS = ("openai", "litellm")
+
+
+async def ask(adapter: ChatPort) -> ChatResponse:
+    return await adapter.get_response([ChatMessage.user("What happened in the meeting?")])
+
+
+async def fold_all_ways(
+    document: dict[str, Any], *, litellm: bool, **stream_options: Any
+) -> list[ChatResponse]:
+    """The document through both adapters, served once as an event stream and once as JSON."""
+    body = sse(stream_events(document, litellm=litellm, **stream_options), litellm=litellm)
+    results = []
+    for served in (answer(body, SSE), answer(json.dumps(document), JSON)):
+        for adapter in adapters_for(Recorder([served])):
+            results.append(await ask(adapter))
+    return results
+
+
+def test_both_adapters_satisfy_the_chat_port() -> None:
+    sse_adapter, json_adapter = adapters_for(Recorder([answer("{}")]))
+    ports: tuple[ChatPort, ChatPort] = (sse_adapter, json_adapter)
+    assert [type(p) for p in ports] == [ResponsesSseAdapter, ResponsesJsonAdapter]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_text_only_answer_folds_the_same_every_way(dialect: str) -> None:
+    litellm = dialect == "litellm"
+    response_id = "resp_" + "x" * 395 if litellm else "resp_abc"
+    document = response_document(
+        [message_item("msg_1", "The team agreed ", "to ship on Friday.")],
+        response_id=response_id,
+        litellm=litellm,
+    )
+
+    results = await fold_all_ways(document, litellm=litellm)
+
+    expected_usage = Usage(11, 7, 18, None if litellm else 3, None if litellm else 2)
+    for result in results:
+        assert result.messages == (
+            ChatMessage("assistant", (TextContent("The team agreed "), TextContent("to ship on Friday."))),
+        )
+        assert result.text == "The team agreed to ship on Friday."
+        assert (result.response_id, result.model_id, result.status) == (
+            response_id,
+            "gpt-test-2026",
+            "completed",
+        )
+        assert result.created_at == datetime(2025, 11, 24, 16, 0, tzinfo=UTC)
+        assert result.created_at.timestamp() == CREATED_AT
+        assert result.finish_reason == "stop"
+        assert result.usage == expected_usage
+    assert all(result == results[0] for result in results)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_reasoning_summary_and_encrypted_content_come_before_the_text(dialect: str) -> None:
+    document = response_document(
+        [
+            reasoning_item("rs_1", summary=("First I read", " the notes."), encrypted="gAAAA-opaque=="),
+            message_item("msg_1", "Two decisions were made."),
+        ],
+        litellm=dialect == "litellm",
+    )
+
+    results = await fold_all_ways(document, litellm=dialect == "litellm")
+
+    for result in results:
+        (message,) = result.messages
+        assert message.contents == (
+            ReasoningContent(
+                text="First I read\n\n the notes.",
+                item_id="rs_1",
+                encrypted_content="gAAAA-opaque==",
+                summary=("First I read", " the notes."),
+            ),
+            TextContent("Two decisions were made."),
+        )
+
+
+async def test_raw_reasoning_text_folds_from_its_own_deltas() -> None:
+    document = response_document(
+        [reasoning_item("rs_1", texts=("step one", "step two")), message_item("m", "4")]
+    )
+
+    results = await fold_all_ways(document, litellm=True, terminal_output=False)
+
+    for result in results:
+        reasoning = result.messages[0].contents[0]
+        assert isinstance(reasoning, ReasoningContent)
+        assert (reasoning.text, reasoning.summary) == ("step one\n\nstep two", ())
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_several_function_calls_one_malformed_keep_their_raw_arguments(dialect: str) -> None:
+    malformed = '{"owner": "Ana", "task": "write the plan"'
+    document = response_document(
+        [
+            call_item("fc_1", "call_1", "record_action_item", '{"owner":"Ana","task":"plan","due":null}'),
+            call_item("fc_2", "call_2", "record_decision", malformed),
+            call_item("fc_3", "call_3", "list_participants", ""),
+        ],
+        litellm=dialect == "litellm",
+    )
+
+    results = await fold_all_ways(document, litellm=dialect == "litellm")
+
+    for result in results:
+        calls = result.function_calls
+        assert [(c.call_id, c.name, c.item_id) for c in calls] == [
+            ("call_1", "record_action_item", "fc_1"),
+            ("call_2", "record_decision", "fc_2"),
+            ("call_3", "list_participants", "fc_3"),
+        ]
+        assert calls[0].arguments == {"owner": "Ana", "task": "plan", "due": None}
+        assert calls[1].raw_arguments == malformed
+        assert calls[1].parse_error is not None
+        assert calls[1].parse_error.kind == "invalid_json"
+        assert calls[2].parse_error is not None
+        assert calls[2].parse_error.kind == "empty"
+        assert result.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_unknown_events_interleaved_are_skipped(dialect: str) -> None:
+    litellm = dialect == "litellm"
+    document = response_document([message_item("msg_1", "Hello there")], litellm=litellm)
+    events = stream_events(document, litellm=litellm)
+    noise: list[dict[str, Any]] = [
+        {"type": "mystery.event", "delta": "NOT TEXT", "output_index": 0, "content_index": 0},
+        {"type": "response.audio.delta", "delta": "AAAA"},
+        {"type": "response.output_text.annotation.added", "output_index": 0, "annotation": {"type": "x"}},
+        {"type": "keepalive"},
+    ]
+    interleaved = [event for pair in zip(noise * len(events), events, strict=False) for event in pair]
+    clean_result = await ask(adapters_for(Recorder([answer(sse(events, litellm=litellm), SSE)]))[0])
+
+    for adapter in adapters_for(Recorder([answer(sse(interleaved, litellm=litellm), SSE)])):
+        result = await ask(adapter)
+        assert result.text == "Hello there"
+        assert result == clean_result
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_items_only_in_output_item_done_when_completed_output_is_empty(dialect: str) -> None:
+    litellm = dialect == "litellm"
+    document = response_document(
+        [
+            reasoning_item("rs_1", summary=("Thinking",), encrypted="enc"),
+            message_item("msg_1", "Done."),
+            call_item("fc_1", "call_9", "list_steps", "{}"),
+        ],
+        litellm=litellm,
+    )
+    body = sse(stream_events(document, litellm=litellm, terminal_output=False), litellm=litellm)
+    full = await fold_all_ways(document, litellm=litellm)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        result = await ask(adapter)
+        assert [type(c) for c in result.messages[0].contents] == [
+            ReasoningContent,
+            TextContent,
+            FunctionCallContent,
+        ]
+        assert result == full[0]
+
+
+async def test_deltas_alone_fold_when_no_item_finishes() -> None:
+    document = response_document(
+        [message_item("msg_1", "partial answer"), call_item("fc", "c1", "f", '{"a": 1}')]
+    )
+    events = [
+        e for e in stream_events(document, terminal_output=False) if e["type"] != "response.output_item.done"
+    ]
+    events = [e for e in events if not e["type"].endswith((".done",)) or e["type"] == "response.completed"]
+
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        result = await ask(adapter)
+        assert result.text == "partial answer"
+        assert [(c.call_id, c.name, c.raw_arguments) for c in result.function_calls] == [
+            ("c1", "f", '{"a": 1}')
+        ]
+
+
+async def test_a_finished_call_without_arguments_falls_back_to_its_deltas() -> None:
+    document = response_document([call_item("fc", "c1", "f", '{"x": [1, 2]}')])
+    events = stream_events(document, terminal_output=False)
+    for event in events:
+        if event["type"] == "response.output_item.done":
+            event["item"] = {k: v for k, v in event["item"].items() if k != "arguments"}
+        if event["type"] == "response.function_call_arguments.done":
+            event["type"] = "response.function_call_arguments.finished-elsewhere"
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    assert [c.raw_arguments for c in result.function_calls] == ['{"x": [1, 2]}']
+
+
+async def test_a_stream_resumed_mid_item_folds_what_follows() -> None:
+    document = response_document([message_item("msg_1", "abcdefghij")])
+    events = stream_events(document, chunk=2, terminal_output=False)
+    resumed = [*[e for e in events if e["type"] == "response.output_text.delta"][2:], events[-1]]
+
+    result = await ask(adapters_for(Recorder([answer(sse(resumed), SSE)]))[0])
+
+    assert result.text == "efghij"
+    assert result.response_id == "resp_test"
+
+
+async def test_usage_absent_is_none() -> None:
+    document = response_document([message_item("msg_1", "ok")], usage=None)
+
+    for result in await fold_all_ways(document, litellm=True):
+        assert result.usage is None
+
+
+async def test_provider_items_keep_their_json_and_order() -> None:
+    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque-state"}
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}}
+    document = response_document([compaction, search, message_item("msg_1", "Found it.")])
+
+    for result in await fold_all_ways(document, litellm=False):
+        first, second, third = result.messages[0].contents
+        assert isinstance(first, ProviderItemContent)
+        assert isinstance(second, ProviderItemContent)
+        assert (first.type, first.item_id, json.loads(first.raw_json)) == ("compaction", "cmp_1", compaction)
+        assert (second.type, json.loads(second.raw_json)) == ("web_search_call", search)
+        assert third == TextContent("Found it.")
+
+
+async def test_refusal_is_the_assistant_text() -> None:
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": "I can't help with that."}],
+    }
+    at = {"output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
+        {"type": "response.refusal.delta", **at, "delta": "I can't"},
+        {"type": "response.refusal.done", **at, "refusal": "I can't help with that."},
+        {"type": "response.completed", "response": response_document([])},
+    ]
+
+    streamed = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    documented = await ask(adapters_for(Recorder([answer(json.dumps(response_document([item])), JSON)]))[1])
+
+    assert streamed.text == documented.text == "I can't help with that."
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [("queued", None), ("in_progress", None), ("completed", "stop")]
+)
+async def test_non_terminal_statuses_are_reported_faithfully(status: str, expected: str | None) -> None:
+    document = response_document([], status=status, usage=None)
+
+    for adapter in adapters_for(Recorder([answer(json.dumps(document), JSON)])):
+        result = await ask(adapter)
+        assert (result.status, result.finish_reason, result.messages) == (status, expected, ())
