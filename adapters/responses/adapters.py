@@ -186,6 +186,7 @@ class _ResponsesAdapter:
     def _log_failure(self, error: ChatError, exchange: _Exchange) -> None:
         extra = self._log_extra(exchange, error.response_id)
         extra["error_type"] = type(error).__name__
+        extra["request_id"] = error.request_id
         if isinstance(error, ResponseFailedError):
             extra["error_code"] = error.code
         else:

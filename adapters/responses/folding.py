@@ -20,8 +20,23 @@ __all__ = ["TERMINAL_EVENTS", "EventFolder"]
 TERMINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
+def _join(deltas: list[str]) -> str:
+    try:
+        return "".join(deltas)
+    except TypeError:
+        # A delta event without its text (the SDK fills a missing field with None) adds nothing.
+        return "".join(delta for delta in deltas if isinstance(delta, str))
+
+
 def _joined(parts: dict[int, list[str]]) -> list[str]:
-    return ["".join(parts[index]) for index in sorted(parts)]
+    return [_join(parts[index]) for index in sorted(parts, key=lambda index: index or 0)]
+
+
+def _required_index(value: int | None) -> int:
+    if value is None:
+        # The SDK builds events without validation, so a field the provider left out reads as None.
+        raise AttributeError("output_index", name="output_index")
+    return value
 
 
 class _Partial:
@@ -47,7 +62,7 @@ class _Partial:
                 FunctionCallContent.parse(
                     call_id=self.call_id or self.item_id or "",
                     name=self.name or "",
-                    raw_arguments="".join(self.arguments),
+                    raw_arguments=_join(self.arguments),
                     item_id=self.item_id,
                 )
             ]
@@ -156,11 +171,11 @@ class EventFolder:
             contents.extend(done[index] if index in done else partials[index].contents())
         return contents
 
-    def _partial(self, index: int) -> _Partial:
-        partial = self._partials.get(index)
+    def _partial(self, index: int | None) -> _Partial:
+        partial = self._partials.get(index)  # type: ignore[arg-type]  # None is never a key, so it misses
         if partial is None:
             # A stream resumed with starting_after can begin mid-item, without the item's "added".
-            partial = self._partials[index] = _Partial()
+            partial = self._partials[_required_index(index)] = _Partial()
         return partial
 
     def _on_lifecycle(self, event: Any) -> None:
@@ -197,7 +212,7 @@ class EventFolder:
         partial.name = getattr(item, "name", None)
 
     def _on_item_done(self, event: Any) -> None:
-        index = event.output_index
+        index = _required_index(event.output_index)
         item = event.item
         partial = self._partials.pop(index, None)
         if getattr(item, "type", None) == "function_call" and not isinstance(
