@@ -1,0 +1,161 @@
+"""The composition root: one container wires configuration, transport, adapters and pipelines."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Self
+
+import attrs
+import httpx
+import openai
+from dependency_injector import containers, providers
+
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from adapters.settings import AgentSettings, ConfigurationError, Settings, resolve_settings
+from application import LoopSettings, SummaryAgent, WorkflowEditorAgent
+
+__all__ = ["Container", "chat_key"]
+
+
+@attrs.define
+class _Closables:
+    """What the container itself created and must therefore close; overriding objects belong to the caller."""
+
+    closers: list[Callable[[], Any]] = attrs.field(factory=list)
+
+    def add(self, closer: Callable[[], Any]) -> None:
+        self.closers.append(closer)
+
+    async def close_all(self) -> None:
+        while self.closers:
+            result = self.closers.pop()()
+            if hasattr(result, "__await__"):
+                await result
+
+
+def chat_key(settings: Settings) -> str:
+    """The ``chat`` selector's key: ``streaming`` or ``json``, from ``agent.use_streaming``."""
+    return "streaming" if settings.agent.use_streaming else "json"
+
+
+def _build_http_client(settings: Settings, closables: _Closables) -> httpx.AsyncClient:
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(
+            settings.agent.timeout_seconds, connect=min(10.0, settings.agent.timeout_seconds)
+        ),
+        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        follow_redirects=True,
+    )
+    closables.add(client.aclose)
+    return client
+
+
+def _build_openai_client(
+    settings: Settings, http_client: httpx.AsyncClient, closables: _Closables
+) -> openai.AsyncOpenAI:
+    agent = settings.agent
+    if not agent.base_url:
+        raise ConfigurationError(
+            "agent.base_url: not set; point it (env AGENT_BASE_URL) at a LiteLLM proxy, "
+            "e.g. http://127.0.0.1:4000/v1, or use the CLI, which starts the offline endpoint"
+        )
+    if not agent.api_key:
+        raise ConfigurationError("agent.api_key: not set (env AGENT_API_KEY); the gateway's key goes here")
+    client = openai.AsyncOpenAI(
+        api_key=agent.api_key.reveal(),
+        base_url=agent.base_url,
+        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client (see README)
+        max_retries=agent.max_retries,
+        timeout=agent.timeout_seconds,
+    )
+    closables.add(client.close)
+    return client
+
+
+def _responses_settings(settings: Settings) -> ResponsesSettings:
+    agent = settings.agent
+    return ResponsesSettings(
+        model=agent.model,
+        malformed_arguments_in_history=agent.malformed_arguments_in_history,
+        store=agent.store,
+        reasoning_effort=agent.reasoning_effort,
+        reasoning_summary=agent.reasoning_summary,
+        max_output_tokens=agent.max_output_tokens,
+    )
+
+
+def _loop_settings(settings: Settings) -> LoopSettings:
+    agent = settings.agent
+    return LoopSettings(
+        max_iterations=agent.max_tool_iterations,
+        max_consecutive_errors=agent.max_consecutive_tool_errors,
+        concurrent_invocation=agent.concurrent_tool_calls,
+        detailed_errors=agent.detailed_tool_errors,
+    )
+
+
+class _Lifecycle:
+    """``aclose()`` and ``async with`` for a container: closes the clients it created, then forgets them."""
+
+    closables: providers.Provider[_Closables]
+
+    async def aclose(self) -> None:
+        await self.closables().close_all()
+        self.reset_singletons()  # type: ignore[attr-defined]  # provided by the container base class
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _ContainerInstance(_Lifecycle, containers.DynamicContainer):
+    """The runtime type of ``Container()``: a dynamic container with the lifecycle methods."""
+
+
+class Container(_Lifecycle, containers.DeclarativeContainer):
+    """Builds everything the host application uses from configuration.
+
+    ``config`` takes ``from_dict``/``from_yaml``; ``AGENT_*`` environment variables are applied over it
+    (``environ`` can be overridden in tests) and ``overrides`` over those (the CLI's flags). Close with
+    ``await container.aclose()`` or ``async with Container() as container``.
+    """
+
+    instance_type = _ContainerInstance
+
+    # Configuration
+    config = providers.Configuration(name="config")
+    environ = providers.Object(os.environ)
+    overrides: providers.Object[dict[str, Any]] = providers.Object({})
+    settings = providers.Singleton(resolve_settings, config=config, environ=environ, overrides=overrides)
+
+    # Transport
+    closables = providers.Singleton(_Closables)
+    http_client = providers.Singleton(_build_http_client, settings=settings, closables=closables)
+    openai_client = providers.Singleton(
+        _build_openai_client, settings=settings, http_client=http_client, closables=closables
+    )
+
+    # Adapters
+    responses_settings = providers.Callable(_responses_settings, settings)
+    chat = providers.Selector(
+        providers.Callable(chat_key, settings),
+        streaming=providers.Singleton(ResponsesSseAdapter, openai_client, responses_settings),
+        json=providers.Singleton(ResponsesJsonAdapter, openai_client, responses_settings),
+    )
+
+    # Pipelines
+    loop_settings = providers.Callable(_loop_settings, settings)
+    summary_agent = providers.Factory(SummaryAgent, chat=chat, settings=loop_settings)
+    workflow_editor_agent = providers.Factory(WorkflowEditorAgent, chat=chat, settings=loop_settings)
+
+
+def agent_settings(container: Container) -> AgentSettings:
+    """The resolved ``agent`` settings of a container (validates configuration on first call)."""
+    settings: Settings = container.settings()
+    return settings.agent

@@ -1,0 +1,165 @@
+"""The composition root: adapter selection, configuration layers, overrides and closing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from dependency_injector import providers
+
+from adapters.container import Container, chat_key
+from adapters.offline import OfflineResponsesServer
+from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
+from adapters.scripted import ScriptedChat, ScriptedTurn
+from adapters.settings import ConfigurationError
+from application import SummaryAgent, WorkflowEditorAgent
+from domain import ChatMessage, Workflow, WorkflowStep
+
+GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-container-test"}
+
+
+@pytest.fixture
+async def container() -> AsyncIterator[Container]:
+    built = Container()
+    built.environ.override(providers.Object({}))  # the test's own environment must not leak in
+    yield built
+    await built.aclose()
+    built.reset_override()
+
+
+@pytest.mark.parametrize(
+    ("spelling", "adapter"),
+    [
+        (True, ResponsesSseAdapter), (False, ResponsesJsonAdapter),
+        ("true", ResponsesSseAdapter), ("false", ResponsesJsonAdapter),
+        ("1", ResponsesSseAdapter), ("0", ResponsesJsonAdapter),
+        ("yes", ResponsesSseAdapter), ("no", ResponsesJsonAdapter),
+        (1, ResponsesSseAdapter), (0, ResponsesJsonAdapter),
+    ],
+)  # fmt: skip
+def test_chat_selects_the_adapter_for_every_spelling(
+    container: Container, spelling: object, adapter: type[object]
+) -> None:
+    container.config.from_dict({"agent": {**GATEWAY, "use_streaming": spelling}})
+    chat = container.chat()
+    assert isinstance(chat, adapter)
+    assert chat is container.chat()
+
+
+def test_streaming_is_the_default(container: Container) -> None:
+    container.config.from_dict({"agent": GATEWAY})
+    assert chat_key(container.settings()) == "streaming"
+    assert isinstance(container.chat(), ResponsesSseAdapter)
+
+
+@pytest.mark.parametrize("spelling", ["false", "0", "no", "NO"])
+def test_environment_beats_the_config(container: Container, spelling: str) -> None:
+    container.config.from_dict({"agent": {**GATEWAY, "use_streaming": True, "model": "from-config"}})
+    container.environ.override(providers.Object({"AGENT_USE_STREAMING": spelling, "AGENT_MODEL": "from-env"}))
+    assert isinstance(container.chat(), ResponsesJsonAdapter)
+    assert container.settings().agent.model == "from-env"
+
+
+def test_yaml_file_and_defaults(container: Container, tmp_path: Path) -> None:
+    path = tmp_path / "agents.yaml"
+    path.write_text(
+        "agent:\n  base_url: http://127.0.0.1:9/v1\n  api_key: sk-file\n  use_streaming: 'no'\n",
+        encoding="utf-8",
+    )
+    container.config.from_yaml(path)
+    agent = container.settings().agent
+    assert isinstance(container.chat(), ResponsesJsonAdapter)
+    assert (agent.model, agent.max_tool_iterations) == ("offline", 40)
+
+
+def test_a_bad_value_fails_when_first_used(container: Container) -> None:
+    container.config.from_dict({"agent": {**GATEWAY, "use_streaming": "sometimes"}})
+    with pytest.raises(
+        ConfigurationError, match=r"agent\.use_streaming: expected one of true/false/1/0/yes/no"
+    ):
+        container.chat()
+
+
+@pytest.mark.parametrize(
+    ("agent", "message"),
+    [
+        ({"api_key": "sk-x"}, "agent.base_url: not set"),
+        ({"base_url": "http://127.0.0.1:9/v1"}, "agent.api_key: not set"),
+    ],
+)
+def test_a_gateway_address_and_key_are_required(
+    container: Container, agent: dict[str, str], message: str
+) -> None:
+    container.config.from_dict({"agent": agent})
+    with pytest.raises(ConfigurationError, match=message):
+        container.chat()
+
+
+def test_clients_are_shared_singletons(container: Container) -> None:
+    container.config.from_dict({"agent": {**GATEWAY, "max_retries": 4, "timeout_seconds": 7}})
+    client = container.openai_client()
+    assert client is container.openai_client()
+    assert container.http_client() is container.http_client()
+    assert client.max_retries == 4
+    assert str(client.base_url) == "http://127.0.0.1:9/v1/"
+    assert "sk-container-test" not in repr(container.settings())
+
+
+async def test_overriding_chat_swaps_the_model_for_both_pipelines(container: Container) -> None:
+    scripted = ScriptedChat(ScriptedTurn(text="Nothing was decided."), ScriptedTurn(text="No change."))
+    with container.chat.override(scripted):
+        summary_agent = container.summary_agent()
+        editor = container.workflow_editor_agent()
+        assert isinstance(summary_agent, SummaryAgent)
+        assert isinstance(editor, WorkflowEditorAgent)
+        summary = await summary_agent.summarize("Ana: hello")
+        edit = await editor.edit(Workflow("w", (WorkflowStep("s1", "Build", "task"),)), "nothing")
+    assert summary.text == "Nothing was decided."
+    assert edit.text == "No change."
+    assert len(scripted.requests) == 2
+
+
+async def test_overriding_the_http_client_swaps_the_transport(container: Container) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = {
+            "id": "resp_t", "object": "response", "created_at": 1, "model": "m", "status": "completed",
+            "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": "via mock", "annotations": []}]}],
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        }  # fmt: skip
+        return httpx.Response(200, json=body)
+
+    container.config.from_dict({"agent": {**GATEWAY, "use_streaming": False}})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as mock_client:
+        with container.http_client.override(mock_client):
+            response = await container.chat().get_response([ChatMessage.user("hi")])
+    assert response.text == "via mock"
+    assert [r.url.path for r in seen] == ["/v1/responses"]
+    assert json.loads(seen[0].content)["stream"] is False
+
+
+@pytest.fixture
+def server() -> Iterator[OfflineResponsesServer]:
+    with OfflineResponsesServer() as running:
+        yield running
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_closing_leaves_no_open_connection(server: OfflineResponsesServer, streaming: bool) -> None:
+    async with Container() as container:
+        container.environ.override(providers.Object({}))
+        container.config.from_dict(
+            {"agent": {"base_url": server.base_url, "api_key": "sk-offline", "use_streaming": streaming}}
+        )
+        summary = await container.summary_agent().summarize("Ana: I'll write the notes by Friday.\n")
+        http_client = container.http_client()
+        assert summary.action_items
+        assert server.open_connections >= 1
+    assert http_client.is_closed
+    assert server.wait_for_connections(0, timeout=5.0), f"{server.open_connections} connections still open"
