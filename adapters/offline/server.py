@@ -195,11 +195,9 @@ class OfflineResponsesServer:
         """Stop serving, close every connection (a stalled one too), and join every thread."""
         with self._lock:
             server, thread = self._server, self._thread
-            if self._stopping.is_set() and server is None:
+            if server is None or thread is None:
                 return
             self._stopping.set()
-        if server is None or thread is None:
-            return
         server.shutdown()
         with self._lock:
             sockets = list(self._connections)

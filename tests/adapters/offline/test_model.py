@@ -196,9 +196,8 @@ def test_only_offered_summary_tools_are_called() -> None:
 
 def workflow_tools(name: str, arguments: Mapping[str, object]) -> str:
     if name == "list_steps":
-        return (
-            json.loads((EXAMPLES / "release-workflow.json").read_text())["steps"].__repr__().replace("'", '"')
-        )
+        steps: object = json.loads((EXAMPLES / "release-workflow.json").read_text())["steps"]
+        return json.dumps(steps)
     return json.dumps({"ok": True})
 
 
