@@ -1,0 +1,340 @@
+"""The request payload rules, checked on the bytes both adapters actually send."""
+
+from __future__ import annotations
+
+import json
+import types
+from typing import Any
+
+import pytest
+
+from adapters.responses import ResponsesPayloadBuilder, ResponsesSettings
+from adapters.responses.payload import SDK_KEYWORDS
+from domain import (
+    ChatMessage,
+    ChatOptions,
+    FunctionCallContent,
+    FunctionResultContent,
+    JsonValue,
+    ProviderItemContent,
+    ReasoningContent,
+    ReasoningOptions,
+    TextContent,
+    ToolSpec,
+)
+from tests.adapters.support import JSON, Recorder, adapters_for, answer, message_item, response_document
+
+OK = json.dumps(response_document([message_item("msg_1", "ok")]))
+MALFORMED = '{"owner": "Ana", "task": "plan the \\u00e9vent", '
+
+
+def call(raw: str, call_id: str = "call_1") -> FunctionCallContent:
+    return FunctionCallContent.parse(
+        call_id=call_id, name="record_action_item", raw_arguments=raw, item_id="fc_1"
+    )
+
+
+async def sent(
+    messages: list[ChatMessage], options: ChatOptions | None = None, settings: ResponsesSettings | None = None
+) -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """The JSON body and headers of the request each adapter sent."""
+    recorder = Recorder([answer(OK, JSON)])
+    for adapter in adapters_for(recorder, settings):
+        await adapter.get_response(messages, options)
+    return [(json.loads(r.content), dict(r.headers)) for r in recorder.requests]
+
+
+async def test_every_message_item_is_typed_with_input_or_output_text_parts() -> None:
+    messages = [
+        ChatMessage.system("Be brief."),
+        ChatMessage.developer("Use tools."),
+        ChatMessage.user("Summarize."),
+        ChatMessage.assistant("Sure."),
+    ]
+
+    requests = await sent(messages)
+
+    assert [body.get("stream", False) for body, _ in requests] == [True, False]
+    for body, _ in requests:
+        assert body["input"] == [
+            {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "Be brief."}]},
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": "Use tools."}],
+            },
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Summarize."}]},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Sure.", "annotations": []}],
+            },
+        ]
+
+
+@pytest.mark.parametrize(
+    "raw", ['{"owner":"Ana"}', '{ "owner" : "Ana" }\n', MALFORMED, "", "null", "[1]", "\u2028"]
+)
+async def test_function_calls_go_back_with_their_raw_arguments_byte_for_byte(raw: str) -> None:
+    history = [ChatMessage.user("go"), ChatMessage("assistant", (call(raw),))]
+
+    for body, _ in await sent(history):
+        item = body["input"][1]
+        assert item == {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "record_action_item",
+            "arguments": raw,
+        }
+        assert item["arguments"].encode() == raw.encode()
+
+
+async def test_the_wrap_policy_wraps_only_malformed_arguments() -> None:
+    settings = ResponsesSettings(model="gpt-test", malformed_arguments_in_history="wrap")
+    history = [
+        ChatMessage("assistant", (call(MALFORMED, "c1"), call('{"ok": true}', "c2"), call("  ", "c3")))
+    ]
+
+    for body, _ in await sent(history, settings=settings):
+        arguments = [item["arguments"] for item in body["input"]]
+        assert [json.loads(a) for a in arguments] == [
+            {"INVALID_JSON": MALFORMED},
+            {"ok": True},
+            {"INVALID_JSON": "  "},
+        ]
+        assert arguments[1] == '{"ok": true}'
+
+
+@pytest.mark.parametrize(
+    ("result", "output"),
+    [
+        ("plain text, as is", "plain text, as is"),
+        ('{"already": "json"}', '{"already": "json"}'),
+        ({"error": "invalid_tool_arguments", "n": 1}, '{"error":"invalid_tool_arguments","n":1}'),
+        (types.MappingProxyType({"é": (1, 2)}), '{"é":[1,2]}'),
+        ([True, None, 1.5], "[true,null,1.5]"),
+        (7, "7"),
+        (None, "null"),
+    ],
+)
+async def test_function_results_are_strings_as_they_are_or_compact_json(
+    result: JsonValue, output: str
+) -> None:
+    history = [ChatMessage("tool", (FunctionResultContent("call_1", result),))]
+
+    for body, _ in await sent(history):
+        assert body["input"] == [{"type": "function_call_output", "call_id": "call_1", "output": output}]
+
+
+async def test_reasoning_with_encrypted_content_goes_back_unchanged_and_without_is_left_out() -> None:
+    kept = ReasoningContent(
+        "Thought.", item_id="rs_1", encrypted_content="gAAA+/opaque==", summary=("Thought.",)
+    )
+    unusable = ReasoningContent("Gone.", item_id="rs_2")
+    history = [ChatMessage("assistant", (kept, unusable, TextContent("Answer.")))]
+
+    for body, _ in await sent(history):
+        assert body["input"][0] == {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "Thought."}],
+            "encrypted_content": "gAAA+/opaque==",
+        }
+        assert [item["type"] for item in body["input"]] == ["reasoning", "message"]
+
+
+async def test_stored_reasoning_goes_back_by_id() -> None:
+    settings = ResponsesSettings(model="gpt-test", store=True)
+    history = [ChatMessage("assistant", (ReasoningContent("t", item_id="rs_9", summary=("t",)),))]
+
+    for body, _ in await sent(history, settings=settings):
+        assert body["input"] == [
+            {"type": "reasoning", "id": "rs_9", "summary": [{"type": "summary_text", "text": "t"}]}
+        ]
+        assert body["store"] is True
+
+
+async def test_provider_items_such_as_compaction_pass_through_unchanged() -> None:
+    raw = '{"type":"compaction","id":"cmp_1","encrypted_content":"state==","extra":{"nested":[1,"x"]}}'
+    history = [
+        ChatMessage("assistant", (ProviderItemContent("compaction", raw, "cmp_1"),)),
+        ChatMessage.user("next"),
+    ]
+
+    for body, _ in await sent(history):
+        assert body["input"][0] == json.loads(raw)
+        assert json.dumps(body["input"][0], separators=(",", ":")) == raw
+
+
+async def test_contents_keep_their_order_across_item_kinds() -> None:
+    history = [ChatMessage("assistant", (TextContent("a"), call("{}"), TextContent("b"), TextContent("c")))]
+
+    for body, _ in await sent(history):
+        assert [(i["type"], len(i.get("content", ()))) for i in body["input"]] == [
+            ("message", 1),
+            ("function_call", 0),
+            ("message", 2),
+        ]
+
+
+async def test_tools_and_tool_choice_are_sent_in_the_responses_shape() -> None:
+    parameters = {"type": "object", "properties": {"decision": {"type": "string"}}, "required": ["decision"]}
+    tools = (ToolSpec("record_decision", "Record one decision.", parameters), ToolSpec("list_participants"))
+
+    for choice, expected in (
+        ("required", "required"),
+        ("record_decision", {"type": "function", "name": "record_decision"}),
+    ):
+        for body, _ in await sent([ChatMessage.user("x")], ChatOptions(tools=tools, tool_choice=choice)):
+            assert body["tools"] == [
+                {
+                    "type": "function",
+                    "name": "record_decision",
+                    "description": "Record one decision.",
+                    "parameters": parameters,
+                    "strict": True,
+                },
+                {
+                    "type": "function",
+                    "name": "list_participants",
+                    "description": "",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {},
+                        "required": [],
+                        "additionalProperties": False,
+                    },
+                    "strict": True,
+                },
+            ]
+            assert body["tool_choice"] == expected
+
+
+async def test_reasoning_settings_store_and_include() -> None:
+    settings = ResponsesSettings(model="gpt-test", reasoning_effort="low", reasoning_summary="auto")
+
+    for body, _ in await sent([ChatMessage.user("x")], settings=settings):
+        assert body["reasoning"] == {"effort": "low", "summary": "auto"}
+        assert body["store"] is False
+        assert body["include"] == ["reasoning.encrypted_content"]
+
+    overridden = ChatOptions(reasoning=ReasoningOptions(effort="high"), store=True)
+    for body, _ in await sent([ChatMessage.user("x")], overridden, settings):
+        assert body["reasoning"] == {"effort": "high"}
+        assert body["store"] is True
+
+    for body, _ in await sent(
+        [ChatMessage.user("x")], ChatOptions(reasoning=ReasoningOptions(effort="none"))
+    ):
+        assert body["reasoning"] == {"effort": "none"}
+        assert "include" not in body
+
+    for body, _ in await sent([ChatMessage.user("x")]):
+        assert "reasoning" not in body
+        assert "include" not in body
+        assert body["store"] is False
+
+
+async def test_instructions_limits_and_sampling_options() -> None:
+    settings = ResponsesSettings(model="gpt-default", max_output_tokens=500)
+    options = ChatOptions(
+        instructions="You summarize meetings.",
+        model="gpt-override",
+        temperature=0.2,
+        parallel_tool_calls=False,
+        metadata={"run": "r1"},
+    )
+
+    for body, _ in await sent([ChatMessage.user("x")], options, settings):
+        assert (body["model"], body["instructions"], body["max_output_tokens"]) == (
+            "gpt-override",
+            "You summarize meetings.",
+            500,
+        )
+        assert (body["temperature"], body["parallel_tool_calls"], body["metadata"]) == (
+            0.2,
+            False,
+            {"run": "r1"},
+        )
+
+    for body, _ in await sent([ChatMessage.user("x")], ChatOptions(max_output_tokens=64), settings):
+        assert (body["model"], body["max_output_tokens"]) == ("gpt-default", 64)
+        assert "instructions" not in body
+
+
+@pytest.mark.parametrize("initiator", ["user", "agent"])
+async def test_x_initiator_header_and_extra_headers(initiator: str) -> None:
+    settings = ResponsesSettings(model="gpt-test", extra_headers={"X-Gateway-Route": "chatgpt"})
+
+    for _, headers in await sent([ChatMessage.user("x")], ChatOptions(initiator=initiator), settings):  # type: ignore[arg-type]  # parametrized with the two valid literals
+        assert headers["x-initiator"] == initiator
+        assert headers["x-gateway-route"] == "chatgpt"
+
+
+async def test_keys_the_sdk_does_not_know_travel_in_extra_body_and_none_is_dropped() -> None:
+    extra = {"litellm_session": {"id": "s1"}, "top_p": 0.5, "prompt_cache_key": "meeting"}
+
+    for body, _ in await sent([ChatMessage.user("x")], ChatOptions(extra_body=types.MappingProxyType(extra))):
+        assert (body["litellm_session"], body["top_p"], body["prompt_cache_key"]) == (
+            {"id": "s1"},
+            0.5,
+            "meeting",
+        )
+
+    request = ResponsesPayloadBuilder(ResponsesSettings(model="m")).build(
+        [ChatMessage.user("x")], ChatOptions(extra_body=extra)
+    )
+    assert set(request.sdk_keywords()) == {"model", "input", "store", "top_p", "prompt_cache_key"}
+    assert request.extra_body() == {"litellm_session": {"id": "s1"}}
+    assert {"model", "input", "tools", "reasoning", "include", "store"} <= SDK_KEYWORDS
+    assert "stream" not in SDK_KEYWORDS
+
+
+def test_the_digest_describes_the_request_without_its_content() -> None:
+    secret_text = "Ana's salary is 100k"
+    builder = ResponsesPayloadBuilder(ResponsesSettings(model="gpt-test"))
+    history = [
+        ChatMessage.user(secret_text),
+        ChatMessage("assistant", (call(MALFORMED),)),
+        ChatMessage("tool", (FunctionResultContent("call_1", secret_text),)),
+    ]
+
+    request = builder.build(history, ChatOptions(tools=(ToolSpec("record_decision"),), initiator="agent"))
+    digest = request.digest
+
+    assert dict(digest.item_counts) == {"message": 1, "function_call": 1, "function_call_output": 1}
+    assert (digest.model, digest.tool_names, digest.initiator) == ("gpt-test", ("record_decision",), "agent")
+    assert digest.byte_size == len(
+        json.dumps(dict(request.body), separators=(",", ":"), ensure_ascii=False).encode()
+    )
+    logged = json.dumps(digest.as_log_extra())
+    assert secret_text not in logged
+    assert "salary" not in repr(digest)
+    assert MALFORMED not in logged
+
+
+def test_text_in_a_tool_message_is_refused() -> None:
+    builder = ResponsesPayloadBuilder(ResponsesSettings(model="m"))
+
+    with pytest.raises(ValueError, match="function results only"):
+        builder.build([ChatMessage("tool", (TextContent("x"),))])
+
+
+def test_a_provider_item_that_is_not_an_object_is_refused() -> None:
+    builder = ResponsesPayloadBuilder(ResponsesSettings(model="m"))
+
+    with pytest.raises(ValueError, match="not a JSON object"):
+        builder.build([ChatMessage("assistant", (ProviderItemContent("odd", "[1]"),))])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"model": ""},
+        {"model": "m", "malformed_arguments_in_history": "drop"},
+        {"model": "m", "max_output_tokens": 0},
+    ],
+)
+def test_settings_reject_values_that_cannot_work(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011  # attrs validators raise plain ValueError with varied text
+        ResponsesSettings(**bad)
