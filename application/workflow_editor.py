@@ -100,6 +100,8 @@ def _unknown_step() -> ToolError:
 
 
 def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
+    # The tools are synchronous on purpose: even under concurrent invocation each one runs to the
+    # end without yielding, so the edits of one response apply in the order the model wrote them.
     registry = ToolRegistry(detailed_errors=detailed_errors)
 
     @registry.tool()
