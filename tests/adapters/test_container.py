@@ -163,3 +163,18 @@ async def test_closing_leaves_no_open_connection(server: OfflineResponsesServer,
         assert server.open_connections >= 1
     assert http_client.is_closed
     assert server.wait_for_connections(0, timeout=5.0), f"{server.open_connections} connections still open"
+
+
+async def test_the_readme_swap_example_holds(container: Container) -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("call_1", "record_decision", '{"decision": "Ship it"'),)),
+        ScriptedTurn(text="Summary: nothing shipped yet."),
+    )
+    with container.chat.override(chat):
+        summary = await container.summary_agent().summarize("Ana: we decided to ship it")
+    assert summary.decisions == ()
+    assert chat.requests[0].options is not None
+    assert chat.requests[0].options.initiator == "user"
+    assert chat.requests[1].options is not None
+    assert chat.requests[1].options.initiator == "agent"
+    assert [record.guarded for record in summary.tool_calls] == [True]
