@@ -146,11 +146,11 @@ class ToolRegistry:
             return error_result(
                 call.call_id, UNKNOWN_TOOL, f"No tool of that name is offered. The tools are: {offered}."
             )
-        arguments = self._arguments(call)
+        arguments = self._arguments(call, tool)
         if isinstance(arguments, FunctionResultContent):
             return arguments
         try:
-            outcome = tool.function(arguments) if tool.params is not None else tool.function()
+            outcome = tool.function(*arguments)
             if inspect.isawaitable(outcome):
                 outcome = await typing.cast(Awaitable[object], outcome)
         except ToolError as exc:
@@ -163,22 +163,22 @@ class ToolRegistry:
             message = "The tool's result could not be converted to JSON."
             return error_result(call.call_id, TOOL_FAILED, self._failure(message, exc))
 
-    def _arguments(self, call: FunctionCallContent) -> object:
-        """The structured parameter object (None for a tool without one) or an error result."""
+    @staticmethod
+    def _arguments(call: FunctionCallContent, tool: _Tool) -> tuple[object, ...] | FunctionResultContent:
+        """What to call the tool with (its parameter object, or nothing) or the error result."""
         if call.arguments is None or call.parse_error is not None:
             # The guard answers these first; refusing here too keeps the registry safe on its own.
             return error_result(
                 call.call_id, INVALID_TOOL_ARGUMENTS, "The tool arguments were not a valid JSON object."
             )
-        params = self._tools[call.name].params
-        if params is None:
+        if tool.params is None:
             if call.arguments:
                 return error_result(
                     call.call_id, INVALID_TOOL_ARGUMENTS, "This tool takes no arguments; send {}."
                 )
-            return None
+            return ()
         try:
-            return _ARGUMENTS.structure(dict(call.arguments), params)
+            return (_ARGUMENTS.structure(dict(call.arguments), tool.params),)
         except Exception as exc:
             problems = "; ".join(describe_errors(exc))
             return error_result(call.call_id, INVALID_TOOL_ARGUMENTS, f"Invalid tool arguments: {problems}.")
