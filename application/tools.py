@@ -61,7 +61,13 @@ def _params_class(function: Callable[..., object], params: type | None) -> type 
     if len(parameters) > 1:
         raise TypeError(f"tool {function.__name__!r} must take one attrs parameter object or nothing")
     if params is None:
-        hints = typing.get_type_hints(function)
+        try:
+            hints = typing.get_type_hints(function)
+        except NameError:
+            # A class defined inside a function cannot be found from a string annotation.
+            raise TypeError(
+                f"the parameter annotation of tool {function.__name__!r} cannot be resolved; pass params="
+            ) from None
         params = hints.get(parameters[0].name)
     if not (isinstance(params, type) and attrs.has(params)):
         raise TypeError(f"the parameter of tool {function.__name__!r} must be annotated with an attrs class")

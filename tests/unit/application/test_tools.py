@@ -336,6 +336,19 @@ class TestRegistrationErrors:
         with pytest.raises(TypeError, match="annotated with an attrs class"):
             ToolRegistry().add(plain)
 
+    def test_an_annotation_that_cannot_be_resolved_asks_for_params(self) -> None:
+        @attrs.frozen
+        class Local:
+            x: int
+
+        def local(params: Local) -> None: ...
+
+        with pytest.raises(TypeError, match="cannot be resolved; pass params="):
+            ToolRegistry().add(local)
+        registry = ToolRegistry()
+        registry.add(local, params=Local)
+        assert [spec.name for spec in registry.specs] == ["local"]
+
     def test_params_for_a_tool_without_parameters_is_a_mistake(self) -> None:
         with pytest.raises(TypeError, match="takes no parameter object"):
             ToolRegistry().add(lambda: 1, name="zero", params=Point)
