@@ -234,3 +234,57 @@ workflow_calls: st.SearchStrategy[PlannedCall] = planned_calls(
         ),
     },
 )
+
+
+# ---------------------------------------------------------------- Responses model outputs (adapters)
+# Output items in the Responses API's JSON shape, for rendering as an event stream and as a JSON body.
+
+output_texts: st.SearchStrategy[str] = st.text(max_size=40)
+
+raw_argument_strings: st.SearchStrategy[str] = st.one_of(
+    valid_argument_strings(), malformed_argument_strings, st.text(max_size=60)
+)
+
+
+@st.composite
+def output_items(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    """One output item: a message, a reasoning item or a function call, with ids unique by ``index``."""
+    kind = draw(st.sampled_from(["message", "reasoning", "function_call"]))
+    if kind == "message":
+        parts = draw(st.lists(output_texts, min_size=1, max_size=3))
+        content = [{"type": "output_text", "text": text, "annotations": []} for text in parts]
+        return {
+            "type": "message",
+            "id": f"msg_{index}",
+            "role": "assistant",
+            "status": "completed",
+            "content": content,
+        }
+    if kind == "reasoning":
+        summary = draw(st.lists(output_texts, max_size=3))
+        item: dict[str, Any] = {
+            "type": "reasoning",
+            "id": f"rs_{index}",
+            "summary": [{"type": "summary_text", "text": text} for text in summary],
+        }
+        encrypted = draw(st.none() | st.text(alphabet="ABCDEFabcdef0123456789+/=", min_size=1, max_size=40))
+        if encrypted is not None:
+            item["encrypted_content"] = encrypted
+        return item
+    return {
+        "type": "function_call",
+        "id": f"fc_{index}",
+        "call_id": f"call_{index}",
+        "name": draw(
+            st.sampled_from(["record_action_item", "record_decision", "list_participants", "add_step"])
+        ),
+        "arguments": draw(raw_argument_strings),
+        "status": "completed",
+    }
+
+
+@st.composite
+def model_outputs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A whole response's output: up to five items of any kind, in any order."""
+    count = draw(st.integers(min_value=0, max_value=5))
+    return [draw(output_items(index)) for index in range(count)]
