@@ -11,7 +11,7 @@ from typing import Final
 
 import attrs
 
-from adapters.offline.rules import Edit, describe_edit, plan_edits, read_meeting, summary_text
+from adapters.offline.rules import Edit, describe_edit, plan_edits, read_meeting, summary_text, tagged
 from domain import ArgumentsParseError, Workflow, WorkflowStep, parse_arguments
 
 __all__ = [
@@ -294,7 +294,7 @@ def _calls(request: ModelRequest, planned: Sequence[_Planned], *, malformed: boo
 
 
 def _summary_turn(request: ModelRequest, *, malformed: bool) -> tuple[list[OutputItem], str]:
-    meeting = read_meeting(request.last_user_text)
+    meeting = read_meeting(tagged(request.last_user_text, "transcript"))
     stage: list[_Planned] = []
     if "list_participants" in request.tool_names:
         stage.append(_Planned("list_participants", {}))
@@ -353,7 +353,7 @@ def _workflow_turn(request: ModelRequest, *, malformed: bool) -> tuple[list[Outp
     workflow = _workflow_from(request.outputs.get(listed[-1].call_id, "")) if listed else None
     if workflow is None:
         return [TextOut("I could not read the workflow's steps, so I changed nothing.")], "No steps to edit."
-    edits, skipped = plan_edits(request.last_user_text, workflow)
+    edits, skipped = plan_edits(tagged(request.last_user_text, "instruction"), workflow)
     offered = [edit for edit in edits if edit.name in request.tool_names]
     step = _next_calls(request, [_Planned(edit.name, edit.arguments) for edit in offered])
     if step is not None and step[0]:

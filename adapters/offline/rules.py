@@ -14,10 +14,12 @@ __all__ = [
     "ActionItem",
     "Edit",
     "Meeting",
+    "action_sentence",
     "describe_edit",
     "plan_edits",
     "read_meeting",
     "summary_text",
+    "tagged",
 ]
 
 _NAME_WORD: Final = r"[A-Z][a-zA-Z'-]+"
@@ -173,25 +175,33 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def action_sentence(item: ActionItem) -> str:
+    """One action item as a sentence the transcript rules read back as the same item."""
+    return f"{item.owner} will {item.task}" + (f" by {item.due}." if item.due else ".")
+
+
 def summary_text(meeting: Meeting) -> str:
-    """The short, readable summary the model writes once every tool call has its result."""
+    """The short prose summary the model writes once every tool call has its result.
+
+    It names the participants and the counts, then every decision and every action item with its
+    owner and due date, each action item in the "<Name> will <task> by <due>." form.
+    """
     who = f" with {_join(meeting.participants)}" if meeting.participants else ""
-    lines = [
-        f"Meeting summary{who}: {_plural(len(meeting.action_items), 'action item')} and "
-        f"{_plural(len(meeting.decisions), 'decision')}."
-    ]
-    if meeting.action_items:
-        lines.append("")
-        lines.append("Action items:")
-        lines.extend(
-            f"- {item.owner}: {item.task}" + (f" (due {item.due})" if item.due else "")
-            for item in meeting.action_items
-        )
+    counts = (
+        f"{_plural(len(meeting.action_items), 'action item')}, {_plural(len(meeting.decisions), 'decision')}"
+    )
+    paragraphs = [f"Meeting{who} ({counts})."]
     if meeting.decisions:
-        lines.append("")
-        lines.append("Decisions:")
-        lines.extend(f"- {decision}" for decision in meeting.decisions)
-    return "\n".join(lines)
+        paragraphs.append("Decided: " + " ".join(decision + "." for decision in meeting.decisions))
+    if meeting.action_items:
+        paragraphs.append("Next steps: " + " ".join(action_sentence(item) for item in meeting.action_items))
+    return "\n\n".join(paragraphs)
+
+
+def tagged(text: str, tag: str) -> str:
+    """The text inside ``<tag>...</tag>`` when a pipeline wrapped its input so; else all of it."""
+    match = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", text, re.DOTALL)
+    return text if match is None else match[1]
 
 
 # ---------------------------------------------------------------- workflow edits

@@ -57,6 +57,9 @@ class RecordedRequest:
 class _HTTPServer(ThreadingMixIn, HTTPServer):
     owner: OfflineResponsesServer
     allow_reuse_address = True
+    # The load suite opens a couple of hundred connections at once; the default backlog of 5 would
+    # make most of them wait for SYN retransmits.
+    request_queue_size = 512
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # ThreadingMixIn's daemon threads are not joined on close; these are tracked and joined in stop().

@@ -128,19 +128,19 @@ def test_example_transcript_through_the_model_gives_a_complete_correct_summary()
         {"owner": "Maya", "task": "update the release notes", "due": "Thursday noon"},
     ) in (recorded)
     assert len(recorded) == 10
-    assert "Meeting summary with Priya, Tom, Maya, Alex and Dev: 6 action items and 3 decisions." in text
-    for line in (
-        "- Tom: fix the flaky checkout test (due Wednesday)",
-        "- Maya: update the release notes (due Thursday noon)",
-        "- Dev: pair with Alex on the Android crash (due end of day)",
-        "- Alex: ping the design team about the empty-state icons",
-        "- Dev: rotate the staging database credentials (due Friday)",
-        "- Priya: book the retro room for next Tuesday",
-        "- Ship 2.4 on Thursday without the new onboarding flow",
-        "- Move the stand-up to 9:45 starting next week",
-        "- Feature flags stay on in staging until the load test passes",
+    assert text.startswith("Meeting with Priya, Tom, Maya, Alex and Dev (6 action items, 3 decisions).")
+    for sentence in (
+        "Tom will fix the flaky checkout test by Wednesday.",
+        "Maya will update the release notes by Thursday noon.",
+        "Dev will pair with Alex on the Android crash by end of day.",
+        "Alex will ping the design team about the empty-state icons.",
+        "Dev will rotate the staging database credentials by Friday.",
+        "Priya will book the retro room for next Tuesday.",
+        "Ship 2.4 on Thursday without the new onboarding flow.",
+        "Move the stand-up to 9:45 starting next week.",
+        "Feature flags stay on in staging until the load test passes.",
     ):
-        assert line in text
+        assert sentence in text
 
 
 def test_malformed_scenario_breaks_exactly_the_second_call_of_the_first_turn_only() -> None:
@@ -175,14 +175,14 @@ def test_retry_happens_only_for_calls_rejected_as_invalid_arguments() -> None:
         ["list_participants", "record_action_item", "record_decision"],
         ["record_action_item"],
     ]
-    assert "1 action item and 1 decision." in text
+    assert "(1 action item, 1 decision)" in text
 
 
 def test_a_valid_call_rejected_by_the_tool_is_not_retried_forever() -> None:
     text, rounds = run_pipeline(body_for("Ana: Ben will go.", SUMMARY_TOOLS), lambda call: INVALID)
 
     assert len(rounds) == 1
-    assert "Ben: go" in text
+    assert "Ben will go." in text
 
 
 def test_only_offered_summary_tools_are_called() -> None:

@@ -15,6 +15,7 @@ from adapters.offline.rules import (
     plan_edits,
     read_meeting,
     summary_text,
+    tagged,
 )
 from domain import Workflow, WorkflowStep
 
@@ -51,16 +52,18 @@ def test_example_transcript_yields_every_participant_item_and_decision() -> None
 def test_example_summary_names_everyone_and_every_item_with_owner_and_due() -> None:
     text = summary_text(read_meeting((EXAMPLES / "standup-transcript.txt").read_text()))
 
-    assert text.startswith(
-        "Meeting summary with Priya, Tom, Maya, Alex and Dev: 6 action items and 3 decisions."
+    assert text == (
+        "Meeting with Priya, Tom, Maya, Alex and Dev (6 action items, 3 decisions).\n\n"
+        "Decided: Ship 2.4 on Thursday without the new onboarding flow. "
+        "Move the stand-up to 9:45 starting next week. "
+        "Feature flags stay on in staging until the load test passes.\n\n"
+        "Next steps: Tom will fix the flaky checkout test by Wednesday. "
+        "Maya will update the release notes by Thursday noon. "
+        "Dev will pair with Alex on the Android crash by end of day. "
+        "Alex will ping the design team about the empty-state icons. "
+        "Dev will rotate the staging database credentials by Friday. "
+        "Priya will book the retro room for next Tuesday."
     )
-    assert "- Tom: fix the flaky checkout test (due Wednesday)" in text
-    assert "- Maya: update the release notes (due Thursday noon)" in text
-    assert "- Alex: ping the design team about the empty-state icons\n" in text
-    assert "- Dev: rotate the staging database credentials (due Friday)" in text
-    assert "- Move the stand-up to 9:45 starting next week" in text
-    assert "cat" not in text
-    assert "coffee" not in text
 
 
 # ---------------------------------------------------------------- single rules
@@ -126,10 +129,15 @@ def test_a_line_without_a_speaker_still_yields_items_but_not_participants() -> N
 
 
 def test_summary_of_an_empty_meeting_still_reads_well() -> None:
-    assert summary_text(Meeting()) == "Meeting summary: 0 action items and 0 decisions."
+    assert summary_text(Meeting()) == "Meeting (0 action items, 0 decisions)."
     assert summary_text(Meeting(("Ana",), (ActionItem("Ana", "x"),))) == (
-        "Meeting summary with Ana: 1 action item and 0 decisions.\n\nAction items:\n- Ana: x"
+        "Meeting with Ana (1 action item, 0 decisions).\n\nNext steps: Ana will x."
     )
+
+
+def test_tagged_input_is_read_from_inside_its_tags() -> None:
+    assert tagged("Summarize this.\n\n<transcript>\nAna: hi\n</transcript>", "transcript") == "Ana: hi"
+    assert tagged("Ana: hi", "transcript") == "Ana: hi"
 
 
 # ---------------------------------------------------------------- workflow edits

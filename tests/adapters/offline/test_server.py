@@ -593,7 +593,7 @@ async def test_summary_pipeline_over_the_wire_is_the_same_streamed_or_not(
     assert streamed == plain
     assert streamed_calls == plain_calls
     assert len(streamed_calls) == 11  # ten planned calls and one retry of the broken one
-    assert "- Maya: update the release notes (due Thursday noon)" in streamed
+    assert "Maya will update the release notes by Thursday noon." in streamed
 
 
 def test_every_scenario_is_exercised_here() -> None:
