@@ -1,0 +1,76 @@
+"""Timing and serving helpers: interleaved runs with medians, and an SDK client over a mock transport."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import attrs
+import httpx
+import openai
+
+__all__ = ["CHUNK_BYTES", "Samples", "interleaved", "serve"]
+
+# Bytes per chunk handed to the SDK: what a socket read typically yields, so the SSE decoder sees
+# events split across chunk boundaries as it would on the network.
+CHUNK_BYTES = 16 * 1024
+
+
+class _ChunkedBody(httpx.AsyncByteStream):
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        view = memoryview(self._body)
+        for start in range(0, len(view), CHUNK_BYTES):
+            yield bytes(view[start : start + CHUNK_BYTES])
+
+
+def serve(body: bytes, content_type: str) -> tuple[openai.AsyncOpenAI, httpx.AsyncClient]:
+    """An SDK client whose every request is answered with ``body``, in chunks, without any socket."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": content_type}, stream=_ChunkedBody(body))
+
+    http_client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    client = openai.AsyncOpenAI(
+        api_key="sk-benchmark",
+        base_url="http://bench.invalid/v1",
+        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
+        max_retries=0,
+    )
+    return client, http_client
+
+
+@attrs.frozen
+class Samples:
+    """Seconds per run of one variant; ``median`` is what the report uses."""
+
+    seconds: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"median_s": self.median, "runs_s": list(self.seconds)}
+
+
+async def interleaved(
+    variants: Mapping[str, Callable[[], Awaitable[object]]], *, runs: int, warmup: int = 1
+) -> dict[str, Samples]:
+    """Time every variant ``runs`` times, A B C A B C ..., so drift in the machine hits all alike."""
+    for _ in range(warmup):
+        for variant in variants.values():
+            await variant()
+    seconds: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(runs):
+        for name, variant in variants.items():
+            gc.collect()
+            started = time.perf_counter()
+            await variant()
+            seconds[name].append(time.perf_counter() - started)
+    return {name: Samples(tuple(values)) for name, values in seconds.items()}
