@@ -115,11 +115,6 @@ class EventFolder:
             "response.function_call_arguments.done": self._on_arguments_done,
         }
 
-    @property
-    def finished(self) -> bool:
-        """True once a terminal event (completed or incomplete) has arrived."""
-        return self._terminal is not None
-
     def feed(self, event: Any) -> None:
         """Fold one event; raises :class:`ResponseFailedError` for failure events."""
         handler = self._handlers.get(event.type)
@@ -184,6 +179,8 @@ class EventFolder:
     def _on_terminal(self, event: Any) -> None:
         self._snapshot = event.response
         self._terminal = event.type
+        # The terminal event is the provider's last word: whatever follows cannot change the answer.
+        self._handlers = {}
 
     def _on_failed(self, event: Any) -> None:
         self._snapshot = event.response

@@ -296,3 +296,32 @@ async def test_non_terminal_statuses_are_reported_faithfully(status: str, expect
     for adapter in adapters_for(Recorder([answer(json.dumps(document), JSON)])):
         result = await ask(adapter)
         assert (result.status, result.finish_reason, result.messages) == (status, expected, ())
+
+
+async def test_events_after_the_terminal_event_change_nothing() -> None:
+    document = response_document([message_item("msg_1", "final")])
+    events = stream_events(document, terminal_output=False)
+    late: list[dict[str, Any]] = [
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": " LATE"},
+        {"type": "error", "code": "late", "message": "after the end"},
+    ]
+
+    result = await ask(adapters_for(Recorder([answer(sse([*events, *late]), SSE)]))[0])
+
+    assert (result.text, result.status) == ("final", "completed")
+
+
+async def test_a_hosted_tool_item_that_never_finished_keeps_how_it_started() -> None:
+    started = {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "response.output_item.added", "output_index": 0, "item": started},
+        {"type": "response.incomplete", "response": response_document([], status="incomplete")},
+    ]
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    (content,) = result.messages[0].contents
+    assert isinstance(content, ProviderItemContent)
+    assert (content.type, json.loads(content.raw_json)) == ("web_search_call", started)
+    assert (result.status, result.finish_reason) == ("incomplete", None)
