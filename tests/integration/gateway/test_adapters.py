@@ -1,0 +1,192 @@
+"""Both Responses adapters through a real LiteLLM proxy: text, tool calls, malformed calls, failures."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import openai
+import pytest
+
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from application import GuardedToolInvoker
+from domain import (
+    ChatMessage,
+    ChatOptions,
+    ChatPort,
+    ChatTransportError,
+    FunctionCallContent,
+    FunctionResultContent,
+    ToolSpec,
+)
+from tests.integration.gateway.conftest import Gateway
+from tests.integration.gateway.fakes import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
+from tests.integration.gateway.proxy import MASTER_KEY
+
+pytestmark = pytest.mark.gateway
+
+ADAPTERS = pytest.mark.parametrize("adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter])
+AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
+
+CURRENT_TIME = ToolSpec(
+    name="current_time",
+    description="The current time in a time zone.",
+    parameters={
+        "type": "object",
+        "properties": {"zone": {"type": "string"}, "format": {"type": ["string", "null"]}},
+        "required": ["zone", "format"],
+        "additionalProperties": False,
+    },
+)
+TOOLS = ChatOptions(tools=(CURRENT_TIME,))
+
+
+def _adapter(adapter_type: AdapterType, client: openai.AsyncOpenAI, model: str) -> ChatPort:
+    return adapter_type(client, ResponsesSettings(model=model))
+
+
+def _asked(gateway: Gateway, nonce: str) -> list[RecordedRequest]:
+    """The upstream requests that carried this test's nonce, in arrival order."""
+    return [r for r in gateway.upstream.requests if r.mentions(nonce)]
+
+
+class _RecordingTool:
+    """The tool behind the guard: answers ``current_time`` and remembers every call it ran."""
+
+    def __init__(self) -> None:
+        self.calls: list[FunctionCallContent] = []
+
+    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+        self.calls.append(call)
+        zone = str((call.arguments or {}).get("zone"))
+        return FunctionResultContent(call.call_id, {"time": "09:30", "zone": zone})
+
+
+@ADAPTERS
+async def test_text_arrives_whole_with_usage(
+    gateway: Gateway, proxy_client: openai.AsyncOpenAI, adapter_type: AdapterType
+) -> None:
+    nonce = f"text-{uuid.uuid4()}"
+    response = await _adapter(adapter_type, proxy_client, "gw-text").get_response([ChatMessage.user(nonce)])
+    assert response.text == TEXT_REPLY
+    assert response.finish_reason == "stop"
+    assert response.status == "completed"
+    assert response.response_id
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.total_tokens) == (
+        11,
+        7,
+        18,
+    )
+    [upstream] = _asked(gateway, nonce)
+    # The bridge streams upstream exactly when the client asked for a stream.
+    assert bool(upstream.body.get("stream")) is (adapter_type is ResponsesSseAdapter)
+
+
+@ADAPTERS
+async def test_a_streamed_tool_call_is_reassembled_and_its_result_accepted(
+    gateway: Gateway, proxy_client: openai.AsyncOpenAI, adapter_type: AdapterType
+) -> None:
+    nonce = f"tool-{uuid.uuid4()}"
+    chat = _adapter(adapter_type, proxy_client, "gw-tool")
+    history = [ChatMessage.user(f"What time is it in Oslo? {nonce}")]
+
+    first = await chat.get_response(history, TOOLS)
+
+    [call] = first.function_calls
+    assert (call.name, call.raw_arguments) == ("current_time", '{"zone": "Europe/Oslo"}')
+    assert call.arguments == {"zone": "Europe/Oslo"}
+    assert first.finish_reason == "tool_calls"
+    tool = _RecordingTool()
+    result = await GuardedToolInvoker(tool).invoke(call)
+    assert tool.calls == [call]
+
+    history += [*first.messages, ChatMessage("tool", (result,))]
+    second = await chat.get_response(history, TOOLS)
+
+    assert second.text == 'Tool said: {"time":"09:30","zone":"Europe/Oslo"}'
+    assert second.function_calls == ()
+    follow_up = _asked(gateway, nonce)[-1]
+    [sent_call] = [m for m in follow_up.body["messages"] if m.get("tool_calls")]
+    assert sent_call["tool_calls"][0]["function"]["arguments"] == '{"zone": "Europe/Oslo"}'
+
+
+@ADAPTERS
+async def test_a_malformed_call_is_guarded_and_its_raw_arguments_go_back_verbatim(
+    gateway: Gateway, proxy_client: openai.AsyncOpenAI, adapter_type: AdapterType
+) -> None:
+    nonce = f"malformed-{uuid.uuid4()}"
+    chat = _adapter(adapter_type, proxy_client, "gw-malformed")
+    history = [ChatMessage.user(f"What time is it? {nonce}")]
+
+    first = await chat.get_response(history, TOOLS)
+
+    [call] = first.function_calls
+    assert call.raw_arguments == MALFORMED_ARGUMENTS
+    assert call.parse_error is not None
+    assert call.parse_error.kind == "invalid_json"
+    tool = _RecordingTool()
+    result = await GuardedToolInvoker(tool).invoke(call)
+    assert tool.calls == []
+    assert result.is_error
+    assert isinstance(result.result, dict)
+    assert result.result["error"] == "invalid_tool_arguments"
+    assert MALFORMED_ARGUMENTS not in json.dumps(result.result)
+
+    history += [*first.messages, ChatMessage("tool", (result,))]
+    second = await chat.get_response(history, TOOLS)
+
+    # The proxy accepted the verbatim malformed arguments and the model read the guard's answer.
+    assert second.text.startswith("Tool said: ")
+    assert "invalid_tool_arguments" in second.text
+    follow_up = _asked(gateway, nonce)[-1]
+    [sent_call] = [m for m in follow_up.body["messages"] if m.get("tool_calls")]
+    assert sent_call["tool_calls"][0]["function"]["arguments"] == MALFORMED_ARGUMENTS
+    [sent_result] = [m for m in follow_up.body["messages"] if m.get("role") == "tool"]
+    assert sent_result["tool_call_id"] == call.call_id
+    assert json.loads(sent_result["content"])["error"] == "invalid_tool_arguments"
+
+
+@ADAPTERS
+async def test_an_upstream_500_is_a_typed_transport_error(
+    gateway: Gateway, proxy_client: openai.AsyncOpenAI, adapter_type: AdapterType
+) -> None:
+    nonce = f"fail-{uuid.uuid4()}"
+    with pytest.raises(ChatTransportError) as caught:
+        await _adapter(adapter_type, proxy_client, "gw-500").get_response([ChatMessage.user(nonce)])
+    assert caught.value.status_code == 500
+    assert caught.value.attempts == 1
+    assert MASTER_KEY not in repr(caught.value)
+    assert MASTER_KEY not in str(caught.value)
+    assert len(_asked(gateway, nonce)) == 1
+
+
+@pytest.fixture
+async def retrying_client(gateway: Gateway) -> AsyncIterator[openai.AsyncOpenAI]:
+    """An SDK client with its default two retries (and backoff), so a 500 is retried through the proxy."""
+    http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
+    client = openai.AsyncOpenAI(
+        api_key=MASTER_KEY,
+        base_url=gateway.proxy.base_url,
+        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
+        max_retries=2,
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+        await http_client.aclose()
+
+
+@ADAPTERS
+async def test_the_sdk_retries_an_upstream_500_and_the_error_counts_every_attempt(
+    gateway: Gateway, adapter_type: AdapterType, retrying_client: openai.AsyncOpenAI
+) -> None:
+    nonce = f"retry-{uuid.uuid4()}"
+    with pytest.raises(ChatTransportError) as caught:
+        await _adapter(adapter_type, retrying_client, "gw-500").get_response([ChatMessage.user(nonce)])
+    assert caught.value.status_code == 500
+    assert caught.value.attempts == 3
+    assert len(_asked(gateway, nonce)) == 3
