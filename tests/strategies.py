@@ -288,3 +288,60 @@ def model_outputs(draw: st.DrawFn) -> list[dict[str, Any]]:
     """A whole response's output: up to five items of any kind, in any order."""
     count = draw(st.integers(min_value=0, max_value=5))
     return [draw(output_items(index)) for index in range(count)]
+
+
+# ---------------------------------------------------------------- offline model: transcripts and instructions
+# Built from small vocabularies that hold none of the rules' trigger words ("will", "by", "and", ...),
+# so what a generated text says is exactly what was planted in it.
+
+offline_speakers = st.sampled_from(["Ana", "Ben", "Cleo", "Dara", "Eli", "Farah"])
+offline_tasks = st.lists(
+    st.sampled_from(["review", "the", "budget", "deck", "draft", "send", "invite", "update", "notes", "fix"]),
+    min_size=1,
+    max_size=5,
+).map(" ".join)
+offline_dues = st.none() | st.sampled_from(
+    ["Friday", "tomorrow", "end of week", "3 May", "next sprint", "Monday noon"]
+)
+offline_chit_chat = st.sampled_from(
+    [
+        "Sounds good.",
+        "Thanks, everyone.",
+        "Can you share the link?",
+        "It will rain later, apparently.",
+        "I'll be honest, that was fun.",
+        "The coffee machine will outlive us all.",
+        "Maybe we'll decide next week.",
+    ]
+)
+
+
+@st.composite
+def offline_utterances(draw: st.DrawFn) -> tuple[str, str, tuple[str, str, str | None] | str | None]:
+    """(speaker, sentence, planted) where planted is an action item triple, a decision, or None."""
+    speaker = draw(offline_speakers)
+    kind = draw(st.sampled_from(["named", "tagged", "mine", "decision", "chat"]))
+    task, due = draw(offline_tasks), draw(offline_dues)
+    deadline = f" by {due}" if due else ""
+    if kind == "named":
+        owner = draw(offline_speakers)
+        return speaker, f"{owner} will {task}{deadline}.", (owner, task, due)
+    if kind == "tagged":
+        owner = draw(offline_speakers)
+        return speaker, f"Action: {owner} to {task}{deadline}", (owner, task, due)
+    if kind == "mine":
+        return speaker, f"I'll {task}{deadline}.", (speaker, task, due)
+    if kind == "decision":
+        lead = draw(
+            st.sampled_from(["We decided to ", "So we agreed that ", "Decision: ", "we've agreed on "])
+        )
+        return speaker, f"{lead}{task}.", task[:1].upper() + task[1:]
+    return speaker, draw(offline_chit_chat), None
+
+
+offline_step_names = st.sampled_from(
+    ["Build app", "Run tests", "Ship it", "Notify team", "Tag release", "Scan deps", "Write notes"]
+)
+offline_new_names = st.sampled_from(["Smoke test", "Canary", "Backup db", "Sign binaries", "Warm cache"])
+offline_kinds = st.sampled_from(["build", "test", "deploy", "notify"])
+offline_separators = st.sampled_from([", ", "; ", " and ", ", then ", " then "])
