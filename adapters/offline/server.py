@@ -84,6 +84,9 @@ class _HTTPServer(ThreadingMixIn, HTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "offline-responses/1.0"
+    # Headers and body go out in separate writes; with Nagle's algorithm the second waits for the
+    # client's delayed ACK, some 40 ms per response.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
