@@ -230,6 +230,16 @@ class OfflineResponsesServer:
     ) -> None:
         self.stop()
 
+    def __repr__(self) -> str:
+        where = (
+            self.base_url
+            if self._server is not None
+            else "stopped"
+            if self._stopping.is_set()
+            else "not started"
+        )
+        return f"OfflineResponsesServer({where}, dialect={self._dialect!r})"
+
     # ---------------------------------------------------------------- what tests look at
 
     @property

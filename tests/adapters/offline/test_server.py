@@ -83,8 +83,10 @@ ECHO = "This is the offline stand-in model. Your message has 3 words: “hello o
 
 def test_start_returns_once_listening_and_stop_is_idempotent() -> None:
     server = OfflineResponsesServer()
+    assert repr(server) == "OfflineResponsesServer(not started, dialect='openai')"
     server.stop()  # before start: nothing to do
     server.start()
+    assert repr(server) == f"OfflineResponsesServer(http://127.0.0.1:{server.port}/v1, dialect='openai')"
     assert server.start() is server
     with socket.create_connection(("127.0.0.1", server.port), timeout=5):
         pass
@@ -93,6 +95,7 @@ def test_start_returns_once_listening_and_stop_is_idempotent() -> None:
     server.stop()
 
     assert offline_threads() == []
+    assert repr(server) == "OfflineResponsesServer(stopped, dialect='openai')"
     with pytest.raises(RuntimeError, match="cannot be restarted"):
         server.start()
     with pytest.raises(RuntimeError, match="not running"):
@@ -478,6 +481,30 @@ async def test_unknown_events_are_interleaved_by_the_thousand(client: AsyncOpenA
     assert kinds[0] == "response.created"
     assert kinds[-1] == "response.completed"
     assert deltas(events) == ECHO
+
+
+async def test_concurrent_runs_with_injected_faults_all_finish_and_leave_no_connection(
+    server: OfflineResponsesServer,
+) -> None:
+    models = ["offline:http-500*2", "offline:connection-reset", "offline:response-failed"] + ["offline"] * 57
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=60)
+    ) as http:
+        sdk = sdk_for(server, http, max_retries=2)
+
+        async def run(model: str) -> str:
+            stream = await sdk.responses.create(model=model, input="hello offline world", stream=True)
+            return [event.type async for event in stream][-1]
+
+        outcomes = await asyncio.gather(*(run(model) for model in models), return_exceptions=True)
+
+    assert outcomes[0] == "response.completed"
+    assert isinstance(outcomes[1], openai.APIConnectionError)
+    assert outcomes[2] == "response.failed"
+    assert outcomes.count("response.completed") == 58
+    # The two 500s were retried; the reset was not: it came after a 200, mid-body, past the SDK's retries.
+    assert len(server.requests) == 60 + 2
+    assert await asyncio.to_thread(server.wait_for_connections, 0, 5.0)
 
 
 # ---------------------------------------------------------------- bad requests
