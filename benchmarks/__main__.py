@@ -1,0 +1,83 @@
+"""``python -m benchmarks``: run the suite, print the table, write it as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from benchmarks.suite import Check, Sizes, run_suite
+
+DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
+QUICK = Sizes(fold=200, scaling=(50, 200, 800), memory=800, tool_calls=200, runs=2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--runs", type=int, default=Sizes().runs, help="timed runs per variant (median)")
+    parser.add_argument("--quick", action="store_true", help="tiny bodies and two runs: a smoke test")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON")
+    return parser
+
+
+def _verdict(check: Check) -> str:
+    if check.met is None:
+        return "-"
+    return "met" if check.met else "MISSED"
+
+
+def render_table(checks: Sequence[Check]) -> str:
+    """A plain-text table: one line per check, value, target and verdict; details underneath."""
+    rows = [("benchmark", "value", "target", "verdict")]
+    rows += [(c.name, f"{c.value:.3f} {c.unit}", c.target, _verdict(c)) for c in checks]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    lines.append("")
+    lines += [f"- {c.name}: {c.detail}" for c in checks if c.detail]
+    return "\n".join(lines)
+
+
+def _environment(sizes: Sizes) -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "openai": version("openai"),
+        "httpx": version("httpx"),
+        "sizes": {
+            "fold_deltas": sizes.fold,
+            "scaling_deltas": list(sizes.scaling),
+            "memory_deltas": sizes.memory,
+            "tool_calls": sizes.tool_calls,
+            "runs": sizes.runs,
+        },
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    sizes = QUICK if args.quick else Sizes(runs=args.runs)
+    checks, timings = asyncio.run(run_suite(sizes))
+    print(render_table(checks))
+    report = {
+        "command": "make bench  (python -m benchmarks)",
+        "environment": _environment(sizes),
+        "checks": [c.as_json() for c in checks],
+        "timings": timings,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwritten: {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
