@@ -1,0 +1,47 @@
+"""Fixtures for the offline-endpoint suite: one server per test, in either stream dialect."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Literal, Protocol
+
+import pytest
+
+from adapters.container import Container
+from adapters.offline import OfflineResponsesServer
+from tests.integration.offline.support import build_container, connections_drained
+
+
+class ContainerFactory(Protocol):
+    def __call__(
+        self, model: str, *, streaming: bool = True, max_retries: int = 0, timeout_seconds: float = 10.0
+    ) -> Container: ...
+
+
+@pytest.fixture(params=["openai", "litellm"])
+def server(request: pytest.FixtureRequest) -> Iterator[OfflineResponsesServer]:
+    dialect: Literal["openai", "litellm"] = request.param
+    with OfflineResponsesServer(dialect=dialect) as running:
+        yield running
+
+
+@pytest.fixture
+async def containers(server: OfflineResponsesServer) -> AsyncIterator[ContainerFactory]:
+    """Builds containers against the server (see :func:`build_container`); closes them all afterwards
+    and checks that closing left no connection open on the server."""
+    built: list[Container] = []
+
+    def build(
+        model: str, *, streaming: bool = True, max_retries: int = 0, timeout_seconds: float = 10.0
+    ) -> Container:
+        container = build_container(
+            server, model, streaming=streaming, max_retries=max_retries, timeout_seconds=timeout_seconds
+        )
+        built.append(container)
+        return container
+
+    yield build
+    for container in built:
+        await container.aclose()
+        container.reset_override()
+    assert await connections_drained(server), f"{server.open_connections} connections left open"

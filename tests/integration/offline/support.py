@@ -1,0 +1,110 @@
+"""Helpers for the suites that run the container, adapters and pipelines against the offline endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+from dependency_injector import providers
+
+from adapters.container import Container
+from adapters.offline import OfflineResponsesServer
+from application import ActionItem
+
+__all__ = [
+    "API_KEY",
+    "DECISIONS",
+    "ECHO",
+    "EXAMPLES",
+    "GREETING",
+    "STANDUP_ACTION_ITEMS",
+    "build_container",
+    "connections_drained",
+    "leaking_records",
+]
+
+EXAMPLES: Final = Path(__file__).resolve().parents[3] / "examples"
+API_KEY: Final = "sk-offline-PLANTED-7f3e91c2d4"
+"""A marker key: any log record, error or repr that contains it has leaked the secret."""
+
+ECHO: Final = "This is the offline stand-in model. Your message has 3 words: “hello offline world”."
+"""The offline model's answer to ``hello offline world`` when no tools are offered."""
+GREETING: Final = "hello offline world"
+
+# Read off examples/standup-transcript.txt by hand: who committed to what, by when (as said).
+STANDUP_ACTION_ITEMS: Final = frozenset(
+    {
+        ActionItem("Tom", "fix the flaky checkout test", "Wednesday"),
+        ActionItem("Maya", "update the release notes", "Thursday noon"),
+        ActionItem("Dev", "pair with Alex on the Android crash", "end of day"),
+        ActionItem("Alex", "ping the design team about the empty-state icons", None),
+        ActionItem("Dev", "rotate the staging database credentials", "Friday"),
+        # "for next Tuesday" says when the retro is, not when the booking is due.
+        ActionItem("Priya", "book the retro room for next Tuesday", None),
+    }
+)
+DECISIONS: Final = (
+    "Ship 2.4 on Thursday without the new onboarding flow",
+    "Move the stand-up to 9:45 starting next week",
+    "Feature flags stay on in staging until the load test passes",
+)
+
+
+def build_container(
+    server: OfflineResponsesServer,
+    model: str,
+    *,
+    streaming: bool = True,
+    max_retries: int = 0,
+    timeout_seconds: float = 10.0,
+) -> Container:
+    """A container pointed at ``server`` with the planted API key, isolated from the real environment."""
+    container = Container()
+    container.environ.override(providers.Object({}))
+    container.config.from_dict(
+        {
+            "agent": {
+                "base_url": server.base_url,
+                "api_key": API_KEY,
+                "model": model,
+                "use_streaming": streaming,
+                "max_retries": max_retries,
+                "timeout_seconds": timeout_seconds,
+            }
+        }
+    )
+    return container
+
+
+async def connections_drained(server: OfflineResponsesServer, baseline: int = 0, within: float = 5.0) -> bool:
+    """Whether the server's open connections fall back to ``baseline`` within ``within`` seconds."""
+    return await asyncio.to_thread(server.wait_for_connections, baseline, within)
+
+
+def _record_texts(record: logging.LogRecord) -> Iterable[str]:
+    yield str(record.msg)
+    yield repr(record.args)
+    # A record whose arguments do not fit its format still has its parts checked above and below.
+    with contextlib.suppress(TypeError, ValueError):
+        yield record.getMessage()
+    # Every attribute, so that whatever a logger passed as ``extra`` is checked too.
+    for name, value in vars(record).items():
+        yield f"{name}={value!r}"
+    if record.exc_info and record.exc_info[1] is not None:
+        yield "".join(traceback.format_exception(record.exc_info[1]))
+    if record.stack_info:
+        yield record.stack_info
+
+
+def leaking_records(records: Iterable[logging.LogRecord], secret: str) -> list[str]:
+    """``logger: message`` of each record showing ``secret`` anywhere: message, args, extras, traceback."""
+    return [
+        f"{record.name}: {record.msg}"
+        for record in records
+        if any(secret in text for text in _record_texts(record))
+    ]
