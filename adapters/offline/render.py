@@ -111,7 +111,7 @@ def _response_id(seed: str, dialect: Dialect) -> str:
         return inner
     # LiteLLM encodes its routing into the id: base64 of provider, model id and the upstream id.
     routing = f"litellm:custom_llm_provider:openai;model_id:{_digest('model', seed)};response_id:{inner};"
-    routing += "pad:" + _digest("pad", seed) * 3
+    routing += _digest("pad", seed) * 2
     return "resp_" + base64.b64encode(routing.encode()).decode()
 
 
