@@ -314,7 +314,9 @@ def _stream(ctx: _Context, scenarios: ScenarioSelection) -> list[bytes | Fault]:
     cut = 2 + max(1, (len(events) - 2) // 2)
     done_by_cut = [item for item, end in zip(ctx.turn.items, finished, strict=True) if end <= cut]
     tail: list[dict[str, Any]] = []
-    ending: Fault | bytes | None = None
+    stop = next(
+        (name for name in ("truncated-stream", "connection-reset", "stall") if name in scenarios), None
+    )
     failure = next(
         (name for name in ("response-failed", "error-event", "error-event-nested") if name in scenarios), None
     )
@@ -331,13 +333,7 @@ def _stream(ctx: _Context, scenarios: ScenarioSelection) -> list[bytes | Fault]:
             "param": None,
         }
         tail = [{"type": "error", "error": nested}]
-    elif "truncated-stream" in scenarios:
-        ending = b""
-    elif "connection-reset" in scenarios:
-        ending = "reset"
-    elif "stall" in scenarios:
-        ending = "stall"
-    if failure is not None or ending is not None:
+    if failure is not None or stop is not None:
         events = events[:cut] + tail
     elif "incomplete" in scenarios:
         details = {"reason": "max_output_tokens"}
@@ -361,10 +357,11 @@ def _stream(ctx: _Context, scenarios: ScenarioSelection) -> list[bytes | Fault]:
         )
     if "unknown-events" in scenarios:
         body = _with_heartbeats(body, dialect)
-    if ending is not None:
-        if ending:
-            body.append(ending)
-    elif dialect == "litellm":
+    if stop == "connection-reset":
+        body.append("reset")
+    elif stop == "stall":
+        body.append("stall")
+    elif stop is None and dialect == "litellm":
         body.append(b"data: [DONE]\n\n")
     return body
 
