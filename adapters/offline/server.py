@@ -94,10 +94,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request_id = "req_" + uuid.uuid4().hex
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        raw = self._read_body()
         headers = {key.lower(): value for key, value in self.headers.items()}
         reply = self.server.owner._answer(self.command, self.path, headers, raw, request_id)
         self._send(reply, request_id)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            chunks = []
+            while size := int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16):
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(chunks)
+        try:
+            length = int(self.headers.get("content-length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            # Without a usable length the next request on this connection cannot be found.
+            self.close_connection = True
+            return b""
+        return self.rfile.read(length)
 
     def do_GET(self) -> None:
         request_id = "req_" + uuid.uuid4().hex

@@ -547,6 +547,31 @@ async def test_requests_the_endpoint_cannot_serve(
     assert server.requests[-1].status == status
 
 
+async def test_a_chunked_request_body_is_read_whole(
+    http: httpx.AsyncClient, server: OfflineResponsesServer
+) -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"model": "offline", '
+        yield b'"input": "hello offline world"}'
+
+    reply = await http.post(f"{server.base_url}/responses", content=body())
+
+    assert reply.status_code == 200
+    assert server.requests[-1].headers["transfer-encoding"] == "chunked"
+    assert reply.json()["output"][0]["content"][0]["text"] == ECHO
+
+
+def test_a_bad_content_length_is_refused_and_the_connection_closed(server: OfflineResponsesServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: offline\r\nContent-Length: many\r\n\r\n{}")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"We could not parse the JSON body of your request." in answer
+
+
 # ---------------------------------------------------------------- recording
 
 
