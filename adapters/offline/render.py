@@ -419,13 +419,20 @@ def render(
     """The reply for ``turn``: an HTTP fault, an event stream or a JSON Response, per the scenarios.
 
     ``seed`` makes the response id unique per request; ``dialect`` is the server's default, which
-    the ``litellm`` scenario overrides.
+    the ``litellm`` scenario overrides. A turn longer than the request's ``max_output_tokens`` ends
+    incomplete, as a real model's would.
     """
     fault = http_fault(scenarios)
     if fault is not None:
         return fault
     if "litellm" in scenarios:
         dialect = "litellm"
+    limit = body.get("max_output_tokens")
+    over = isinstance(limit, int) and not isinstance(limit, bool) and turn.usage.output_tokens > limit
+    if over and "incomplete" not in scenarios:
+        scenarios = attrs.evolve(
+            scenarios, tokens=(*scenarios.tokens, "incomplete"), names=(*scenarios.names, "incomplete")
+        )
     if "incomplete" in scenarios:
         turn = _shrink(turn)
     if "huge-arguments" in scenarios:

@@ -215,3 +215,14 @@ def test_huge_arguments_leave_a_later_tool_turn_alone() -> None:
 
     assert all(len(piece) < 100_000 for piece in later.body)
     assert all(len(piece) < 100_000 for piece in text_turn.body)
+
+
+@pytest.mark.parametrize(("limit", "status"), [(4, "incomplete"), (10_000, "completed"), (None, "completed")])
+def test_max_output_tokens_below_the_answer_ends_it_incomplete(limit: int | None, status: str) -> None:
+    (body,) = reply_for("offline", stream=False, max_output_tokens=limit).body
+    assert isinstance(body, bytes)
+
+    document = Response.model_validate_json(body)
+
+    assert document.status == status
+    assert (document.incomplete_details is not None) is (status == "incomplete")
