@@ -1,0 +1,98 @@
+"""Load: 200 concurrent summary runs through one container against the offline endpoint, 5% of them
+with an injected fault; each ends in a correct summary or a typed error, and connections drain."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+
+import pytest
+
+from adapters.offline import OfflineResponsesServer
+from application import MeetingSummary
+from domain import ChatError, ChatOptions, ChatTransportError, MalformedResponseError, ResponseFailedError
+from tests.integration.offline.support import (
+    API_KEY,
+    DECISIONS,
+    EXAMPLES,
+    STANDUP_ACTION_ITEMS,
+    build_container,
+    connections_drained,
+    leaking_records,
+)
+
+RUNS = 200
+FAULT_EVERY = 20  # one run in twenty: 5%
+FAULTS: dict[str, type[ChatError]] = {
+    "http-500": ChatTransportError,
+    "response-failed": ResponseFailedError,
+    "truncated-stream": MalformedResponseError,
+    "connection-reset": ChatTransportError,
+    "garbage-data": MalformedResponseError,
+}
+DEADLINE_SECONDS = 240  # about 40 s here; the bound only stops a hung run from hanging the suite
+
+
+def scenario_of(run: int) -> str | None:
+    """The fault injected into ``run``, cycling through every kind; None for a clean run."""
+    if run % FAULT_EVERY != FAULT_EVERY // 2:
+        return None
+    kinds = list(FAULTS)
+    return kinds[(run // FAULT_EVERY) % len(kinds)]
+
+
+@pytest.mark.slow
+async def test_200_concurrent_runs_with_5_percent_faults_end_in_a_result_or_a_typed_error(
+    server: OfflineResponsesServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    transcript = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
+    plan = [scenario_of(run) for run in range(RUNS)]
+    baseline = server.open_connections
+    # One container, one connection pool; each run picks its scenario through the model it asks for.
+    # The timeout is generous because runs queue for the pool's 100 connections.
+    container = build_container(server, "offline", max_retries=2, timeout_seconds=120.0)
+    try:
+        async with asyncio.timeout(DEADLINE_SECONDS):
+            outcomes = await asyncio.gather(
+                *(
+                    container.summary_agent(
+                        options=ChatOptions(model=f"offline:{scenario}" if scenario else "offline")
+                    ).summarize(transcript)
+                    for scenario in plan
+                ),
+                return_exceptions=True,
+            )
+    finally:
+        await container.aclose()
+
+    unexpected = [repr(out) for out in outcomes if not isinstance(out, MeetingSummary | ChatError)]
+    assert unexpected == []
+    counts = collections.Counter(
+        "result" if isinstance(outcome, MeetingSummary) else "typed error" for outcome in outcomes
+    )
+    faults = sum(scenario is not None for scenario in plan)
+    assert faults == RUNS // FAULT_EVERY == 10
+    assert counts == {"result": RUNS - faults, "typed error": faults}
+    for scenario, outcome in zip(plan, outcomes, strict=True):
+        if scenario is None:
+            # Concurrent runs share the client but not their notes: each has exactly its own items.
+            assert isinstance(outcome, MeetingSummary), repr(outcome)
+            assert len(outcome.action_items) == 6
+            assert set(outcome.action_items) == STANDUP_ACTION_ITEMS
+            assert outcome.decisions == DECISIONS
+        else:
+            assert type(outcome) is FAULTS[scenario], f"{scenario}: {outcome!r}"
+            assert isinstance(outcome, ChatError)
+            assert outcome.run is not None
+    # Each run starts with one user-initiated request; the SDK sends an http-500 run's twice more.
+    started = [request for request in server.requests if request.headers["x-initiator"] == "user"]
+    assert len(started) == RUNS + 2 * plan.count("http-500")
+    assert len({request.request_id for request in server.requests}) == len(server.requests)
+    assert await connections_drained(server, baseline, within=10.0), (
+        f"{server.open_connections} connections open, {baseline} before the load"
+    )
+    assert leaking_records(caplog.records, API_KEY) == []
+    failures = [r for r in caplog.records if r.getMessage().startswith("Responses request failed")]
+    assert len(failures) == faults
