@@ -12,6 +12,7 @@ import httpx
 import openai
 from openai.types.responses import Response, ResponseStreamEvent
 
+from adapters.responses.attempts import LISTENER, observed
 from adapters.responses.errors import attempts_of, map_error
 from adapters.responses.folding import EventFolder
 from adapters.responses.mapping import chat_response, raise_if_failed, response_contents
@@ -36,9 +37,14 @@ _SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
 
 @attrs.define
 class _Exchange:
-    """What is known about the HTTP exchange so far, for the error that may follow."""
+    """What is known about one request so far, for the logs and for the error that may follow.
+
+    It is also the request's attempt listener: each failed attempt is logged as it happens.
+    """
 
     digest: RequestDigest
+    logger: logging.Logger
+    stream: bool
     folder: EventFolder = attrs.field(factory=EventFolder)
     request_id: str | None = None
     attempts: int = 1
@@ -48,6 +54,42 @@ class _Exchange:
         self.request_id = response.headers.get(REQUEST_ID_HEADER)
         self.attempts = attempts_of(response.request)
         self.status_code = response.status_code
+
+    def log_extra(self, response_id: str | None = None) -> dict[str, object]:
+        return {
+            "attempts": self.attempts,
+            "status_code": self.status_code,
+            "request_id": self.request_id,
+            "response_id": response_id,
+            "request_digest": self.digest.as_log_extra(),
+            "stream": self.stream,
+        }
+
+    def attempt_answered(self, request: httpx.Request, response: httpx.Response) -> None:
+        if response.is_success:
+            return
+        self._log_attempt(request, response.status_code, response.headers.get(REQUEST_ID_HEADER), None)
+
+    def attempt_raised(self, request: httpx.Request, error: Exception) -> None:
+        self._log_attempt(request, None, None, type(error).__name__)
+
+    def _log_attempt(
+        self, request: httpx.Request, status_code: int | None, request_id: str | None, error_type: str | None
+    ) -> None:
+        attempt = attempts_of(request)
+        self.logger.info(
+            "Responses attempt %d failed (%s)",
+            attempt,
+            status_code if status_code is not None else error_type,
+            extra={
+                "attempt": attempt,
+                "status_code": status_code,
+                "request_id": request_id,
+                "error_type": error_type,
+                "request_digest": self.digest.as_log_extra(),
+                "stream": self.stream,
+            },
+        )
 
 
 def _is_event_stream(content_type: str) -> bool:
@@ -86,7 +128,9 @@ class _ResponsesAdapter:
         *,
         logger: logging.Logger | None = None,
     ) -> None:
-        self._client = client
+        # A copy of the client through which each HTTP attempt can be logged; the given one is untouched.
+        self._client = observed(client)
+        self._secret = client.api_key if isinstance(client.api_key, str) else None
         self._settings = settings
         self._builder = ResponsesPayloadBuilder(settings)
         self._logger = logger or _LOGGER
@@ -100,7 +144,8 @@ class _ResponsesAdapter:
     ) -> ChatResponse:
         """Send the conversation and return the whole answer; raises only ChatError subclasses."""
         request = self._builder.build(messages, options)
-        exchange = _Exchange(request.digest)
+        exchange = _Exchange(request.digest, self._logger, self._stream)
+        listening = LISTENER.set(exchange)
         try:
             result = await self._exchange(request, exchange)
         except (openai.OpenAIError, json.JSONDecodeError, httpx.HTTPError, ChatError) as exc:
@@ -108,7 +153,7 @@ class _ResponsesAdapter:
                 exc,
                 partial=exchange.folder.partial(),
                 request_id=exchange.request_id,
-                secret=self._client.api_key,
+                secret=self._secret,
             )
             self._fill_context(error, exchange)
             self._log_failure(error, exchange)
@@ -118,10 +163,13 @@ class _ResponsesAdapter:
                 # The SDK's exception quotes the provider's body, which may echo credentials.
                 raise error from None
             raise error from exc
+        finally:
+            LISTENER.reset(listening)
         if exchange.attempts > 1:
             self._logger.info(
-                "Responses request succeeded after retries",
-                extra=self._log_extra(exchange, result.response_id),
+                "Responses request succeeded after %d attempts",
+                exchange.attempts,
+                extra=exchange.log_extra(result.response_id),
             )
         return result
 
@@ -173,18 +221,8 @@ class _ResponsesAdapter:
             error.response_id = error.response_id or error.partial.response_id
             error.model_id = error.model_id or error.partial.model_id
 
-    def _log_extra(self, exchange: _Exchange, response_id: str | None) -> dict[str, object]:
-        return {
-            "attempts": exchange.attempts,
-            "status_code": exchange.status_code,
-            "request_id": exchange.request_id,
-            "response_id": response_id,
-            "request_digest": exchange.digest.as_log_extra(),
-            "stream": self._stream,
-        }
-
     def _log_failure(self, error: ChatError, exchange: _Exchange) -> None:
-        extra = self._log_extra(exchange, error.response_id)
+        extra = exchange.log_extra(error.response_id)
         extra["error_type"] = type(error).__name__
         extra["request_id"] = error.request_id
         if isinstance(error, ResponseFailedError):

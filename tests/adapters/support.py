@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -63,11 +64,18 @@ def client_for(recorder: Recorder, *, max_retries: int = 0, timeout: float = 5.0
 
 
 def adapters_for(
-    recorder: Recorder, settings: ResponsesSettings | None = None, **client_options: Any
+    recorder: Recorder,
+    settings: ResponsesSettings | None = None,
+    *,
+    logger: logging.Logger | None = None,
+    **client_options: Any,
 ) -> tuple[ResponsesSseAdapter, ResponsesJsonAdapter]:
     client = client_for(recorder, **client_options)
     settings = settings or ResponsesSettings(model="gpt-test")
-    return ResponsesSseAdapter(client, settings), ResponsesJsonAdapter(client, settings)
+    return (
+        ResponsesSseAdapter(client, settings, logger=logger),
+        ResponsesJsonAdapter(client, settings, logger=logger),
+    )
 
 
 def sse(events: Iterable[Mapping[str, Any]], *, litellm: bool = False) -> str:

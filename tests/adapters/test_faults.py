@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.responses import ResponsesSettings
 from domain import (
     ChatError,
     ChatMessage,
@@ -200,26 +199,42 @@ async def test_http_status_errors_raise_transport_errors(status: int) -> None:
         assert error.__cause__ is None
 
 
+def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str, dict[str, Any]]]:
+    return [(r.levelno, r.getMessage(), r.__dict__) for r in caplog.records]
+
+
 @pytest.mark.parametrize("status", [429, 500])
-async def test_retried_status_errors_count_every_attempt_and_log_them(
+async def test_retried_status_errors_count_every_attempt_and_log_each(
     status: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     recorder = Recorder([answer('{"error": {"message": "busy"}}', JSON, status)])
     logger = logging.getLogger("tests.responses.retries")
 
-    for adapter in adapters_for(recorder, max_retries=2):
+    for adapter in adapters_for(recorder, logger=logger, max_retries=2):
         caplog.clear()
-        adapter = type(adapter)(adapter._client, ResponsesSettings(model="gpt-test"), logger=logger)
         with caplog.at_level(logging.INFO, logger=logger.name), pytest.raises(ChatTransportError) as caught:
             await adapter.get_response(QUESTION)
         assert (caught.value.status_code, caught.value.attempts) == (status, 3)
-        (record,) = [r for r in caplog.records if r.levelno == logging.WARNING]
-        fields = record.__dict__
-        assert (fields["attempts"], fields["status_code"], fields["request_id"]) == (3, status, REQUEST_ID)
-        assert fields["request_digest"]["item_counts"] == {"message": 1}
-        assert fields["error_type"] == "ChatTransportError"
-        assert "Summarize" not in json.dumps(record.__dict__, default=str)
-        assert API_KEY not in json.dumps(record.__dict__, default=str)
+        records = logged(caplog)
+        assert [(level, message) for level, message, _ in records] == [
+            (logging.INFO, f"Responses attempt 1 failed ({status})"),
+            (logging.INFO, f"Responses attempt 2 failed ({status})"),
+            (logging.INFO, f"Responses attempt 3 failed ({status})"),
+            (logging.WARNING, "Responses request failed: ChatTransportError"),
+        ]
+        for number, (_, _, fields) in enumerate(records[:3], start=1):
+            assert (fields["attempt"], fields["status_code"], fields["request_id"]) == (
+                number,
+                status,
+                REQUEST_ID,
+            )
+            assert fields["request_digest"]["item_counts"] == {"message": 1}
+        final = records[3][2]
+        assert (final["attempts"], final["status_code"], final["request_id"]) == (3, status, REQUEST_ID)
+        assert final["error_type"] == "ChatTransportError"
+        for _, _, fields in records:
+            assert "Summarize" not in json.dumps(fields, default=str)
+            assert API_KEY not in json.dumps(fields, default=str)
     assert [int(r.headers["x-stainless-retry-count"]) for r in recorder.requests] == [0, 1, 2, 0, 1, 2]
 
 
@@ -232,21 +247,36 @@ async def test_a_success_after_retries_is_logged_with_its_attempts(caplog: pytes
         response = await sse_adapter.get_response(QUESTION)
 
     assert response.text == "ok"
-    (record,) = caplog.records
-    fields = record.__dict__
-    assert (record.levelno, fields["attempts"], fields["status_code"]) == (logging.INFO, 2, 200)
-    assert fields["response_id"] == "resp_test"
+    (first, second) = logged(caplog)
+    assert first[:2] == (logging.INFO, "Responses attempt 1 failed (503)")
+    assert second[:2] == (logging.INFO, "Responses request succeeded after 2 attempts")
+    assert (second[2]["attempts"], second[2]["status_code"], second[2]["response_id"]) == (
+        2,
+        200,
+        "resp_test",
+    )
 
 
-async def test_timeout_raises_transport_error_without_status_after_retries() -> None:
+async def test_timeout_raises_transport_error_without_status_after_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def time_out(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("no answer", request=request)
 
     for adapter in adapters_for(Recorder([time_out]), max_retries=1):
-        with pytest.raises(ChatTransportError) as caught:
+        caplog.clear()
+        with (
+            caplog.at_level(logging.INFO, logger="adapters.responses"),
+            pytest.raises(ChatTransportError) as caught,
+        ):
             await adapter.get_response(QUESTION)
         assert (caught.value.status_code, caught.value.attempts) == (None, 2)
         assert "timed out" in caught.value.message
+        attempts = [fields for level, _, fields in logged(caplog) if level == logging.INFO]
+        assert [(f["attempt"], f["status_code"], f["error_type"]) for f in attempts] == [
+            (1, None, "ReadTimeout"),
+            (2, None, "ReadTimeout"),
+        ]
 
 
 async def test_connection_refused_raises_transport_error() -> None:
