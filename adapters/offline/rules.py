@@ -22,11 +22,12 @@ __all__ = [
     "tagged",
 ]
 
-_NAME_WORD: Final = r"[A-Z][a-zA-Z'-]+"
-_TIMESTAMP: Final = r"\[(?:\d{1,2}:)?\d{1,2}:\d{2}\]"
-_SPEAKER_LINE: Final = re.compile(
-    rf"^\s*(?:{_TIMESTAMP}\s*)?(?P<speaker>{_NAME_WORD}(?: {_NAME_WORD}){{0,2}}):\s+(?P<text>\S.*)$"
-)
+# A capitalized word, accented letters included ("Zoë", "Ólafur", "O'Neil", "Anne-Marie").
+_NAME_WORD: Final = r"[A-ZÀ-ÖØ-Þ](?:[^\W\d_]|['\u2019-])+"
+# "[01:02]", "(01:02:03)" or a bare "01:02" before the speaker.
+_TIMESTAMP: Final = r"(?:[\[(]\s*\d{1,2}(?::\d{2}){1,2}\s*[\])]|\d{1,2}(?::\d{2}){1,2})"
+_SPEAKER: Final = rf"{_NAME_WORD}(?: (?:{_NAME_WORD}|\d{{1,3}})){{0,2}}"
+_SPEAKER_LINE: Final = re.compile(rf"^\s*(?:{_TIMESTAMP}\s*)?(?P<speaker>{_SPEAKER}):\s+(?P<text>\S.*)$")
 # Capitalized words that start sentences or stand for nobody in particular; never owners or speakers.
 _NOT_NAMES: Final = frozenset(
     (

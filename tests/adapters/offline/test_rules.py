@@ -120,6 +120,19 @@ def test_each_decision_pattern(line: str, decision: str) -> None:
     assert read_meeting(line).decisions == (decision,)
 
 
+@pytest.mark.parametrize(
+    ("line", "speaker"),
+    [
+        ("Zoë Ólafsdóttir: I'll check.", "Zoë Ólafsdóttir"),
+        ("(00:01:02) Anne-Marie O'Neil: I'll check.", "Anne-Marie O'Neil"),
+        ("00:01 Speaker 2: I'll check.", "Speaker 2"),
+        ("[1:02:03] Dee: I'll check.", "Dee"),
+    ],
+)
+def test_speaker_lines_in_common_transcript_formats(line: str, speaker: str) -> None:
+    assert read_meeting(line) == Meeting((speaker,), (ActionItem(speaker, "check"),))
+
+
 def test_a_line_without_a_speaker_still_yields_items_but_not_participants() -> None:
     meeting = read_meeting(
         "Notes from today\nAction: Ben to book the room\nI'll ignore this without a speaker"
