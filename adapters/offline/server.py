@@ -234,6 +234,8 @@ class OfflineResponsesServer:
                 log.debug("offline endpoint: a connection was already closed")
         for handler in handlers:
             handler.join(_JOIN_TIMEOUT)
+            if handler.is_alive():
+                log.warning("offline endpoint: %s did not finish within %.0f s", handler.name, _JOIN_TIMEOUT)
         server.server_close()
         thread.join(_JOIN_TIMEOUT)
         with self._lock:
