@@ -67,8 +67,13 @@ FAULTS = (
 )
 
 
-def records_of(logs: pytest.LogCaptureFixture, logger: str) -> list[logging.LogRecord]:
-    return [record for record in logs.records if record.name == logger]
+def adapter_records(logs: pytest.LogCaptureFixture, level: int, saying: str) -> list[logging.LogRecord]:
+    """The Responses adapters' records at ``level`` whose message contains ``saying``."""
+    return [
+        record
+        for record in logs.records
+        if record.name == ADAPTER_LOGGER and record.levelno == level and saying in record.getMessage()
+    ]
 
 
 def assert_no_secret(logs: pytest.LogCaptureFixture, *shown: object) -> None:
@@ -119,8 +124,7 @@ async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_conn
         assert outcome.attempts == len(server.requests)
     if streaming and fault.status_code is None:
         assert_is_what_had_arrived(outcome.partial)
-    (failure,) = records_of(logs, ADAPTER_LOGGER)
-    assert failure.levelno == logging.WARNING
+    (failure,) = adapter_records(logs, logging.WARNING, "failed")
     assert failure.__dict__["error_type"] == fault.error.__name__
     assert failure.__dict__["request_id"] == outcome.request_id
 
@@ -134,8 +138,7 @@ async def test_429_with_retry_after_is_retried_and_the_retries_are_diagnosed(
 
     assert response.text == ECHO
     assert [request.status for request in server.requests] == [429, 429, 200]
-    (diagnosis,) = [r for r in records_of(logs, ADAPTER_LOGGER) if "after retries" in r.getMessage()]
-    assert diagnosis.levelno == logging.INFO
+    (diagnosis,) = adapter_records(logs, logging.INFO, "succeeded")
     extra: dict[str, Any] = diagnosis.__dict__
     assert extra["attempts"] == 3
     assert extra["status_code"] == 200
@@ -165,7 +168,7 @@ async def test_500_after_every_retry_is_a_diagnosed_transport_error(
     assert (error.status_code, error.attempts) == (500, 3)
     assert error.request_id == server.requests[-1].request_id
     assert "server_error" in error.message
-    (failure,) = records_of(logs, ADAPTER_LOGGER)
+    (failure,) = adapter_records(logs, logging.WARNING, "failed")
     extra: dict[str, Any] = failure.__dict__
     assert (extra["attempts"], extra["status_code"], extra["request_id"]) == (3, 500, error.request_id)
     assert (extra["error_type"], extra["stream"]) == ("ChatTransportError", streaming)
