@@ -134,9 +134,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         pending = bytearray()
         for piece in reply.body:
-            if piece == "reset" or piece == "stall":
+            if piece == "reset":
                 self.wfile.write(pending)
-                self._reset() if piece == "reset" else self._stall()
+                self._reset()
+                return
+            if piece == "stall":
+                self.wfile.write(pending)
+                self._stall()
                 return
             if reply.chunked and piece:
                 pending += b"%x\r\n%s\r\n" % (len(piece), piece)
