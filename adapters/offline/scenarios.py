@@ -37,7 +37,13 @@ SCENARIOS: Final[Mapping[str, str]] = types.MappingProxyType(
     }
 )
 """Scenario name -> one-line description. Any scenario may be written ``name*N``: it then applies
-only to the first N requests that carry it on one server, after which the server answers normally."""
+only to the first N requests that carry it on one server, after which the server answers normally.
+
+Where the answer is a JSON document rather than an event stream, the stream scenarios take their
+JSON form: ``incomplete`` and ``response-failed`` (and both ``error-event`` kinds) give a Response
+whose status is incomplete or failed; ``truncated-stream`` sends the first half of the document
+with a matching Content-Length; ``connection-reset`` and ``stall`` send the first half of it under
+the full Content-Length; ``garbage-data`` spoils it; ``unknown-events`` changes nothing."""
 
 _TOKEN: Final = re.compile(r"(?P<name>[a-z0-9-]+)(?:\*(?P<times>[1-9][0-9]{0,5}))?")
 
