@@ -33,6 +33,8 @@ __all__ = ["ResponsesJsonAdapter", "ResponsesSseAdapter"]
 _LOGGER: Final = logging.getLogger("adapters.responses")
 REQUEST_ID_HEADER: Final = "x-request-id"
 _SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
+# What map_error turns into domain errors; anything else is a bug and propagates as it is.
+_MAPPED: Final = (openai.OpenAIError, json.JSONDecodeError, httpx.HTTPError, UnicodeEncodeError, ChatError)
 
 
 @attrs.define
@@ -148,7 +150,13 @@ class _ResponsesAdapter:
         listening = LISTENER.set(exchange)
         try:
             result = await self._exchange(request, exchange)
-        except (openai.OpenAIError, json.JSONDecodeError, httpx.HTTPError, ChatError) as exc:
+        except (
+            openai.OpenAIError,
+            json.JSONDecodeError,
+            httpx.HTTPError,
+            UnicodeEncodeError,
+            ChatError,
+        ) as exc:
             error = map_error(
                 exc,
                 partial=exchange.folder.partial(),

@@ -8,6 +8,7 @@
     openai.APIError (an error object inside a stream) -> ResponseFailedError(code)
     json.JSONDecodeError (an undecodable data line)   -> MalformedResponseError
     httpx.TimeoutException, httpx.TransportError      -> ChatTransportError (a body read outside the SDK)
+    UnicodeEncodeError (a request the SDK cannot encode) -> ChatError
     any other openai.OpenAIError                      -> ChatError
 """
 
@@ -132,6 +133,13 @@ def map_error(
         what = "timed out" if isinstance(exc, httpx.TimeoutException) else "connection failed"
         return ChatTransportError(
             f"the Responses endpoint {what} while sending the body",
+            request_id=request_id,
+            **known,
+        )
+    if isinstance(exc, UnicodeEncodeError):
+        # Text the model once sent as an unpaired surrogate escape cannot go back as UTF-8.
+        return ChatError(
+            "the request holds text that cannot be encoded as UTF-8 (an unpaired surrogate)",
             request_id=request_id,
             **known,
         )

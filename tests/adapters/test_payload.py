@@ -11,6 +11,7 @@ import pytest
 from adapters.responses import ResponsesPayloadBuilder, ResponsesSettings
 from adapters.responses.payload import SDK_KEYWORDS
 from domain import (
+    ChatError,
     ChatMessage,
     ChatOptions,
     FunctionCallContent,
@@ -338,3 +339,12 @@ def test_a_provider_item_that_is_not_an_object_is_refused() -> None:
 def test_settings_reject_values_that_cannot_work(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011  # attrs validators raise plain ValueError with varied text
         ResponsesSettings(**bad)
+
+
+async def test_a_history_that_cannot_be_encoded_raises_a_chat_error_not_a_codec_error() -> None:
+    unpaired = call('{"a": "\ud800"}')
+
+    for adapter in adapters_for(Recorder([answer(OK, JSON)])):
+        with pytest.raises(ChatError) as caught:
+            await adapter.get_response([ChatMessage("assistant", (unpaired,))])
+        assert "unpaired surrogate" in caught.value.message
