@@ -150,13 +150,7 @@ class _ResponsesAdapter:
         listening = LISTENER.set(exchange)
         try:
             result = await self._exchange(request, exchange)
-        except (
-            openai.OpenAIError,
-            json.JSONDecodeError,
-            httpx.HTTPError,
-            UnicodeEncodeError,
-            ChatError,
-        ) as exc:
+        except _MAPPED as exc:
             error = map_error(
                 exc,
                 partial=exchange.folder.partial(),
