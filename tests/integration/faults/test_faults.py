@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 import pytest
 
 from adapters.offline import OfflineResponsesServer
+from application import ActionItem
 from domain import (
     ChatError,
     ChatMessage,
@@ -54,7 +55,7 @@ class Fault:
 FAULTS = (
     Fault("connection-reset", ChatTransportError, max_retries=1),
     Fault("connection-reset+litellm", ChatTransportError),
-    Fault("stall", ChatTransportError, timeout_seconds=0.5),
+    Fault("stall", ChatTransportError, timeout_seconds=1.0),
     Fault("http-429*2", max_retries=2),
     Fault("http-429", ChatTransportError, status_code=429, max_retries=1),
     Fault("http-500*1", max_retries=1),
@@ -204,6 +205,41 @@ async def test_a_five_megabyte_argument_string_goes_through_a_pipeline_and_back(
     assert leaking_records(logs.records, PADDING[:4096]) == []
     assert await connections_drained(server)
     assert_no_secret(logs, summary.run)
+
+
+MID_STREAM = ("truncated-stream", "response-failed", "connection-reset", "garbage-data")
+
+
+def action_item(arguments: Mapping[str, object] | None) -> ActionItem:
+    assert arguments is not None
+    due = arguments.get("due")
+    return ActionItem(str(arguments["owner"]), str(arguments["task"]), due if isinstance(due, str) else None)
+
+
+@pytest.mark.parametrize("scenario", MID_STREAM)
+async def test_a_pipeline_stopped_mid_stream_keeps_the_calls_that_arrived_and_answers_none(
+    server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, scenario: str
+) -> None:
+    transcript = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
+
+    async with build_container(server, f"offline:{scenario}") as container:
+        with pytest.raises(ChatError) as caught:
+            await container.summary_agent().summarize(transcript)
+
+    error = caught.value
+    assert error.partial is not None
+    calls = error.partial.function_calls
+    assert calls, "the calls streamed before the fault were dropped"
+    assert all(call.parse_error is None for call in calls)
+    arrived = {action_item(call.arguments) for call in calls if call.name == "record_action_item"}
+    assert arrived
+    assert arrived < STANDUP_ACTION_ITEMS  # the first ones, intact
+    # Calls of a failed response are not answered: no tool round, no follow-up request.
+    assert error.run is not None
+    assert error.run.messages == ()
+    assert len(server.requests) == 1
+    assert await connections_drained(server)
+    assert_no_secret(logs, error, error.partial)
 
 
 def test_the_leak_scanner_finds_a_secret_wherever_a_record_carries_it() -> None:

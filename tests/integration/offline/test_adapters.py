@@ -247,7 +247,8 @@ async def test_a_connection_reset_is_a_transport_error(
 async def test_a_stalled_server_ends_in_a_timeout(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    chat = containers("offline:stall", streaming=streaming, timeout_seconds=0.5).chat()
+    # Long enough for the first half of the body to arrive on a busy machine, short for the suite.
+    chat = containers("offline:stall", streaming=streaming, timeout_seconds=1.0).chat()
 
     with pytest.raises(ChatTransportError) as caught:
         await ask(chat)
@@ -257,6 +258,8 @@ async def test_a_stalled_server_ends_in_a_timeout(
     assert "timed out" in error.message
     assert error.attempts == len(server.requests) == 1
     assert_is_what_had_arrived(error.partial, streaming)
+    if streaming:
+        assert error.request_id == server.requests[-1].request_id
 
 
 @ADAPTERS
