@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 from collections.abc import Sequence
@@ -118,7 +119,7 @@ def _from_document(data: dict[str, Any]) -> ChatResponse:
     return raise_if_failed(chat_response(response, response_contents(response)), response)
 
 
-class _ResponsesAdapter:
+class _ResponsesAdapter(abc.ABC):
     """What both adapters share: the builder, the error mapping and the diagnostics."""
 
     _stream: bool
@@ -175,8 +176,9 @@ class _ResponsesAdapter:
             )
         return result
 
+    @abc.abstractmethod
     async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
-        raise NotImplementedError
+        """Send ``request`` and fold whatever body comes back, telling ``exchange`` what it saw."""
 
     def _create_arguments(self, request: ResponsesRequest) -> dict[str, Any]:
         arguments = request.sdk_keywords()
@@ -227,10 +229,7 @@ class _ResponsesAdapter:
         extra = exchange.log_extra(error.response_id)
         extra["error_type"] = type(error).__name__
         extra["request_id"] = error.request_id
-        if isinstance(error, ResponseFailedError):
-            extra["error_code"] = error.code
-        else:
-            extra["error_code"] = None
+        extra["error_code"] = error.code if isinstance(error, ResponseFailedError) else None
         if isinstance(error, ChatTransportError):
             extra["attempts"] = error.attempts
             extra["status_code"] = error.status_code
