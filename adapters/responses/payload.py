@@ -138,6 +138,8 @@ class ResponsesPayloadBuilder:
         if options.metadata is not None:
             body["metadata"] = dict(options.metadata)
         if options.extra_body:
+            if "stream" in options.extra_body:
+                raise ValueError("extra_body cannot set stream: the adapter chosen decides it")
             body.update(_plain(options.extra_body))
         headers = {**settings.extra_headers, "X-Initiator": options.initiator}
         return ResponsesRequest(body, headers, self.digest(body, options.initiator))

@@ -348,3 +348,10 @@ async def test_a_history_that_cannot_be_encoded_raises_a_chat_error_not_a_codec_
         with pytest.raises(ChatError) as caught:
             await adapter.get_response([ChatMessage("assistant", (unpaired,))])
         assert "unpaired surrogate" in caught.value.message
+
+
+def test_extra_body_cannot_switch_streaming() -> None:
+    builder = ResponsesPayloadBuilder(ResponsesSettings(model="m"))
+
+    with pytest.raises(ValueError, match="cannot set stream"):
+        builder.build([ChatMessage.user("x")], ChatOptions(extra_body={"stream": False}))
