@@ -286,8 +286,9 @@ def _calls(request: ModelRequest, planned: Sequence[_Planned], *, malformed: boo
         for index, call in enumerate(planned)
     ]
     if malformed and calls:
-        # The second call when there is one: a guard must spare the calls around the broken one.
-        victim = calls[1] if len(calls) > 1 else calls[0]
+        # The second action item, else the second call: the calls around the broken one must still run.
+        items = [call for call in calls if call.name == "record_action_item"]
+        victim = items[1] if len(items) > 1 else calls[1] if len(calls) > 1 else calls[0]
         broken = attrs.evolve(victim, arguments=victim.arguments[: len(victim.arguments) // 2])
         calls[calls.index(victim)] = broken
     return calls

@@ -143,16 +143,26 @@ def test_example_transcript_through_the_model_gives_a_complete_correct_summary()
         assert sentence in text
 
 
-def test_malformed_scenario_breaks_exactly_the_second_call_of_the_first_turn_only() -> None:
-    body = body_for("Ana: Ben will go.\nBen: I'll stay.", SUMMARY_TOOLS)
+def test_malformed_scenario_breaks_exactly_the_second_action_item_of_the_first_turn() -> None:
+    body = body_for("Ana: Ben will go.\nBen: I'll stay.\nAna: Cleo will sing.", SUMMARY_TOOLS)
+    turn = respond(ModelRequest.from_body(body), malformed=True)
+
+    broken = [call for call in turn.calls if isinstance(parse_arguments(call.arguments), ArgumentsParseError)]
+    assert broken == [turn.calls[2]]
+    assert json.loads(turn.calls[1].arguments) == {"owner": "Ben", "task": "go", "due": None}
+    assert json.loads(turn.calls[3].arguments) == {"owner": "Cleo", "task": "sing", "due": None}
+    valid = '{"owner": "Ben", "task": "stay", "due": null}'
+    assert valid.startswith(turn.calls[2].arguments)
+    assert 0 < len(turn.calls[2].arguments) < len(valid)
+
+
+def test_malformed_scenario_without_two_action_items_breaks_the_second_call() -> None:
+    body = body_for("Ana: Ben will go.\nAna: we agreed to stop.", SUMMARY_TOOLS)
     turn = respond(ModelRequest.from_body(body), malformed=True)
 
     broken = [call for call in turn.calls if isinstance(parse_arguments(call.arguments), ArgumentsParseError)]
     assert broken == [turn.calls[1]]
-    assert json.loads(turn.calls[2].arguments) == {"owner": "Ben", "task": "stay", "due": None}
-    valid = '{"owner": "Ben", "task": "go", "due": null}'
-    assert valid.startswith(turn.calls[1].arguments)
-    assert 0 < len(turn.calls[1].arguments) < len(valid)
+    assert turn.calls[1].name == "record_action_item"
 
 
 def test_malformed_scenario_with_a_single_call_breaks_that_call() -> None:
