@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -223,6 +224,7 @@ async def test_litellm_dialect_on_the_wire(http: httpx.AsyncClient) -> None:
         sdk = sdk_for(server, http)
         events = await collect(sdk, "offline")
 
+    assert reply.headers["x-request-id"].startswith("req_")
     lines = [line for line in reply.text.split("\n") if line]
     payloads = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
     assert all(line.startswith("data: ") for line in lines)
@@ -590,6 +592,22 @@ async def test_requests_are_recorded_with_lower_cased_headers_and_a_safe_repr(
     assert recorded.applied == ("litellm",)
     assert API_KEY not in repr(recorded)
     assert "'authorization': '<redacted>'" in repr(recorded)
+
+
+async def test_no_log_record_carries_the_api_key_or_the_transcript(
+    client: AsyncOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="adapters.offline")
+    secret_text = "Ana: PLANTED-transcript-7f3a will not be logged."
+
+    await client.responses.create(model="offline", input=secret_text)
+    with pytest.raises(openai.BadRequestError):
+        await client.responses.create(model="offline:nope", input=secret_text)
+
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "POST /v1/responses" in logged
+    assert API_KEY not in logged
+    assert "PLANTED-transcript-7f3a" not in logged
 
 
 # ---------------------------------------------------------------- a pipeline over the wire
