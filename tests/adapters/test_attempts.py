@@ -87,3 +87,14 @@ async def test_concurrent_requests_log_only_their_own_attempts(caplog: pytest.Lo
         "Responses attempt 1 failed (503)",
         "Responses request succeeded after 2 attempts",
     ]
+
+
+async def test_closing_the_adapters_copy_leaves_the_given_client_open() -> None:
+    http_client = httpx.AsyncClient(transport=httpx.MockTransport(Recorder([answer(OK)])))
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=BASE_URL, http_client=http_client)  # type: ignore[arg-type]  # a legacy httpx client, as the container passes
+
+    await observed(client).close()
+
+    assert not http_client.is_closed
+    response = await observed(client).responses.create(model="m", input="outside any adapter")
+    assert response.id == "resp_test"

@@ -14,6 +14,7 @@ from domain import (
     ChatPort,
     ChatResponse,
     FunctionCallContent,
+    MalformedResponseError,
     ProviderItemContent,
     ReasoningContent,
     TextContent,
@@ -325,3 +326,36 @@ async def test_a_hosted_tool_item_that_never_finished_keeps_how_it_started() -> 
     assert isinstance(content, ProviderItemContent)
     assert (content.type, json.loads(content.raw_json)) == ("web_search_call", started)
     assert (result.status, result.finish_reason) == ("incomplete", None)
+
+
+async def test_a_stream_cut_mid_reasoning_keeps_the_reasoning_in_partial() -> None:
+    at = {"output_index": 0, "summary_index": 0, "item_id": "rs_1"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "response.reasoning_summary_text.delta", **at, "delta": "Weighing "},
+        {"type": "response.reasoning_summary_text.delta", **at},
+        {"type": "response.reasoning_summary_text.delta", **at, "delta": "options"},
+    ]
+
+    with pytest.raises(MalformedResponseError) as caught:
+        await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    assert caught.value.partial is not None
+    (reasoning,) = caught.value.partial.messages[0].contents
+    assert reasoning == ReasoningContent("Weighing options", summary=("Weighing options",))
+
+
+async def test_a_finished_call_without_arguments_or_deltas_has_empty_arguments() -> None:
+    bare = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "list_steps"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "response.output_item.done", "output_index": 0, "item": bare},
+        {"type": "response.completed", "response": response_document([])},
+    ]
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    (call,) = result.function_calls
+    assert (call.call_id, call.name, call.raw_arguments) == ("call_1", "list_steps", "")
+    assert call.parse_error is not None
+    assert call.parse_error.kind == "empty"
