@@ -26,6 +26,7 @@ from tests.integration.offline.support import (
     EXAMPLES,
     GREETING,
     STANDUP_ACTION_ITEMS,
+    bounded,
     build_container,
     connections_drained,
     leaking_records,
@@ -104,7 +105,7 @@ async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_conn
     )
     outcome: ChatResponse | ChatError
     try:
-        outcome = await container.chat().get_response((ChatMessage.user(GREETING),))
+        outcome = await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
     except ChatError as error:
         outcome = error
     finally:
@@ -134,7 +135,7 @@ async def test_429_with_retry_after_is_retried_and_the_retries_are_diagnosed(
     server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
 ) -> None:
     async with build_container(server, "offline:http-429*2", streaming=streaming, max_retries=2) as container:
-        response = await container.chat().get_response((ChatMessage.user(GREETING),))
+        response = await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
 
     assert response.text == ECHO
     assert [request.status for request in server.requests] == [429, 429, 200]
@@ -161,7 +162,7 @@ async def test_500_after_every_retry_is_a_diagnosed_transport_error(
 ) -> None:
     async with build_container(server, "offline:http-500", streaming=streaming, max_retries=2) as container:
         with pytest.raises(ChatTransportError) as caught:
-            await container.chat().get_response((ChatMessage.user(GREETING),))
+            await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
 
     error = caught.value
     assert [request.status for request in server.requests] == [500, 500, 500]
@@ -183,7 +184,7 @@ async def test_a_five_megabyte_argument_string_goes_through_a_pipeline_and_back(
     transcript = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
 
     async with build_container(server, "offline:huge-arguments", streaming=streaming) as container:
-        summary = await container.summary_agent().summarize(transcript)
+        summary = await bounded(container.summary_agent().summarize(transcript))
 
     (huge,) = [record for record in summary.tool_calls if len(record.call.raw_arguments) > 1_000_000]
     assert json.loads(huge.call.raw_arguments) == {"padding": PADDING}
@@ -223,7 +224,7 @@ async def test_a_pipeline_stopped_mid_stream_keeps_the_calls_that_arrived_and_an
 
     async with build_container(server, f"offline:{scenario}") as container:
         with pytest.raises(ChatError) as caught:
-            await container.summary_agent().summarize(transcript)
+            await bounded(container.summary_agent().summarize(transcript))
 
     error = caught.value
     assert error.partial is not None

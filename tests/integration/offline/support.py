@@ -6,15 +6,17 @@ import asyncio
 import contextlib
 import logging
 import traceback
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from dependency_injector import providers
 
 from adapters.container import Container
 from adapters.offline import OfflineResponsesServer
 from application import ActionItem
+
+T = TypeVar("T")
 
 __all__ = [
     "API_KEY",
@@ -23,6 +25,7 @@ __all__ = [
     "EXAMPLES",
     "GREETING",
     "STANDUP_ACTION_ITEMS",
+    "bounded",
     "build_container",
     "connections_drained",
     "leaking_records",
@@ -35,6 +38,8 @@ API_KEY: Final = "sk-offline-PLANTED-7f3e91c2d4"
 ECHO: Final = "This is the offline stand-in model. Your message has 3 words: “hello offline world”."
 """The offline model's answer to ``hello offline world`` when no tools are offered."""
 GREETING: Final = "hello offline world"
+BOUND_SECONDS: Final = 60.0
+"""Upper bound on any one exchange or pipeline run in these suites; a few seconds is typical."""
 
 # Read off examples/standup-transcript.txt by hand: who committed to what, by when (as said).
 STANDUP_ACTION_ITEMS: Final = frozenset(
@@ -53,6 +58,12 @@ DECISIONS: Final = (
     "Move the stand-up to 9:45 starting next week",
     "Feature flags stay on in staging until the load test passes",
 )
+
+
+async def bounded(awaitable: Awaitable[T], seconds: float = BOUND_SECONDS) -> T:
+    """``awaitable``'s result, or TimeoutError after ``seconds``: a hung exchange must not hang the suite."""
+    async with asyncio.timeout(seconds):
+        return await awaitable
 
 
 def build_container(

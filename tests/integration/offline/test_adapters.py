@@ -19,7 +19,7 @@ from domain import (
     ResponseFailedError,
 )
 from tests.integration.offline.conftest import ContainerFactory
-from tests.integration.offline.support import API_KEY, ECHO, GREETING
+from tests.integration.offline.support import API_KEY, ECHO, GREETING, bounded
 
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 
@@ -45,7 +45,7 @@ def model_for(scenario: str) -> str:
 
 
 async def ask(chat: ChatPort) -> ChatResponse:
-    return await chat.get_response((ChatMessage.user(GREETING),))
+    return await bounded(chat.get_response((ChatMessage.user(GREETING),)))
 
 
 def said(response: ChatResponse) -> list[tuple[str, object]]:

@@ -12,7 +12,7 @@ from adapters.offline import OfflineResponsesServer, RecordedRequest
 from application import ToolCallRecord, workflow_from_json
 from domain import Workflow, WorkflowStep
 from tests.integration.offline.conftest import ContainerFactory
-from tests.integration.offline.support import DECISIONS, EXAMPLES, STANDUP_ACTION_ITEMS
+from tests.integration.offline.support import DECISIONS, EXAMPLES, STANDUP_ACTION_ITEMS, bounded
 
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 TRANSCRIPT = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
@@ -72,7 +72,7 @@ def assert_sent_back_verbatim(server: OfflineResponsesServer, guarded: ToolCallR
 async def test_summary_of_the_example_transcript(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    summary = await containers("offline", streaming=streaming).summary_agent().summarize(TRANSCRIPT)
+    summary = await bounded(containers("offline", streaming=streaming).summary_agent().summarize(TRANSCRIPT))
 
     assert len(summary.action_items) == 6
     assert set(summary.action_items) == STANDUP_ACTION_ITEMS
@@ -95,7 +95,7 @@ async def test_workflow_edit_of_the_example(
 ) -> None:
     agent = containers("offline", streaming=streaming).workflow_editor_agent()
 
-    edit = await agent.edit(WORKFLOW, INSTRUCTION)
+    edit = await bounded(agent.edit(WORKFLOW, INSTRUCTION))
 
     assert edit.workflow == EDITED
     assert WORKFLOW.steps[2].name == "Run regression suite"  # the original is left as it was
@@ -116,7 +116,7 @@ async def test_a_malformed_summary_call_is_guarded_and_reissued(
 ) -> None:
     agent = containers("offline:malformed-arguments", streaming=streaming).summary_agent()
 
-    summary = await agent.summarize(TRANSCRIPT)
+    summary = await bounded(agent.summarize(TRANSCRIPT))
 
     guarded = the_guarded_call(summary.tool_calls)
     assert guarded.call.parse_error is not None
@@ -148,7 +148,7 @@ async def test_a_malformed_edit_call_is_guarded_and_the_edit_still_lands(
 ) -> None:
     agent = containers("offline:malformed-arguments", streaming=streaming).workflow_editor_agent()
 
-    edit = await agent.edit(WORKFLOW, INSTRUCTION)
+    edit = await bounded(agent.edit(WORKFLOW, INSTRUCTION))
 
     guarded = the_guarded_call(edit.tool_calls)
     assert guarded.result.is_error
@@ -164,11 +164,11 @@ async def test_x_initiator_is_user_first_then_agent_after_tool_results(
     container = containers("offline:malformed-arguments", streaming=streaming)
 
     if pipeline == "summary":
-        await container.summary_agent().summarize(TRANSCRIPT)
-        await container.summary_agent().summarize(TRANSCRIPT)
+        await bounded(container.summary_agent().summarize(TRANSCRIPT))
+        await bounded(container.summary_agent().summarize(TRANSCRIPT))
     else:
-        await container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION)
-        await container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION)
+        await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
+        await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
 
     sent = initiators(server)
     runs = len(sent) // 2
