@@ -50,10 +50,12 @@ class HistoryCall:
     call_id: str
     name: str
     arguments: str
+    # Parsed once: a history can carry megabytes of arguments, compared against every planned call.
+    parsed: Mapping[str, object] | None = attrs.field(init=False, eq=False, repr=False)
 
-    def parsed(self) -> Mapping[str, object] | None:
+    def __attrs_post_init__(self) -> None:
         value = parse_arguments(self.arguments)
-        return None if isinstance(value, ArgumentsParseError) else value
+        object.__setattr__(self, "parsed", None if isinstance(value, ArgumentsParseError) else value)
 
 
 @attrs.frozen
@@ -256,7 +258,7 @@ def _next_calls(request: ModelRequest, stage: Sequence[_Planned]) -> tuple[list[
     pending = [
         planned
         for planned in stage
-        if not any(call.name == planned.name and call.parsed() == planned.arguments for call in attempted)
+        if not any(call.name == planned.name and call.parsed == planned.arguments for call in attempted)
     ]
     if not attempted:
         return (pending, True) if pending else None
@@ -350,7 +352,7 @@ def _workflow_turn(request: ModelRequest, *, malformed: bool) -> tuple[list[Outp
             "Reading the workflow's steps first." if step[1] else "Listing the steps again, with valid JSON."
         )
         return list(_calls(request, step[0], malformed=malformed and not request.calls)), thought
-    listed = [call for call in request.calls if call.name == "list_steps" and call.parsed() == {}]
+    listed = [call for call in request.calls if call.name == "list_steps" and call.parsed == {}]
     workflow = _workflow_from(request.outputs.get(listed[-1].call_id, "")) if listed else None
     if workflow is None:
         return [TextOut("I could not read the workflow's steps, so I changed nothing.")], "No steps to edit."
@@ -371,7 +373,7 @@ def _edit_report(
     failed: list[str] = []
     for edit in edits:
         raw = json.dumps(dict(edit.arguments), ensure_ascii=False)
-        made = [call for call in request.calls if call.name == edit.name and call.parsed() == edit.arguments]
+        made = [call for call in request.calls if call.name == edit.name and call.parsed == edit.arguments]
         ok = any(not _is_error(request.outputs.get(call.call_id, "")) for call in made)
         (done if ok else failed).append(describe_edit(edit, names) if ok else f"{edit.name} {raw}")
     parts = [

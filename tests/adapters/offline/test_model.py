@@ -330,7 +330,7 @@ def test_input_items_of_every_shape_are_read() -> None:
 
     assert request.messages == (("system", "sys"), ("assistant", "hi"), ("user", ""))
     assert request.outputs == {"c1": "r"}
-    assert request.calls[0].parsed() == {}
+    assert request.calls[0].parsed == {}
 
 
 @pytest.mark.parametrize(
