@@ -81,7 +81,11 @@ class MalformedResponseError(ChatError):
 
 
 class ChatTransportError(ChatError):
-    """The HTTP exchange failed; ``status_code`` is None when no response arrived at all.
+    """The HTTP exchange failed.
+
+    ``status_code`` is the error status the gateway answered with (4xx, 5xx); it is None when the
+    failure was not an error status: a timeout, a refused or broken connection, including one broken
+    after a 200 had started a body (then ``partial`` holds what had arrived).
 
     ``attempts`` counts the requests sent, the SDK's retries included.
     """
