@@ -238,12 +238,14 @@ def _is_invalid_arguments(output: str) -> bool:
     return isinstance(value, Mapping) and value.get("error") == "invalid_tool_arguments"
 
 
-def _is_error(output: str) -> bool:
+def _error_code(output: str) -> str | None:
+    """The ``error`` code of a tool's error result; None for a result that is not an error."""
     try:
         value = json.loads(output)
     except ValueError:
-        return False
-    return isinstance(value, Mapping) and isinstance(value.get("error"), str)
+        return None
+    code = value.get("error") if isinstance(value, Mapping) else None
+    return code if isinstance(code, str) else None
 
 
 def _next_calls(request: ModelRequest, stage: Sequence[_Planned]) -> tuple[list[_Planned], bool] | None:
@@ -372,15 +374,17 @@ def _edit_report(
     done: list[str] = []
     failed: list[str] = []
     for edit in edits:
-        raw = json.dumps(dict(edit.arguments), ensure_ascii=False)
         made = [call for call in request.calls if call.name == edit.name and call.parsed == edit.arguments]
-        ok = any(not _is_error(request.outputs.get(call.call_id, "")) for call in made)
-        (done if ok else failed).append(describe_edit(edit, names) if ok else f"{edit.name} {raw}")
+        codes = [_error_code(request.outputs.get(call.call_id, "")) for call in made]
+        if None in codes:
+            done.append(describe_edit(edit, names))
+        else:
+            failed.append(describe_edit(edit, names, done=False) + f" ({codes[-1] if codes else 'not made'})")
     parts = [
         f"Edited {workflow.name}: " + "; ".join(done) + "." if done else f"Left {workflow.name} unchanged."
     ]
     if failed:
-        parts.append("Failed: " + "; ".join(failed) + ".")
+        parts.append("Could not " + "; ".join(failed) + ".")
     unread = list(skipped)
     if unread:
         parts.append("Not understood: " + "; ".join(f"'{clause}'" for clause in unread) + ".")

@@ -327,19 +327,22 @@ def plan_edits(instruction: str, workflow: Workflow) -> tuple[tuple[Edit, ...], 
     return tuple(edits), tuple(skipped)
 
 
-def describe_edit(edit: Edit, names: Mapping[str, str]) -> str:
-    """A few words on one edit, naming steps by the names they had before the edits (``names``)."""
+def describe_edit(edit: Edit, names: Mapping[str, str], *, done: bool = True) -> str:
+    """A few words on one edit, naming steps by the names they had before the edits (``names``):
+    "renamed 'Build' to 'Compile'" when ``done``, "rename 'Build' to 'Compile'" otherwise."""
     args = edit.arguments
 
     def step(key: str) -> str:
         step_id = str(args.get(key))
         return f"'{names.get(step_id, step_id)}'"
 
+    verb = edit.name.removesuffix("_step")
+    verb = {"add": "added", "remove": "removed", "rename": "renamed", "move": "moved"}[verb] if done else verb
     if edit.name == "add_step":
         where = f" after {step('after')}" if args.get("after") is not None else " at the end"
-        return f"added '{args.get('name')}' ({args.get('kind')}){where}"
+        return f"{verb} '{args.get('name')}' ({args.get('kind')}){where}"
     if edit.name == "remove_step":
-        return f"removed {step('step_id')}"
+        return f"{verb} {step('step_id')}"
     if edit.name == "rename_step":
-        return f"renamed {step('step_id')} to '{args.get('name')}'"
-    return f"moved {step('step_id')} to position {args.get('position')}"
+        return f"{verb} {step('step_id')} to '{args.get('name')}'"
+    return f"{verb} {step('step_id')} to position {args.get('position')}"

@@ -256,7 +256,7 @@ def test_workflow_report_names_the_workflow_failures_and_unknown_clauses() -> No
     )
 
     assert text == (
-        'Left Deploy unchanged. Failed: rename_step {"step_id": "a", "name": "Compile"}. '
+        "Left Deploy unchanged. Could not rename 'Build' to 'Compile' (tool_failed). "
         "Not understood: 'remove Ghost'."
     )
 

@@ -253,3 +253,9 @@ def test_describe_names_steps_by_their_old_names() -> None:
     assert describe_edit(Edit("move_step", {"step_id": "step-2", "position": 1}), names) == (
         "moved 'Build release candidate' to position 1"
     )
+    assert describe_edit(Edit("remove_step", {"step_id": "step-4"}), names, done=False) == (
+        "remove 'Manual QA sign-off'"
+    )
+    assert describe_edit(
+        Edit("add_step", {"name": "S", "kind": "task", "after": None}), names, done=False
+    ) == ("add 'S' (task) at the end")
