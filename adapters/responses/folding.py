@@ -32,6 +32,11 @@ def _joined(parts: dict[int, list[str]]) -> list[str]:
     return [_join(parts[index]) for index in sorted(parts, key=lambda index: index or 0)]
 
 
+def _settle(parts: dict[int, list[str]], index: int, text: object) -> None:
+    if isinstance(text, str):
+        parts[index] = [text]
+
+
 def _required_index(value: int | None) -> int:
     if value is None:
         # The SDK builds events without validation, so a field the provider left out reads as None.
@@ -234,11 +239,14 @@ class EventFolder:
         else:
             texts[index] = [event.delta]
 
+    # A ".done" event repeats the whole text, so it replaces the deltas and frees them; one that
+    # arrives without its text (a gateway left the field out) leaves the deltas as they are.
+
     def _on_text_done(self, event: Any) -> None:
-        self._partial(event.output_index).texts[event.content_index] = [event.text]
+        _settle(self._partial(event.output_index).texts, event.content_index, event.text)
 
     def _on_refusal_done(self, event: Any) -> None:
-        self._partial(event.output_index).texts[event.content_index] = [event.refusal]
+        _settle(self._partial(event.output_index).texts, event.content_index, event.refusal)
 
     def _on_summary_delta(self, event: Any) -> None:
         summary = self._partial(event.output_index).summary
@@ -249,7 +257,7 @@ class EventFolder:
             summary[index] = [event.delta]
 
     def _on_summary_done(self, event: Any) -> None:
-        self._partial(event.output_index).summary[event.summary_index] = [event.text]
+        _settle(self._partial(event.output_index).summary, event.summary_index, event.text)
 
     def _on_reasoning_delta(self, event: Any) -> None:
         reasoning = self._partial(event.output_index).reasoning
@@ -260,10 +268,11 @@ class EventFolder:
             reasoning[index] = [event.delta]
 
     def _on_reasoning_done(self, event: Any) -> None:
-        self._partial(event.output_index).reasoning[event.content_index] = [event.text]
+        _settle(self._partial(event.output_index).reasoning, event.content_index, event.text)
 
     def _on_arguments_delta(self, event: Any) -> None:
         self._partial(event.output_index).arguments.append(event.delta)
 
     def _on_arguments_done(self, event: Any) -> None:
-        self._partial(event.output_index).arguments = [event.arguments]
+        if isinstance(event.arguments, str):
+            self._partial(event.output_index).arguments = [event.arguments]

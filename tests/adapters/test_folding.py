@@ -359,3 +359,28 @@ async def test_a_finished_call_without_arguments_or_deltas_has_empty_arguments()
     assert (call.call_id, call.name, call.raw_arguments) == ("call_1", "list_steps", "")
     assert call.parse_error is not None
     assert call.parse_error.kind == "empty"
+
+
+async def test_done_events_without_their_text_leave_the_deltas_standing() -> None:
+    document = response_document(
+        [
+            reasoning_item("rs_1", summary=("plan",), texts=("think",)),
+            message_item("m", "hello"),
+            call_item("f", "c", "n", "{}"),
+        ]
+    )
+    events = stream_events(document, chunk=2, terminal_output=False)
+    for event in events:
+        if event["type"] == "response.output_item.done" and event["item"]["type"] != "function_call":
+            event["type"] = "response.output_item.lost"
+        for field in ("text", "arguments"):
+            if event["type"].endswith(".done") and field in event:
+                del event[field]
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    reasoning, text, call = result.messages[0].contents
+    assert reasoning == ReasoningContent("plan\n\nthink", item_id="rs_1", summary=("plan",))
+    assert text == TextContent("hello")
+    assert isinstance(call, FunctionCallContent)
+    assert call.raw_arguments == "{}"
