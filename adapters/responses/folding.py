@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from adapters.responses.mapping import chat_response, item_contents, raise_if_failed, reasoning_content
 from domain import (
@@ -15,9 +15,7 @@ from domain import (
     TextContent,
 )
 
-__all__ = ["TERMINAL_EVENTS", "EventFolder"]
-
-TERMINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+__all__ = ["EventFolder"]
 
 
 def _join(deltas: list[str]) -> str:
