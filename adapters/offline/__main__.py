@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import Literal, TextIO
 
 from adapters.offline.scenarios import OFFLINE_MODEL, SCENARIOS
 from adapters.offline.server import OfflineResponsesServer
@@ -35,16 +36,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    with OfflineResponsesServer(port=args.port, dialect=args.dialect) as server:
-        print(
-            f"Offline Responses endpoint (a rule-based stand-in) listening at {server.base_url}", flush=True
-        )
+    return serve(port=args.port, dialect=args.dialect, stop=stop, out=sys.stdout)
+
+
+def serve(*, port: int, dialect: Literal["openai", "litellm"], stop: threading.Event, out: TextIO) -> int:
+    """Serve until ``stop`` is set, saying where on ``out``."""
+    with OfflineResponsesServer(port=port, dialect=dialect) as server:
+        print(f"Offline Responses endpoint (a rule-based stand-in) listening at {server.base_url}", file=out)
         print(
             f"Use it with AGENT_BASE_URL={server.base_url} AGENT_MODEL={OFFLINE_MODEL}; stop with Ctrl-C.",
+            file=out,
             flush=True,
         )
         stop.wait()
-    print(f"Stopped after {len(server.requests)} requests.", flush=True)
+    print(f"Stopped after {len(server.requests)} requests.", file=out, flush=True)
     return 0
 
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from adapters.offline.__main__ import main
+from adapters.offline.__main__ import main, serve
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -73,3 +75,24 @@ def test_help_lists_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "not a language model" in out
     assert "  http-429               HTTP 429 with Retry-After: 0" in out
+
+
+def test_serve_reports_where_and_how_much_and_stops_on_request() -> None:
+    out = io.StringIO()
+    stop = threading.Event()
+    runner = threading.Thread(target=serve, kwargs={"port": 0, "dialect": "openai", "stop": stop, "out": out})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 10.0
+        while "Ctrl-C" not in out.getvalue():
+            assert time.monotonic() < deadline, "serve() never said where it listens"
+            runner.join(0.01)  # yields to the serving thread; returns at once if it has ended
+        base_url = out.getvalue().splitlines()[0].rsplit(" ", 1)[-1]
+        reply = httpx.post(f"{base_url}/responses", json={"model": "offline", "input": "hi"})
+    finally:
+        stop.set()
+        runner.join(10.0)
+
+    assert not runner.is_alive()
+    assert reply.json()["status"] == "completed"
+    assert out.getvalue().endswith("Stopped after 1 requests.\n")
