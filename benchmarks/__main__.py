@@ -12,7 +12,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from benchmarks.suite import Check, Sizes, run_suite
+from benchmarks.suite import Check, Sizes, profile_fold, run_suite
 
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
 QUICK = Sizes(fold=200, scaling=(50, 200, 800), memory=800, tool_calls=200, runs=2)
@@ -23,6 +23,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=Sizes().runs, help="timed runs per variant (median)")
     parser.add_argument("--quick", action="store_true", help="tiny bodies and two runs: a smoke test")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead: cProfile one SSE-adapter fold and print the hot spots",
+    )
     return parser
 
 
@@ -65,7 +70,13 @@ def _environment(sizes: Sizes) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     sizes = QUICK if args.quick else Sizes(runs=args.runs)
+    if args.profile:
+        print(asyncio.run(profile_fold(sizes.fold)))
+        return 0
     checks, timings = asyncio.run(run_suite(sizes))
+    print(
+        f"Process CPU time, medians of {sizes.runs} interleaved runs; bodies served by httpx.MockTransport.\n"
+    )
     print(render_table(checks))
     report = {
         "command": "make bench  (python -m benchmarks)",
