@@ -384,3 +384,28 @@ async def test_done_events_without_their_text_leave_the_deltas_standing() -> Non
     assert text == TextContent("hello")
     assert isinstance(call, FunctionCallContent)
     assert call.raw_arguments == "{}"
+
+
+async def test_thousands_of_deltas_fold_to_exactly_the_text_they_carry() -> None:
+    text = "".join(chr(0x41 + i % 26) + ("\u00e9" if i % 7 == 0 else "") for i in range(3000))
+    arguments = json.dumps({"notes": text[:2000]})
+    document = response_document(
+        [
+            reasoning_item("rs_1", summary=(text[::-1],)),
+            message_item("m", text),
+            call_item("f", "c", "n", arguments),
+        ]
+    )
+    events = [
+        e for e in stream_events(document, chunk=1, terminal_output=False) if not e["type"].endswith(".done")
+    ]
+    events.append({"type": "response.completed", "response": response_document([])})
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    reasoning, message_text, call = result.messages[0].contents
+    assert isinstance(reasoning, ReasoningContent)
+    assert reasoning.summary == (text[::-1],)
+    assert message_text == TextContent(text)
+    assert isinstance(call, FunctionCallContent)
+    assert call.raw_arguments == arguments
