@@ -42,6 +42,10 @@ async def ask(adapter: ChatPort) -> ChatResponse:
     return await adapter.get_response([ChatMessage.user("What happened in the meeting?")])
 
 
+async def ask_with_history(adapter: ChatPort, previous: ChatResponse) -> ChatResponse:
+    return await adapter.get_response([ChatMessage.user("What happened in the meeting?"), *previous.messages])
+
+
 async def fold_all_ways(
     document: dict[str, Any], *, litellm: bool, **stream_options: Any
 ) -> list[ChatResponse]:
@@ -254,15 +258,26 @@ async def test_usage_absent_is_none() -> None:
 async def test_provider_items_keep_their_json_and_order() -> None:
     compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque-state"}
     search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}}
-    document = response_document([compaction, search, message_item("msg_1", "Found it.")])
+    unknown = {"type": "mystery_item", "id": "my_1", "payload": {"nested": [1, "two", None]}, "flag": True}
+    document = response_document([compaction, search, unknown, message_item("msg_1", "Found it.")])
 
-    for result in await fold_all_ways(document, litellm=False):
-        first, second, third = result.messages[0].contents
+    results = await fold_all_ways(document, litellm=False)
+
+    for result in results:
+        first, second, third, fourth = result.messages[0].contents
         assert isinstance(first, ProviderItemContent)
         assert isinstance(second, ProviderItemContent)
+        assert isinstance(third, ProviderItemContent)
         assert (first.type, first.item_id, json.loads(first.raw_json)) == ("compaction", "cmp_1", compaction)
         assert (second.type, json.loads(second.raw_json)) == ("web_search_call", search)
-        assert third == TextContent("Found it.")
+        assert (third.type, json.loads(third.raw_json)) == ("mystery_item", unknown)
+        assert fourth == TextContent("Found it.")
+    assert all(result == results[0] for result in results)
+
+    recorder = Recorder([answer(json.dumps(response_document([])), JSON)])
+    await ask_with_history(adapters_for(recorder)[0], results[0])
+    sent_items = json.loads(recorder.requests[0].content)["input"][1:4]
+    assert sent_items == [compaction, search, unknown]
 
 
 async def test_refusal_is_the_assistant_text() -> None:
