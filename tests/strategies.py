@@ -248,8 +248,10 @@ raw_argument_strings: st.SearchStrategy[str] = st.one_of(
 
 @st.composite
 def output_items(draw: st.DrawFn, index: int) -> dict[str, Any]:
-    """One output item: a message, a reasoning item or a function call, with ids unique by ``index``."""
-    kind = draw(st.sampled_from(["message", "reasoning", "function_call"]))
+    """One output item: a message, reasoning, a function call or a compaction, ids unique by ``index``."""
+    kind = draw(st.sampled_from(["message", "reasoning", "function_call", "compaction"]))
+    if kind == "compaction":
+        return {"type": "compaction", "id": f"cmp_{index}", "encrypted_content": draw(output_texts)}
     if kind == "message":
         parts = draw(st.lists(output_texts, min_size=1, max_size=3))
         content = [{"type": "output_text", "text": text, "annotations": []} for text in parts]

@@ -75,4 +75,6 @@ async def test_every_body_shape_folds_to_one_response_and_the_follow_up_keeps_ra
             for item in output
             if item["type"] == "reasoning" and "encrypted_content" in item
         ]
+        opaque = [item for item in output if item["type"] == "compaction"]
+        assert [item for item in sent["input"] if item["type"] == "compaction"] == opaque
         assert request.headers["x-initiator"] == "agent"
