@@ -110,7 +110,7 @@ def item_contents(item: Any) -> list[Content]:
         return [
             FunctionCallContent.parse(
                 call_id=str(getattr(item, "call_id", None) or item_id or ""),
-                name=str(getattr(item, "name", "")),
+                name=str(getattr(item, "name", None) or ""),
                 raw_arguments=arguments if isinstance(arguments, str) else "",
                 item_id=item_id,
             )
