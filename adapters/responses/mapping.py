@@ -123,13 +123,12 @@ def item_contents(item: Any) -> list[Content]:
 
 
 def finish_reason(status: str | None, incomplete_reason: str | None, has_calls: bool) -> FinishReason | None:
+    """Why the model stopped; None while it has not (queued, in progress, a partial answer)."""
     if status == "incomplete":
         return _INCOMPLETE_REASONS.get(incomplete_reason or "")
-    if has_calls:
-        return "tool_calls"
-    if status == "completed":
-        return "stop"
-    return None
+    if status != "completed":
+        return None
+    return "tool_calls" if has_calls else "stop"
 
 
 def chat_response(response: Any, contents: Sequence[Content], *, status: str | None = None) -> ChatResponse:

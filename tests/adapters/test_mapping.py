@@ -1,0 +1,59 @@
+"""The one mapping of SDK objects to domain values, on objects the SDK built without validation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from openai.types.responses import ResponseFunctionToolCall, ResponseUsage
+
+from adapters.responses.mapping import created_at, finish_reason, item_contents, usage
+from domain import FunctionCallContent, Usage
+
+
+def test_a_call_item_missing_its_name_and_arguments_maps_to_empty_strings() -> None:
+    item = ResponseFunctionToolCall.construct(type="function_call", call_id="call_1")
+
+    (call,) = item_contents(item)
+
+    assert isinstance(call, FunctionCallContent)
+    assert (call.call_id, call.name, call.raw_arguments, call.item_id) == ("call_1", "", "", None)
+
+
+def test_usage_without_details_keeps_the_counts_it_has() -> None:
+    reported = ResponseUsage.construct(input_tokens=12, output_tokens=3)
+
+    assert usage(reported) == Usage(input_tokens=12, output_tokens=3)
+    assert usage(None) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, datetime(1970, 1, 1, tzinfo=UTC)),
+        (1.5, datetime(1970, 1, 1, 0, 0, 1, 500000, tzinfo=UTC)),
+        (True, None),
+        (None, None),
+        ("1", None),
+    ],
+)
+def test_created_at_reads_epoch_seconds_only(value: object, expected: datetime | None) -> None:
+    assert created_at(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "has_calls", "expected"),
+    [
+        ("completed", None, False, "stop"),
+        ("completed", None, True, "tool_calls"),
+        ("incomplete", "max_output_tokens", True, "length"),
+        ("incomplete", "content_filter", False, "content_filter"),
+        ("incomplete", "something_new", False, None),
+        ("incomplete", None, False, None),
+        ("queued", None, False, None),
+        ("in_progress", None, True, None),
+        ("failed", None, False, None),
+    ],
+)
+def test_finish_reason(status: str, reason: str | None, has_calls: bool, expected: str | None) -> None:
+    assert finish_reason(status, reason, has_calls) == expected
