@@ -41,4 +41,7 @@ class ResponsesSettings:
     reasoning_effort: str | None = None
     reasoning_summary: str | None = None
     max_output_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
-    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_headers, hash=False)
+    # Header values can be credentials (a gateway key), so the repr names the headers only.
+    extra_headers: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_headers, hash=False, repr=lambda headers: repr(sorted(headers))
+    )

@@ -355,3 +355,10 @@ def test_extra_body_cannot_switch_streaming() -> None:
 
     with pytest.raises(ValueError, match="cannot set stream"):
         builder.build([ChatMessage.user("x")], ChatOptions(extra_body={"stream": False}))
+
+
+def test_settings_repr_names_extra_headers_but_not_their_values() -> None:
+    settings = ResponsesSettings(model="gpt-test", extra_headers={"X-Gateway-Key": "gw-secret-123"})
+
+    assert "gw-secret-123" not in repr(settings)
+    assert "X-Gateway-Key" in repr(settings)
