@@ -89,10 +89,15 @@ class RequestDigest:
 
 @attrs.frozen
 class ResponsesRequest:
-    """One request: the JSON body (without ``stream``), its headers and its digest."""
+    """One request: the JSON body (without ``stream``), its headers and its digest.
 
-    body: Mapping[str, Any] = attrs.field(converter=_read_only, hash=False)
-    headers: Mapping[str, str] = attrs.field(converter=_read_only, hash=False)
+    The repr shows the digest and the header names only: the body is the conversation itself.
+    """
+
+    body: Mapping[str, Any] = attrs.field(converter=_read_only, hash=False, repr=False)
+    headers: Mapping[str, str] = attrs.field(
+        converter=_read_only, hash=False, repr=lambda headers: repr(sorted(headers))
+    )
     digest: RequestDigest
 
     def sdk_keywords(self) -> dict[str, Any]:

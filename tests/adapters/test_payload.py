@@ -309,6 +309,8 @@ def test_the_digest_describes_the_request_without_its_content() -> None:
         json.dumps(dict(request.body), separators=(",", ":"), ensure_ascii=False).encode()
     )
     logged = json.dumps(digest.as_log_extra())
+    assert secret_text not in repr(request)
+    assert "X-Initiator" in repr(request)
     assert secret_text not in logged
     assert "salary" not in repr(digest)
     assert MALFORMED not in logged
