@@ -69,6 +69,9 @@ class _Exchange:
         }
 
     def attempt_answered(self, request: httpx.Request, response: httpx.Response) -> None:
+        # The headers are in even if the body then breaks inside the SDK (a JSON body is read within
+        # its retry loop, so the error it raises has no response): keep the latest attempt's id.
+        self.request_id = response.headers.get(REQUEST_ID_HEADER, self.request_id)
         if response.is_success:
             return
         self._log_attempt(request, response.status_code, response.headers.get(REQUEST_ID_HEADER), None)
