@@ -108,10 +108,16 @@ def _events(pieces: list[str], text: str) -> Iterator[dict[str, Any]]:
     }
 
 
-def make_body(deltas: int, *, seed: int = 6) -> Body:
-    """A deterministic output of ``deltas`` word-sized text deltas, as a stream and as a JSON Response."""
+def make_body(deltas: int, *, seed: int = 6, ascii_only: bool = False) -> Body:
+    """A deterministic output of ``deltas`` word-sized text deltas, as a stream and as a JSON Response.
+
+    By default the text holds a few non-Latin-1 characters, as model output usually does (curly
+    quotes, dashes, symbols): CPython then stores it at two bytes per character, which is what the
+    memory figure should see. ``ascii_only`` gives the one-byte-per-character case for comparison.
+    """
     rng = random.Random(seed)
-    pieces = [rng.choice(_WORDS) + " " for _ in range(deltas)]
+    words = tuple(word for word in _WORDS if word.isascii()) if ascii_only else _WORDS
+    pieces = [rng.choice(words) + " " for _ in range(deltas)]
     text = "".join(pieces)
     frames = []
     for sequence, event in enumerate(_events(pieces, text)):

@@ -180,34 +180,41 @@ async def _peak_bytes(run: Callable[[], Awaitable[object]]) -> int:
 
 
 async def memory(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
-    """tracemalloc peak while the SSE adapter folds a large body (the body itself is not counted)."""
-    body = make_body(sizes.memory)
-    adapter = await _adapter(body, streaming=True)
-    raw = await _sdk_iterate(body)
-    peak = await _peak_bytes(adapter)
-    raw_peak = await _peak_bytes(raw)
-    limit = 4 * body.output_bytes + 2 * 1024 * 1024
-    timings[f"memory_{body.events}_events"] = {
-        "adapter_peak_bytes": peak,
-        "sdk_iterate_peak_bytes": raw_peak,
-        "output_bytes": body.output_bytes,
-        "body_bytes": len(body.sse),
-    }
-    detail = (
-        f"peak {peak / 2**20:.2f} MiB for {body.output_bytes / 2**20:.2f} MiB of UTF-8 text "
-        f"(limit {limit / 2**20:.2f} MiB); raw SDK iteration alone peaks at {raw_peak / 2**20:.2f} MiB, "
-        f"so the adapter adds {(peak - raw_peak) / 2**20:.2f} MiB"
-    )
-    return [
-        Check(
-            f"memory peak / (4 x output + 2 MiB), {body.events} events",
-            peak / limit,
-            "ratio",
-            "<= 1",
-            peak <= limit,
-            detail,
+    """tracemalloc peak while the SSE adapter folds a large body (the body itself is not counted).
+
+    Measured twice: on the default text (two bytes per character in memory) and on ASCII text.
+    """
+    checks = []
+    for ascii_only in (False, True):
+        body = make_body(sizes.memory, ascii_only=ascii_only)
+        adapter = await _adapter(body, streaming=True)
+        raw = await _sdk_iterate(body)
+        peak = await _peak_bytes(adapter)
+        raw_peak = await _peak_bytes(raw)
+        limit = 4 * body.output_bytes + 2 * 1024 * 1024
+        text = "ASCII text" if ascii_only else "text with non-Latin-1 characters"
+        timings[f"memory_{body.events}_events{'_ascii' if ascii_only else ''}"] = {
+            "adapter_peak_bytes": peak,
+            "sdk_iterate_peak_bytes": raw_peak,
+            "output_bytes": body.output_bytes,
+            "body_bytes": len(body.sse),
+        }
+        detail = (
+            f"peak {peak / 2**20:.2f} MiB for {body.output_bytes / 2**20:.2f} MiB of UTF-8 text "
+            f"(limit {limit / 2**20:.2f} MiB); raw SDK iteration alone peaks at {raw_peak / 2**20:.2f} MiB, "
+            f"so the adapter adds {(peak - raw_peak) / 2**20:.2f} MiB"
         )
-    ]
+        checks.append(
+            Check(
+                f"memory peak / (4 x output + 2 MiB), {body.events} events, {text}",
+                peak / limit,
+                "ratio",
+                "<= 1",
+                peak <= limit,
+                detail,
+            )
+        )
+    return checks
 
 
 @attrs.frozen

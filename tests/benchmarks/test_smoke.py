@@ -15,6 +15,13 @@ from benchmarks.suite import Check, Sizes
 TINY = Sizes(fold=20, scaling=(10, 20, 40), memory=40, tool_calls=10, runs=1)
 
 
+def test_an_ascii_body_has_one_byte_per_character() -> None:
+    body = make_body(200, ascii_only=True)
+    assert body.text.isascii()
+    assert body.output_bytes == len(body.text)
+    assert not make_body(200).text.isascii()
+
+
 def test_a_body_streams_and_documents_the_same_text() -> None:
     body = make_body(50)
     assert body.sse.count(b"event: response.output_text.delta\n") == 50
@@ -34,7 +41,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
 
     report = json.loads(output.read_text())
     names = [check["name"] for check in report["checks"]]
-    assert len(names) == 6
+    assert len(names) == 7
     for expected in (
         "fold overhead",
         "responses.stream()",
