@@ -74,7 +74,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _config(upstream_url: str) -> dict[str, Any]:
+def _config(upstream_url: str, codex_url: str) -> dict[str, Any]:
     model_list: list[dict[str, Any]] = [
         {
             "model_name": public,
@@ -93,8 +93,9 @@ def _config(upstream_url: str) -> dict[str, Any]:
     model_list.append(
         {
             "model_name": CHATGPT_MODEL,
-            # The chatgpt provider ignores api_base in this version; CHATGPT_API_BASE points it home.
-            "litellm_params": {"model": "chatgpt/gpt-5.5", "num_retries": 0},
+            # The chatgpt provider ignores api_base in this version (CHATGPT_API_BASE is what counts);
+            # it is loopback here too, so that no model of this config names a remote host.
+            "litellm_params": {"model": "chatgpt/gpt-5.5", "api_base": codex_url, "num_retries": 0},
         }
     )
     return {
@@ -181,7 +182,7 @@ class LiteLLMProxy:
         (self.workdir / "home").mkdir(exist_ok=True)
         (token_dir / "auth.json").write_text(json.dumps(_chatgpt_auth(self._chatgpt_access_token)))
         config_path = self.workdir / "litellm-config.yaml"
-        config_path.write_text(yaml.safe_dump(_config(self._upstream_url), sort_keys=False))
+        config_path.write_text(yaml.safe_dump(_config(self._upstream_url, self._codex_url), sort_keys=False))
 
         self._log = self.log_path.open("wb")
         started = time.monotonic()
