@@ -18,7 +18,15 @@ from typing import IO, Any
 
 import yaml
 
-__all__ = ["MASTER_KEY", "MODELS", "LiteLLMProxy", "ProxyStartError", "free_port", "litellm_version"]
+__all__ = [
+    "MASTER_KEY",
+    "MODELS",
+    "LiteLLMProxy",
+    "ProxyStartError",
+    "free_port",
+    "litellm_version",
+    "proxy_config",
+]
 
 MASTER_KEY = "sk-gateway-tier-master-key"
 UPSTREAM_KEY = "sk-upstream-fake-key"
@@ -74,7 +82,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _config(upstream_url: str, codex_url: str) -> dict[str, Any]:
+def proxy_config(upstream_url: str, codex_url: str) -> dict[str, Any]:
+    """The proxy's YAML config as data: the scripted models on the upstream and the chatgpt route."""
     model_list: list[dict[str, Any]] = [
         {
             "model_name": public,
@@ -182,7 +191,8 @@ class LiteLLMProxy:
         (self.workdir / "home").mkdir(exist_ok=True)
         (token_dir / "auth.json").write_text(json.dumps(_chatgpt_auth(self._chatgpt_access_token)))
         config_path = self.workdir / "litellm-config.yaml"
-        config_path.write_text(yaml.safe_dump(_config(self._upstream_url, self._codex_url), sort_keys=False))
+        config = proxy_config(self._upstream_url, self._codex_url)
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
         self._log = self.log_path.open("wb")
         started = time.monotonic()

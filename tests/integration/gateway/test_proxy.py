@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tests.integration.gateway.conftest import Gateway
-from tests.integration.gateway.proxy import MASTER_KEY, MODELS, _config
+from tests.integration.gateway.proxy import MASTER_KEY, MODELS, proxy_config
 
 pytestmark = pytest.mark.gateway
 
@@ -54,7 +54,7 @@ def test_nothing_tried_to_leave_the_machine_while_the_proxy_started(gateway: Gat
 
 
 def test_every_model_of_the_config_points_at_loopback() -> None:
-    config = _config("http://127.0.0.1:1", "http://127.0.0.1:2")
+    config = proxy_config("http://127.0.0.1:1", "http://127.0.0.1:2")
     bases = [model["litellm_params"]["api_base"] for model in config["model_list"]]
     assert len(bases) == len(MODELS) + 1
     assert all(base.startswith(("http://127.0.0.1:1/", "http://127.0.0.1:2")) for base in bases)
