@@ -24,7 +24,6 @@ __all__ = [
     "LiteLLMProxy",
     "ProxyStartError",
     "free_port",
-    "litellm_version",
     "proxy_config",
 ]
 
@@ -63,16 +62,6 @@ _SCRUBBED_PREFIXES = ("LITELLM_", "OPENAI_", "CHATGPT_", "AZURE_", "ANTHROPIC_",
 
 class ProxyStartError(RuntimeError):
     """The proxy died or did not become ready before the deadline; the message ends with its log."""
-
-
-def litellm_version() -> str | None:
-    """The installed litellm version, or None when the gateway extra is not installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("litellm")
-    except PackageNotFoundError:
-        return None
 
 
 def free_port() -> int:
