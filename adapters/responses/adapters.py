@@ -16,7 +16,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from adapters.responses.attempts import LISTENER, observed
 from adapters.responses.errors import attempts_of, map_error
 from adapters.responses.folding import EventFolder
-from adapters.responses.mapping import chat_response, raise_if_failed, response_contents
+from adapters.responses.mapping import chat_response, provider_failure, raise_if_failed, response_contents
 from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
 from adapters.responses.settings import ResponsesSettings
 from domain import (
@@ -112,11 +112,7 @@ def _from_document(data: dict[str, Any]) -> ChatResponse:
     if not _is_response_document(data):
         error = data.get("error")
         if isinstance(error, dict):
-            code, message = error.get("code"), error.get("message")
-            raise ResponseFailedError(
-                message if isinstance(message, str) and message else "the provider returned an error object",
-                code=code if isinstance(code, str) else None,
-            )
+            raise provider_failure(error, "the provider returned an error object")
         raise MalformedResponseError("the JSON body is not a Responses object (no output, status or object)")
     response = Response.construct(**data)
     return raise_if_failed(chat_response(response, response_contents(response)), response)

@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from adapters.responses.mapping import chat_response, item_contents, raise_if_failed, reasoning_content
+from adapters.responses.mapping import (
+    chat_response,
+    item_contents,
+    provider_failure,
+    raise_if_failed,
+    reasoning_content,
+)
 from domain import (
     ChatResponse,
     Content,
     FunctionCallContent,
     MalformedResponseError,
-    ResponseFailedError,
     TextContent,
 )
 
@@ -227,11 +232,9 @@ class EventFolder:
         raise_if_failed(chat_response(response, self._assembled(), status="failed"), response)
 
     def _on_error(self, event: Any) -> None:
-        code = getattr(event, "code", None)
-        message = getattr(event, "message", None)
-        raise ResponseFailedError(
-            message if isinstance(message, str) and message else "the provider sent an error event",
-            code=code if isinstance(code, str) else None,
+        raise provider_failure(
+            event,
+            "the provider sent an error event",
             response_id=self._response_id,
             model_id=self._model_id,
             partial=self.partial(),

@@ -25,6 +25,7 @@ __all__ = [
     "created_at",
     "finish_reason",
     "item_contents",
+    "provider_failure",
     "raise_if_failed",
     "reasoning_content",
     "response_contents",
@@ -151,16 +152,39 @@ def response_contents(response: Any) -> list[Content]:
     return [content for item in getattr(response, "output", None) or () for content in item_contents(item)]
 
 
+def provider_failure(
+    error: Any,
+    fallback: str,
+    *,
+    response_id: str | None = None,
+    model_id: str | None = None,
+    partial: ChatResponse | None = None,
+) -> ResponseFailedError:
+    """The provider's own ``code`` and ``message`` from an error object, event or JSON mapping.
+
+    Anything that is not a non-empty string is dropped, so a provider's odd shapes cannot reach
+    the error; ``fallback`` then says what happened.
+    """
+    if isinstance(error, dict):
+        code, message = error.get("code"), error.get("message")
+    else:
+        code, message = getattr(error, "code", None), getattr(error, "message", None)
+    return ResponseFailedError(
+        message if isinstance(message, str) and message else fallback,
+        code=code if isinstance(code, str) else None,
+        response_id=response_id,
+        model_id=model_id,
+        partial=partial,
+    )
+
+
 def raise_if_failed(result: ChatResponse, response: Any) -> ChatResponse:
     """``result`` unless the provider marked the response failed, which raises with it as partial."""
     if result.status != "failed":
         return result
-    error = getattr(response, "error", None)
-    code = getattr(error, "code", None)
-    message = getattr(error, "message", None)
-    raise ResponseFailedError(
-        message if isinstance(message, str) and message else "the provider reported the response failed",
-        code=code if isinstance(code, str) else None,
+    raise provider_failure(
+        getattr(response, "error", None),
+        "the provider reported the response failed",
         response_id=result.response_id,
         model_id=result.model_id,
         partial=result,
