@@ -72,6 +72,8 @@ async def _sdk_iterate(body: Body) -> Callable[[], Awaitable[object]]:
             count += 1
         return count
 
+    if await run() != body.events:
+        raise _WrongOutputError("raw SDK iteration did not see every event of the body")
     return run
 
 
