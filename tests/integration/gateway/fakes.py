@@ -89,6 +89,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr line; the recorder keeps what a test needs."""
 
+    def _record(self, body: Mapping[str, Any]) -> None:
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.server.recorder.add(RecordedRequest(self.path, headers, body))
+
     def _read_json(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -97,9 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             decoded = {"_undecodable": raw.decode("utf-8", "replace")}
         body = decoded if isinstance(decoded, dict) else {"_not_an_object": decoded}
-        self.server.recorder.add(
-            RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-        )
+        self._record(body)
         return body
 
     def send_json(self, status: int, payload: Mapping[str, Any]) -> None:
@@ -120,14 +122,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
     def do_GET(self) -> None:
-        self.server.recorder.add(RecordedRequest(self.path, dict(self.headers.items()), {}))
+        self._record({})
         self.server.route(self, {})
 
     def do_POST(self) -> None:
         self.server.route(self, self._read_json())
 
     def do_CONNECT(self) -> None:
-        self.server.recorder.add(RecordedRequest(self.path, dict(self.headers.items()), {}))
+        self._record({})
         self.server.route(self, {})
 
 

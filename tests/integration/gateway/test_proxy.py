@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from tests.integration.gateway.conftest import Gateway
+from tests.integration.gateway.fakes import FakeServer, tripwire_handler
 from tests.integration.gateway.proxy import MASTER_KEY, MODELS, proxy_config
 
 pytestmark = pytest.mark.gateway
@@ -59,3 +60,19 @@ def test_every_model_of_the_config_points_at_loopback() -> None:
     assert len(bases) == len(MODELS) + 1
     assert all(base.startswith(("http://127.0.0.1:1/", "http://127.0.0.1:2")) for base in bases)
     assert all(model["litellm_params"]["num_retries"] == 0 for model in config["model_list"])
+
+
+def test_the_tripwire_refuses_and_records_what_a_proxy_aware_client_sends_out() -> None:
+    # Its own tripwire: the session's must stay empty. Nothing leaves 127.0.0.1 here either.
+    tripwire = FakeServer(tripwire_handler()).start()
+    try:
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({"http": tripwire.base_url, "https": tripwire.base_url})
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            opener.open("http://price-list.example.invalid/model_prices.json", timeout=10)
+        refused.value.close()
+    finally:
+        tripwire.stop()
+    assert refused.value.code == 403
+    assert [r.path for r in tripwire.requests] == ["http://price-list.example.invalid/model_prices.json"]
