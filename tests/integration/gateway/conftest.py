@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from collections.abc import AsyncIterator, Generator, Iterator
 
@@ -80,18 +81,25 @@ def pytest_runtest_makereport(
     return report
 
 
-@pytest.fixture
-async def proxy_client(gateway: Gateway) -> AsyncIterator[openai.AsyncOpenAI]:
+@contextlib.asynccontextmanager
+async def sdk_client(gateway: Gateway, *, max_retries: int) -> AsyncIterator[openai.AsyncOpenAI]:
     """An SDK client for the proxy on a legacy httpx client, as the container builds one."""
     http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
     client = openai.AsyncOpenAI(
         api_key=MASTER_KEY,
         base_url=gateway.proxy.base_url,
         http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-        max_retries=0,
+        max_retries=max_retries,
     )
     try:
         yield client
     finally:
         await client.close()
         await http_client.aclose()
+
+
+@pytest.fixture
+async def proxy_client(gateway: Gateway) -> AsyncIterator[openai.AsyncOpenAI]:
+    """An SDK client for the proxy without retries, so every failure shows on the first attempt."""
+    async with sdk_client(gateway, max_retries=0) as client:
+        yield client

@@ -6,7 +6,6 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 
-import httpx
 import openai
 import pytest
 
@@ -21,7 +20,7 @@ from domain import (
     FunctionResultContent,
     ToolSpec,
 )
-from tests.integration.gateway.conftest import Gateway
+from tests.integration.gateway.conftest import Gateway, sdk_client
 from tests.integration.gateway.fakes import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
 from tests.integration.gateway.proxy import MASTER_KEY
 
@@ -166,18 +165,8 @@ async def test_an_upstream_500_is_a_typed_transport_error(
 @pytest.fixture
 async def retrying_client(gateway: Gateway) -> AsyncIterator[openai.AsyncOpenAI]:
     """An SDK client with its default two retries (and backoff), so a 500 is retried through the proxy."""
-    http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
-    client = openai.AsyncOpenAI(
-        api_key=MASTER_KEY,
-        base_url=gateway.proxy.base_url,
-        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-        max_retries=2,
-    )
-    try:
+    async with sdk_client(gateway, max_retries=2) as client:
         yield client
-    finally:
-        await client.close()
-        await http_client.aclose()
 
 
 @ADAPTERS
