@@ -16,7 +16,7 @@ from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.settings import ConfigurationError
 from application import SummaryAgent, WorkflowEditorAgent
-from domain import ChatMessage, Workflow, WorkflowStep
+from domain import ChatMessage, ChatPort, Workflow, WorkflowStep
 
 GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-container-test"}
 
@@ -178,3 +178,16 @@ async def test_the_readme_swap_example_holds(container: Container) -> None:
     assert chat.requests[1].options is not None
     assert chat.requests[1].options.initiator == "agent"
     assert [record.guarded for record in summary.tool_calls] == [True]
+
+
+def test_both_adapters_satisfy_the_chat_port(container: Container) -> None:
+    # mypy --strict checks these assignments: an adapter that drifted from ChatPort fails the build.
+    container.config.from_dict({"agent": GATEWAY})
+    client = container.openai_client()
+    settings = container.responses_settings()
+    ports: tuple[ChatPort, ChatPort] = (
+        ResponsesSseAdapter(client, settings),
+        ResponsesJsonAdapter(client, settings),
+    )
+    assert [type(port).__name__ for port in ports] == ["ResponsesSseAdapter", "ResponsesJsonAdapter"]
+    assert "sk-container-test" not in repr(ports)
