@@ -14,7 +14,7 @@ from adapters.container import Container, chat_key
 from adapters.offline import OfflineResponsesServer
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from adapters.settings import ConfigurationError
+from adapters.settings import ConfigurationError, load_config_file
 from application import SummaryAgent, WorkflowEditorAgent
 from domain import ChatMessage, ChatPort, Workflow, WorkflowStep
 
@@ -191,3 +191,14 @@ def test_both_adapters_satisfy_the_chat_port(container: Container) -> None:
     )
     assert [type(port).__name__ for port in ports] == ["ResponsesSseAdapter", "ResponsesJsonAdapter"]
     assert "sk-container-test" not in repr(ports)
+
+
+def test_a_toml_file_configures_the_container(container: Container, tmp_path: Path) -> None:
+    path = tmp_path / "agents.toml"
+    path.write_text(
+        '[agent]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "sk-toml"\nuse_streaming = false\n',
+        encoding="utf-8",
+    )
+    container.config.from_dict(load_config_file(path))
+    assert isinstance(container.chat(), ResponsesJsonAdapter)
+    assert container.settings().agent.api_key.reveal() == "sk-toml"
