@@ -7,11 +7,11 @@ from typing import Final
 
 import attrs
 
-from application.guard import GuardedToolInvoker
-from application.loop import LoopSettings, ToolCallRecord, ToolLoop
+from application.loop import ToolCallRecord
+from application.pipeline import ToolPipeline
 from application.structuring import not_blank
 from application.tools import ToolRegistry
-from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse
+from domain import ChatResponse
 
 __all__ = ["ActionItem", "MeetingSummary", "SummaryAgent", "find_participants"]
 
@@ -136,24 +136,16 @@ def _summary_tools(transcript: str, notes: _Notes, *, detailed_errors: bool) -> 
 # ---------------------------------------------------------------- pipeline
 
 
-class SummaryAgent:
+class SummaryAgent(ToolPipeline):
     """Summarizes a transcript; every tool call goes through :class:`GuardedToolInvoker`.
 
-    ``options`` are the base request options (model, reasoning, ...); the pipeline sets the
-    instructions and the tools itself. Raises the adapter's :class:`ChatError`, with ``run`` set.
+    ``SummaryAgent(chat, settings, *, options=None)``; see :class:`ToolPipeline`.
     """
-
-    def __init__(self, chat: ChatPort, settings: LoopSettings, *, options: ChatOptions | None = None) -> None:
-        self._loop = ToolLoop(chat, settings)
-        self._settings = settings
-        self._options = options or ChatOptions()
 
     async def summarize(self, transcript: str) -> MeetingSummary:
         notes = _Notes()
-        registry = _summary_tools(transcript, notes, detailed_errors=self._settings.detailed_errors)
-        options = attrs.evolve(self._options, instructions=INSTRUCTIONS, tools=registry.specs)
-        messages = (ChatMessage.user(transcript_message(transcript)),)
-        run = await self._loop.run(messages, options, GuardedToolInvoker(registry))
+        registry = _summary_tools(transcript, notes, detailed_errors=self.settings.detailed_errors)
+        run = await self._run(transcript_message(transcript), INSTRUCTIONS, registry)
         return MeetingSummary(
             text=run.text,
             action_items=tuple(notes.action_items),

@@ -6,12 +6,12 @@ from typing import Final
 
 import attrs
 
-from application.guard import GuardedToolInvoker
-from application.loop import LoopSettings, ToolCallRecord, ToolLoop
+from application.loop import ToolCallRecord
+from application.pipeline import ToolPipeline
 from application.structuring import not_blank
 from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
-from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse, UnknownStepError, Workflow, WorkflowStep
+from domain import ChatResponse, UnknownStepError, Workflow, WorkflowStep
 
 __all__ = ["WorkflowEdit", "WorkflowEditorAgent"]
 
@@ -151,24 +151,16 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
 # ---------------------------------------------------------------- pipeline
 
 
-class WorkflowEditorAgent:
+class WorkflowEditorAgent(ToolPipeline):
     """Edits a copy of a workflow as instructed; every tool call goes through :class:`GuardedToolInvoker`.
 
-    ``options`` are the base request options (model, reasoning, ...); the pipeline sets the
-    instructions and the tools itself. Raises the adapter's :class:`ChatError`, with ``run`` set.
+    ``WorkflowEditorAgent(chat, settings, *, options=None)``; see :class:`ToolPipeline`.
     """
-
-    def __init__(self, chat: ChatPort, settings: LoopSettings, *, options: ChatOptions | None = None) -> None:
-        self._loop = ToolLoop(chat, settings)
-        self._settings = settings
-        self._options = options or ChatOptions()
 
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
         draft = _Draft(workflow)
-        registry = _workflow_tools(draft, detailed_errors=self._settings.detailed_errors)
-        options = attrs.evolve(self._options, instructions=INSTRUCTIONS, tools=registry.specs)
-        messages = (ChatMessage.user(instruction_message(workflow, instruction)),)
-        run = await self._loop.run(messages, options, GuardedToolInvoker(registry))
+        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_errors)
+        run = await self._run(instruction_message(workflow, instruction), INSTRUCTIONS, registry)
         return WorkflowEdit(
             workflow=draft.workflow, text=run.text, tool_calls=run.tool_calls, run=run.response
         )
