@@ -76,6 +76,8 @@ class AgentSettings:
     model: str = "offline"
     use_streaming: bool = True
     timeout_seconds: float = 60.0
+    deadline_seconds: float = 600.0
+    max_response_bytes: int = 64 * 1024 * 1024
     max_retries: int = 2
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
     reasoning_summary: Literal["auto", "concise", "detailed"] | None = None
@@ -86,11 +88,19 @@ class AgentSettings:
     max_consecutive_tool_errors: int = 3
     concurrent_tool_calls: bool = True
     detailed_tool_errors: bool = False
+    telemetry: bool = True
+    telemetry_capture_content: bool = False
     offline_dialect: Literal["openai", "litellm"] = "openai"
     offline_scenario: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        for key in ("timeout_seconds", "max_tool_iterations", "max_consecutive_tool_errors"):
+        for key in (
+            "timeout_seconds",
+            "deadline_seconds",
+            "max_response_bytes",
+            "max_tool_iterations",
+            "max_consecutive_tool_errors",
+        ):
             if getattr(self, key) <= 0:
                 raise ConfigurationError(
                     f"agent.{key}: expected a positive number, got {getattr(self, key)!r}"
