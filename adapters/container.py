@@ -46,7 +46,8 @@ def _build_http_client(settings: Settings, closables: _Closables) -> httpx.Async
             settings.agent.timeout_seconds, connect=min(10.0, settings.agent.timeout_seconds)
         ),
         limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-        follow_redirects=True,
+        # A redirect would re-send the whole conversation to whatever origin the gateway names.
+        follow_redirects=False,
     )
     closables.add(client.aclose)
     return client
@@ -83,6 +84,8 @@ def _responses_settings(settings: Settings) -> ResponsesSettings:
         reasoning_effort=agent.reasoning_effort,
         reasoning_summary=agent.reasoning_summary,
         max_output_tokens=agent.max_output_tokens,
+        deadline_seconds=agent.deadline_seconds,
+        max_response_bytes=agent.max_response_bytes,
     )
 
 

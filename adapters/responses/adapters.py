@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import json
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
@@ -52,6 +53,11 @@ class _Exchange:
     request_id: str | None = None
     attempts: int = 1
     status_code: int | None = None
+    # time.monotonic() at which the request must have its whole answer; None for no deadline.
+    deadline: float | None = None
+
+    def seconds_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
 
     def saw(self, response: httpx.Response) -> None:
         self.request_id = response.headers.get(REQUEST_ID_HEADER)

@@ -15,15 +15,26 @@ from typing import Any, Final, Protocol, cast
 import httpx
 import openai
 
-__all__ = ["LISTENER", "AttemptListener", "observed"]
+__all__ = ["LISTENER", "AttemptListener", "ResponseTooLargeError", "observed"]
+
+
+class ResponseTooLargeError(Exception):
+    """A response body grew past ``limit`` bytes (counted after decompression) while it was read."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the response body exceeded {limit} bytes")
+        self.limit = limit
 
 
 class AttemptListener(Protocol):
-    """Told how each attempt of the current request ended."""
+    """Told how each attempt of the current request ended; asked how long the request may still take."""
 
     def attempt_answered(self, request: httpx.Request, response: httpx.Response) -> None: ...
 
     def attempt_raised(self, request: httpx.Request, error: Exception) -> None: ...
+
+    def seconds_left(self) -> float | None:
+        """Seconds until the request's deadline, or None when it has none."""
 
 
 LISTENER: Final[ContextVar[AttemptListener | None]] = ContextVar("responses_attempt_listener", default=None)

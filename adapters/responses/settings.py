@@ -31,6 +31,8 @@ class ResponsesSettings:
     ``{"INVALID_JSON": "<raw>"}``, for gateways that front providers which require an object).
     ``reasoning_effort`` and ``reasoning_summary`` apply when a request's options leave reasoning unset.
     ``extra_headers`` go on every request (the ``X-Initiator`` header is set per request).
+    ``deadline_seconds`` bounds one request end to end (connecting, every retry and Retry-After wait,
+    reading the whole body); ``max_response_bytes`` caps a body, counted after decompression.
     """
 
     model: str = attrs.field(validator=attrs.validators.min_len(1))
@@ -41,6 +43,8 @@ class ResponsesSettings:
     reasoning_effort: str | None = None
     reasoning_summary: str | None = None
     max_output_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
+    deadline_seconds: float = attrs.field(default=600.0, validator=attrs.validators.gt(0))
+    max_response_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=attrs.validators.ge(1))
     # Header values can be credentials (a gateway key), so the repr names the headers only.
     extra_headers: Mapping[str, str] = attrs.field(
         factory=dict, converter=_headers, hash=False, repr=lambda headers: repr(sorted(headers))
