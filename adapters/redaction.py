@@ -1,0 +1,83 @@
+"""Cutting known secrets (the API key, extra header values) out of text before anyone can see it."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from collections.abc import Iterable
+from typing import Final
+
+__all__ = ["REDACTED", "Redactor"]
+
+REDACTED: Final = "[REDACTED]"
+_ELLIPSIS: Final = "..."
+# Python strings can hold code points UTF-8 cannot encode; a log handler or a terminal would then
+# raise while showing an error, so shown text never carries them.
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+def _spellings(secret: str) -> set[str]:
+    """The ways a provider's echo can spell ``secret``: as is, JSON-escaped, repr-escaped, URL-quoted."""
+    return {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote_plus(secret, safe=""),
+    }
+
+
+class Redactor:
+    """Replaces every known secret in a text with ``[REDACTED]``, longest first.
+
+    Built from the secrets themselves (empty strings and None are ignored). Besides the secret as
+    it is, the spellings an echo produces (JSON or repr escaping, URL quoting) are cut too, so a
+    secret quoted inside a provider's error body or an exception's repr is found as well.
+    """
+
+    __slots__ = ("_count", "_pattern")
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        distinct = {secret for secret in secrets if secret}
+        spellings = {spelling for secret in distinct for spelling in _spellings(secret) if spelling}
+        self._count = len(distinct)
+        # Regex alternation takes the first alternative that matches, so longest first means a
+        # secret that contains another is cut whole rather than leaving its remainder behind.
+        ordered = sorted(spellings, key=lambda spelling: (-len(spelling), spelling))
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    @classmethod
+    def none(cls) -> Redactor:
+        """A redactor that knows no secret: it only makes text safe to show."""
+        return cls()
+
+    def __repr__(self) -> str:
+        # The secrets themselves are what a repr must not show.
+        return f"Redactor(<{self._count} secret{'s' if self._count != 1 else ''}>)"
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def redact(self, text: object, *, limit: int | None = None) -> str:
+        """``text`` as a string with every secret replaced, lone surrogates replaced by U+FFFD, and
+        at most ``limit`` characters (then ending in ``...``) when a limit is given.
+
+        Never raises: an object whose ``str`` fails is named by its type instead.
+        """
+        try:
+            value = text if isinstance(text, str) else str(text)
+        except Exception:
+            # Any object may be handed in (an exception with odd args); its failure must not escape.
+            value = f"<unprintable {type(text).__name__}>"
+        if self._pattern is not None:
+            value = self._pattern.sub(REDACTED, value)
+        value = _SURROGATES.sub("\ufffd", value)
+        if limit is not None and len(value) > limit:
+            value = value[:limit] + _ELLIPSIS
+        return value
+
+    def contains_secret(self, text: str) -> bool:
+        """True when ``text`` holds a secret in any of the spellings this redactor cuts."""
+        return self._pattern is not None and self._pattern.search(text) is not None

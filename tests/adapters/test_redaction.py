@@ -1,0 +1,99 @@
+"""The redactor cuts every known secret, in every spelling an echo gives it, out of any text."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters.redaction import REDACTED, Redactor
+
+# Lower-case letters, digits and dashes, as keys are spelled: none of them can combine with the
+# upper-case "[REDACTED]" marker into a new occurrence of a secret.
+secrets = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=6, max_size=40)
+texts = st.text(max_size=80)
+
+
+@given(st.lists(secrets, min_size=1, max_size=4), st.lists(texts, min_size=1, max_size=5))
+def test_no_secret_survives_wherever_it_is_planted(planted: list[str], pieces: list[str]) -> None:
+    text = "".join(piece + secret for piece, secret in zip(pieces, planted * len(pieces), strict=False))
+
+    redacted = Redactor(planted).redact(text)
+
+    for secret in planted:
+        assert secret not in redacted
+    assert REDACTED in redacted
+
+
+@given(texts)
+def test_text_without_secrets_is_unchanged(text: str) -> None:
+    # Hypothesis text holds no lone surrogates, so nothing in it needs replacing.
+    assert Redactor(["sk-not-in-the-text-4242"]).redact(text) == text
+    assert Redactor.none().redact(text) == text
+
+
+def test_a_secret_inside_a_longer_one_leaves_nothing_of_the_longer_one() -> None:
+    redactor = Redactor(["abc", "xxabcxx", "", None])
+
+    assert redactor.redact("1 xxabcxx 2 abc 3") == f"1 {REDACTED} 2 {REDACTED} 3"
+
+
+def test_escaped_and_quoted_spellings_of_a_secret_are_cut_too() -> None:
+    secret = 'gw/"key"\\ü+ €'
+    redactor = Redactor([secret])
+    echoes = [
+        json.dumps({"echo": secret}),
+        json.dumps({"echo": secret}, ensure_ascii=False),
+        repr({"echo": secret}),
+        repr(ValueError(secret)),
+        urllib.parse.quote(secret, safe=""),
+        "https://x.test/?k=" + urllib.parse.quote_plus(secret),
+    ]
+
+    for echo in echoes:
+        redacted = redactor.redact(echo)
+        assert secret not in redacted, echo
+        assert REDACTED in redacted, echo
+        assert not redactor.contains_secret(redacted)
+    assert redactor.contains_secret(echoes[0])
+
+
+def test_the_limit_bounds_the_length_after_redaction() -> None:
+    redactor = Redactor(["sk-live-123456"])
+
+    text = redactor.redact("key=sk-live-123456 " + "x" * 1000, limit=300)
+
+    assert text.startswith(f"key={REDACTED} ")
+    assert len(text) == 303
+    assert text.endswith("...")
+    assert redactor.redact("short", limit=300) == "short"
+
+
+def test_lone_surrogates_become_replacement_characters_so_the_text_can_be_encoded() -> None:
+    shown = Redactor.none().redact("a\ud800b\udfffc")
+
+    assert shown == "a\ufffdb\ufffdc"
+    shown.encode("utf-8")
+
+
+def test_objects_are_shown_through_str_and_one_whose_str_fails_by_its_type() -> None:
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    redactor = Redactor(["k3y-k3y-k3y"])
+
+    assert redactor.redact(ValueError("k3y-k3y-k3y leaked")) == f"{REDACTED} leaked"
+    assert redactor.redact(42) == "42"
+    assert redactor.redact(Unprintable()) == "<unprintable Unprintable>"
+
+
+def test_the_repr_counts_the_secrets_but_shows_none() -> None:
+    redactor = Redactor(["sk-abc-123", "gw-456-xyz", "sk-abc-123"])
+
+    assert repr(redactor) == "Redactor(<2 secrets>)"
+    assert repr(Redactor(["only-one-1"])) == "Redactor(<1 secret>)"
+    assert bool(redactor)
+    assert not Redactor.none()
