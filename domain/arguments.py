@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import types
 from collections.abc import Mapping
 from typing import Final, Literal
@@ -63,6 +64,33 @@ _DECODER: Final = json.JSONDecoder(
 )
 
 
+# A surrogate code point, raw or as a \uD800-\uDFFF escape. A match only says "look closer": an
+# escaped backslash followed by "ud800" matches too, and an escaped pair decodes to one astral
+# character, so the decoded value decides. Raw surrogate code points in a str are never a pair that
+# UTF-8 can carry, so any left after decoding is refused.
+_MAY_HOLD_SURROGATE: Final = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
+_SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
+
+
+def _holds_surrogate(value: object) -> bool:
+    """True when any key or string in the decoded ``value`` holds a surrogate code point.
+
+    Iterative, so that nesting as deep as the decoder accepts cannot exhaust the stack here.
+    """
+    pending: list[object] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
 def parse_arguments(raw: str) -> Mapping[str, object] | ArgumentsParseError:
     """Parse ``raw`` as one strict JSON object; never raises, whatever ``raw`` is.
 
@@ -77,6 +105,10 @@ def parse_arguments(raw: str) -> Mapping[str, object] | ArgumentsParseError:
     except (ValueError, RecursionError, MemoryError):
         # ValueError: NaN/Infinity, a repeated key, an integer too long to convert.
         # RecursionError: nesting deeper than the parser will follow.
+        return ArgumentsParseError.of("invalid_json")
+    # I-JSON (RFC 7493, section 2.1): a lone surrogate cannot be encoded as UTF-8, so the next
+    # request (or the tool's result) would fail to send. A decoded pair is one astral character.
+    if _MAY_HOLD_SURROGATE.search(raw) and _holds_surrogate(value):
         return ArgumentsParseError.of("invalid_json")
     if not isinstance(value, dict):
         return ArgumentsParseError.of("not_an_object")

@@ -23,6 +23,11 @@ from tests.strategies import (
     truncated_objects,
     valid_argument_strings,
 )
+from tests.unit.domain.strategies import (
+    any_text,
+    lone_surrogate_arguments,
+    surrogate_pair_arguments,
+)
 
 
 def parse(raw: str) -> FunctionCallContent:
@@ -82,11 +87,36 @@ def test_error_message_never_echoes_the_input(raw: str) -> None:
     assert error.message == ArgumentsParseError.of(error.kind).message
 
 
-@given(st.text())
+@given(st.one_of(st.text(), any_text, lone_surrogate_arguments(), surrogate_pair_arguments()))
 def test_parse_never_raises_for_any_text(raw: str) -> None:
     call = parse(raw)
     assert call.raw_arguments == raw
     assert (call.arguments is None) == (call.parse_error is not None)
+
+
+@given(lone_surrogate_arguments())
+def test_an_unpaired_surrogate_anywhere_is_invalid_json(raw: str) -> None:
+    call = parse(raw)
+    assert call.parse_error == ArgumentsParseError.of("invalid_json")
+    assert call.arguments is None
+
+
+@given(surrogate_pair_arguments())
+def test_surrogate_pairs_are_valid_and_decode_to_one_character(raw: str) -> None:
+    call = parse(raw)
+    assert call.parse_error is None
+    assert call.arguments is not None
+    assert call.arguments == json.loads(raw)
+    assert any(ord(ch) > 0xFFFF for ch in json.dumps(dict(call.arguments), ensure_ascii=False))
+
+
+@given(st.one_of(any_text, valid_argument_strings(), lone_surrogate_arguments(), surrogate_pair_arguments()))
+def test_accepted_arguments_always_encode_as_utf8(raw: str) -> None:
+    call = parse(raw)
+    if call.arguments is not None:
+        # What the guard lets through can always go back out in the next request.
+        encoded = json.dumps(dict(call.arguments), ensure_ascii=False).encode("utf-8")
+        assert json.loads(encoded) == call.arguments
 
 
 @pytest.mark.parametrize(
@@ -101,6 +131,15 @@ def test_parse_never_raises_for_any_text(raw: str) -> None:
         ("{'a': 1}", "invalid_json"),
         ('{"a": 1,}', "invalid_json"),
         ("1" * 5000, "invalid_json"),
+        ('{"s": "\\ud800"}', "invalid_json"),
+        ('{"s": "\\udfff"}', "invalid_json"),
+        ('{"s": "\ud800"}', "invalid_json"),
+        ('{"\\ud800": 1}', "invalid_json"),
+        ('{"a": [{"b": ["\\ude00"]}]}', "invalid_json"),
+        ('{"s": "\\ude00\\ud83d"}', "invalid_json"),
+        ('{"s": "\\ud83d\\u0041"}', "invalid_json"),
+        ('{"s": "\ud83d\ude00"}', "invalid_json"),
+        ('"\\ud800"', "invalid_json"),
         ("null", "not_an_object"),
         ("[]", "not_an_object"),
         ('"{}"', "not_an_object"),
@@ -117,7 +156,14 @@ def test_known_inputs_are_classified(raw: str, kind: str) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ['{"s": "\\ud800"}', '{"s": "\ud800"}', '{"\\u0000": 0}', ' {"a": [1, 2, {"b": null}]}\n'],
+    [
+        '{"s": "\\ud83d\\ude00"}',
+        '{"s": "\\uD83D\\uDE00"}',
+        '{"\\ud83d\\ude00": "\U0001f600"}',
+        '{"s": "\\\\ud800"}',
+        '{"\\u0000": 0}',
+        ' {"a": [1, 2, {"b": null}]}\n',
+    ],
 )
 def test_unusual_but_strict_json_objects_parse(raw: str) -> None:
     call = parse(raw)
