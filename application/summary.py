@@ -50,11 +50,16 @@ class ActionItem:
 
 @attrs.frozen
 class MeetingSummary:
-    """The model's summary ``text``, the recorded action items and decisions, and the whole run."""
+    """The model's summary ``text``, the recorded action items and decisions, and the whole run.
+
+    ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``,
+    e.g. it ran out of output tokens): the text, items and decisions are then only what arrived.
+    """
 
     text: str
     action_items: tuple[ActionItem, ...]
     decisions: tuple[str, ...]
+    complete: bool
     tool_calls: tuple[ToolCallRecord, ...]
     run: ChatResponse
 
@@ -150,6 +155,7 @@ class SummaryAgent(ToolPipeline):
             text=run.text,
             action_items=tuple(notes.action_items),
             decisions=tuple(notes.decisions),
+            complete=run.final.status != "incomplete",
             tool_calls=run.tool_calls,
             run=run.response,
         )

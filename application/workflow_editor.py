@@ -40,10 +40,15 @@ def instruction_message(workflow: Workflow, instruction: str) -> str:
 
 @attrs.frozen
 class WorkflowEdit:
-    """The edited copy of the workflow, the model's closing ``text``, the tool calls and the whole run."""
+    """The edited copy of the workflow, the model's closing ``text``, the tool calls and the whole run.
+
+    ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``):
+    the edits made before it still stand, but the model may not have made them all.
+    """
 
     workflow: Workflow
     text: str
+    complete: bool
     tool_calls: tuple[ToolCallRecord, ...]
     run: ChatResponse
 
@@ -162,5 +167,9 @@ class WorkflowEditorAgent(ToolPipeline):
         registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_errors)
         run = await self._run(instruction_message(workflow, instruction), INSTRUCTIONS, registry)
         return WorkflowEdit(
-            workflow=draft.workflow, text=run.text, tool_calls=run.tool_calls, run=run.response
+            workflow=draft.workflow,
+            text=run.text,
+            complete=run.final.status != "incomplete",
+            tool_calls=run.tool_calls,
+            run=run.response,
         )

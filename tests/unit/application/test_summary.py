@@ -11,7 +11,17 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, LoopSettings, SummaryAgent, find_participants
-from domain import ChatOptions, ChatTransportError, FunctionResultContent, ReasoningOptions, Usage
+from domain import (
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatTransportError,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    ReasoningOptions,
+    Usage,
+)
 from tests.strategies import PlannedCall, call_turns, summary_calls
 
 TRANSCRIPT = """\
@@ -180,6 +190,51 @@ async def test_a_failed_request_raises_with_the_run_so_far() -> None:
         await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
     assert caught.value.run is not None
     assert [m.role for m in caught.value.run.messages] == ["assistant", "tool"]
+
+
+def final_answer(text: str, status: str | None) -> ChatResponse:
+    finish: FinishReason = "length" if status == "incomplete" else "stop"
+    return ChatResponse(
+        messages=(ChatMessage.assistant(text),), response_id="resp_final", status=status, finish_reason=finish
+    )
+
+
+@given(status=st.sampled_from(["completed", "incomplete", "in_progress", None]) | st.text(max_size=12))
+async def test_a_summary_is_complete_unless_the_final_answer_is_incomplete(status: str | None) -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship."}'),)),
+        final_answer("The team agreed to sh", status),
+    )
+
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
+
+    assert summary.complete is (status != "incomplete")
+    assert summary.text == "The team agreed to sh"
+    assert summary.decisions == ("Ship.",)
+
+
+async def test_only_the_final_answer_decides_completeness() -> None:
+    cut_round = ChatResponse(
+        messages=(
+            ChatMessage(
+                "assistant",
+                (FunctionCallContent.parse(call_id="c1", name="list_participants", raw_arguments="{}"),),
+            ),
+        ),
+        status="incomplete",
+        finish_reason="length",
+    )
+    chat = ScriptedChat(cut_round, ScriptedTurn(text="Done."))
+
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
+
+    assert summary.complete is True
+    assert summary.tool_calls[0].result.result == {"participants": PARTICIPANTS}
+
+
+async def test_scripted_turns_are_complete() -> None:
+    summary = await SummaryAgent(ScriptedChat(ScriptedTurn(text="ok")), LoopSettings()).summarize(TRANSCRIPT)
+    assert summary.complete is True
 
 
 @pytest.mark.parametrize(

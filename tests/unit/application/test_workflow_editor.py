@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import LoopSettings, WorkflowEditorAgent, workflow_to_json
-from domain import FunctionResultContent, ResponseFailedError, UnknownStepError, Workflow, WorkflowStep
+from domain import (
+    ChatMessage,
+    ChatResponse,
+    FunctionResultContent,
+    ResponseFailedError,
+    UnknownStepError,
+    Workflow,
+    WorkflowStep,
+)
 from tests.strategies import PlannedCall, call_turns, workflow_calls, workflows
 
 RELEASE = Workflow(
@@ -213,3 +221,24 @@ async def test_a_failed_request_raises_with_the_run_so_far() -> None:
         await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "remove build")
     assert caught.value.run is not None
     assert caught.value.run.function_calls[0].call_id == "c1"
+
+
+@given(status=st.sampled_from(["completed", "incomplete", "in_progress", None]) | st.text(max_size=12))
+async def test_an_edit_is_complete_unless_the_final_answer_is_incomplete(status: str | None) -> None:
+    final = ChatResponse(
+        messages=(ChatMessage.assistant("Removed the bu"),),
+        status=status,
+        finish_reason="length" if status == "incomplete" else "stop",
+    )
+    chat = ScriptedChat(ScriptedTurn(calls=(("c1", "remove_step", '{"step_id": "build"}'),)), final)
+
+    edit = await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "remove build")
+
+    assert edit.complete is (status != "incomplete")
+    assert edit.text == "Removed the bu"
+    assert [step.id for step in edit.workflow.steps] == ["freeze", "publish"]
+
+
+async def test_scripted_edits_are_complete() -> None:
+    edit = await WorkflowEditorAgent(ScriptedChat(ScriptedTurn(text="ok")), LoopSettings()).edit(RELEASE, "x")
+    assert edit.complete is True
