@@ -137,7 +137,7 @@ class _ResponsesAdapter(abc.ABC):
         logger: logging.Logger | None = None,
     ) -> None:
         # A copy of the client through which each HTTP attempt can be logged; the given one is untouched.
-        self._client = observed(client)
+        self._client = observed(client, max_response_bytes=settings.max_response_bytes)
         self._secret = client.api_key if isinstance(client.api_key, str) else None
         self._settings = settings
         self._builder = ResponsesPayloadBuilder(settings)

@@ -1,21 +1,47 @@
-"""Watching each HTTP attempt the SDK makes, without touching the client the adapters were given.
+"""Every HTTP attempt the SDK makes, sent through a front the adapters control.
 
 The SDK retries inside one ``responses.create`` call and exposes nothing per attempt. The adapters
 therefore talk through a copy of the given ``AsyncOpenAI`` (``with_options``) whose HTTP client
 delegates every request to the original client, so its transport, mounts, auth and event hooks
-still apply, and tells the listener of the current request (a context variable, so concurrent
-requests never mix) how each attempt ended.
+still apply. The front is where the boundary rules that hold for any client a host hands in live:
+
+- the listener of the current request (a context variable, so concurrent requests never mix) is
+  told how each attempt ended, and asked how long the request may still take;
+- redirects are never followed, whatever the original client says: a 3xx reaches the SDK as the
+  status error it is, and nothing goes to the origin it names;
+- a retry wait that would outlast the request's deadline is vetoed (``x-should-retry: false`` on
+  the answer, or an SDK error the SDK does not retry), so the request fails at once with the
+  error it had;
+- the body is decoded exactly once, here (gzip and deflate with bounded output, other codings by
+  the HTTP library), and counted after decoding against the size cap, so neither a huge body nor a
+  compression bomb can take more memory than the cap and one decoded piece.
 """
 
 from __future__ import annotations
 
+import email.utils
+import math
+import time
+import zlib
+from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from typing import Any, Final, Protocol, cast
 
 import httpx
+import httpx2
 import openai
 
+from adapters.responses.errors import attempts_of
+
 __all__ = ["LISTENER", "AttemptListener", "ResponseTooLargeError", "observed"]
+
+# Mirrors the SDK's back-off (openai._constants): the longest it may wait before retry n.
+_INITIAL_RETRY_DELAY: Final = 0.5
+_MAX_RETRY_DELAY: Final = 8.0
+_MAX_RETRY_AFTER: Final = 120.0
+# Decoded bytes handed on at a time: the memory one piece of a compressed body can take.
+_PIECE: Final = 64 * 1024
+_ZLIB_WBITS: Final = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
 
 
 class ResponseTooLargeError(Exception):
@@ -40,25 +66,174 @@ class AttemptListener(Protocol):
 LISTENER: Final[ContextVar[AttemptListener | None]] = ContextVar("responses_attempt_listener", default=None)
 
 
-class _DelegatingTransport(httpx.AsyncBaseTransport):
-    def __init__(self, inner: httpx.AsyncClient) -> None:
-        self._inner = inner
+def _retry_after(headers: Any) -> float | None:
+    """The wait a server asks for (``retry-after-ms``, ``retry-after`` in seconds or as a date)."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / divisor
+        except ValueError:
+            continue
+    when = email.utils.parsedate_tz(headers.get("retry-after") or "")
+    if when is None:
+        return None
+    try:
+        return float(email.utils.mktime_tz(when) - time.time())
+    except (OverflowError, ValueError):
+        return None
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+
+def _longest_wait(headers: Any | None, retries: int) -> float:
+    """The longest the SDK may sleep before its next retry, as it decides that wait."""
+    if headers is not None:
+        asked = _retry_after(headers)
+        if asked is not None and math.isfinite(asked) and 0 < asked <= _MAX_RETRY_AFTER:
+            return asked
+    return min(_INITIAL_RETRY_DELAY * 2.0 ** min(retries, 64), _MAX_RETRY_DELAY)
+
+
+def _outlasts_deadline(listener: AttemptListener | None, headers: Any | None, request: Any) -> bool:
+    if listener is None:
+        return False
+    left = listener.seconds_left()
+    return left is not None and _longest_wait(headers, attempts_of(request) - 1) >= left
+
+
+class _ZlibPieces:
+    """gzip or deflate decoding that never hands back more than one piece at a time."""
+
+    def __init__(self, coding: str) -> None:
+        self._coding = coding
+        self._decoder = zlib.decompressobj(_ZLIB_WBITS[coding])
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            try:
+                piece = self._decoder.decompress(data, _PIECE)
+            except zlib.error:
+                if self._coding == "deflate" and not self._started:
+                    # Servers send deflate with or without the zlib header; both mean the same body.
+                    self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)
+                    self._started = True
+                    continue
+                raise
+            self._started = True
+            data = self._decoder.unconsumed_tail
+            if piece:
+                yield piece
+            if self._decoder.eof:
+                return
+
+    def flush(self) -> Iterator[bytes]:
+        while True:
+            piece = self._decoder.decompress(b"", _PIECE) if self._decoder.unconsumed_tail else b""
+            if not piece:
+                break
+            yield piece
+        rest = self._decoder.flush()
+        if rest:
+            yield rest
+
+
+class _BoundedBody:
+    """The decoded body of one answer, counted against ``limit``; closing it closes the original."""
+
+    def __init__(
+        self, response: Any, codings: list[str], limit: int, decoding_error: type[Exception]
+    ) -> None:
+        self._response = response
+        self._codings = codings
+        self._limit = limit
+        self._decoding_error = decoding_error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        total = 0
+        async for piece in self._pieces():
+            total += len(piece)
+            if total > self._limit:
+                raise ResponseTooLargeError(self._limit)
+            yield piece
+
+    async def _pieces(self) -> AsyncIterator[bytes]:
+        codings = self._codings
+        if self._response.is_stream_consumed:
+            # Built in memory (a mock transport): the library decoded it when the answer was made.
+            async for chunk in self._response.aiter_bytes(_PIECE):
+                yield chunk
+            return
+        if not codings:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+            return
+        if len(codings) == 1 and codings[0] in _ZLIB_WBITS:
+            decoder = _ZlibPieces(codings[0])
+            try:
+                async for chunk in self._response.aiter_raw():
+                    for piece in decoder.feed(chunk):
+                        yield piece
+                for piece in decoder.flush():
+                    yield piece
+            except zlib.error as exc:
+                raise self._decoding_error(f"the body is not valid {codings[0]} data") from exc
+            return
+        # Codings without a bounded decoder here (br, zstd, stacked ones): the HTTP library's own.
+        async for chunk in self._response.aiter_bytes():
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+class _HttpxBody(_BoundedBody, httpx.AsyncByteStream):
+    pass
+
+
+class _Httpx2Body(_BoundedBody, httpx2.AsyncByteStream):
+    pass
+
+
+class _Delegation:
+    """What both HTTP libraries' delegating transports do for each attempt."""
+
+    _library: Any
+    _body: type[_BoundedBody]
+
+    def __init__(self, inner: Any, max_response_bytes: int) -> None:
+        self._inner = inner
+        self._max_response_bytes = max_response_bytes
+
+    async def handle_async_request(self, request: Any) -> Any:
         listener = LISTENER.get()
         try:
-            response = await self._inner.send(request, stream=True)
+            response = await self._inner.send(request, stream=True, follow_redirects=False)
         except Exception as exc:
             if listener is not None:
                 listener.attempt_raised(request, exc)
+            if isinstance(exc, self._library.TransportError) and _outlasts_deadline(listener, None, request):
+                # An SDK error is raised on at once: the back-off before a retry would outlast the deadline.
+                error = openai.APITimeoutError if isinstance(exc, self._library.TimeoutException) else None
+                raise (error(request) if error else openai.APIConnectionError(request=request)) from exc
             raise
         if listener is not None:
             listener.attempt_answered(request, response)
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=response.stream,
-            extensions=response.extensions,
+        headers = self._library.Headers(response.headers)
+        if not response.is_success and _outlasts_deadline(listener, response.headers, request):
+            headers["x-should-retry"] = "false"
+        codings = [
+            coding.strip().lower()
+            for coding in headers.get("content-encoding", "").split(",")
+            if coding.strip() and coding.strip().lower() != "identity"
+        ]
+        if codings:
+            # Decoded here, once: the SDK and any replay of the body see plain bytes.
+            del headers["content-encoding"]
+            headers.pop("content-length", None)
+        body = self._body(response, codings, self._max_response_bytes, self._library.DecodingError)
+        return self._library.Response(
+            response.status_code, headers=headers, stream=body, extensions=response.extensions
         )
 
     async def aclose(self) -> None:
@@ -66,21 +241,45 @@ class _DelegatingTransport(httpx.AsyncBaseTransport):
         return None
 
 
+class _HttpxDelegation(_Delegation, httpx.AsyncBaseTransport):
+    _library = httpx
+    _body = _HttpxBody
+
+
+class _Httpx2Delegation(_Delegation, httpx2.AsyncBaseTransport):
+    _library = httpx2
+    _body = _Httpx2Body
+
+
 class _ObservedHttpClient(httpx.AsyncClient):
-    """An HTTP client in front of another one; requests are built here and sent through that one."""
+    """A legacy-httpx front; requests are built here and sent through the original client."""
 
 
-def observed(client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
-    """A copy of ``client`` whose attempts the current :data:`LISTENER` hears about.
+class _ObservedHttpx2Client(httpx2.AsyncClient):
+    """An httpx2 front (the SDK's own default client is httpx2)."""
 
-    Returns ``client`` itself when its HTTP client is not a legacy ``httpx.AsyncClient`` (or is
-    already observed): attempts are then still counted from the SDK's retry-count header.
+
+def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.AsyncOpenAI:
+    """A copy of ``client`` whose attempts go through the front described in this module's docstring.
+
+    Works for the legacy ``httpx.AsyncClient`` the container hands the SDK and for the SDK's own
+    ``httpx2`` clients; returns ``client`` itself when it is already observed.
     """
     inner: Any = getattr(client, "_client", None)
-    if not isinstance(inner, httpx.AsyncClient) or isinstance(inner, _ObservedHttpClient):
+    if isinstance(inner, _ObservedHttpClient | _ObservedHttpx2Client):
         return client
-    front = _ObservedHttpClient(
-        transport=_DelegatingTransport(inner),
+    if isinstance(inner, httpx.AsyncClient):
+        front_type: Any = _ObservedHttpClient
+        transport: Any = _HttpxDelegation(inner, max_response_bytes)
+    elif isinstance(inner, httpx2.AsyncClient):
+        front_type, transport = _ObservedHttpx2Client, _Httpx2Delegation(inner, max_response_bytes)
+    else:
+        raise TypeError(
+            f"the OpenAI client's HTTP client is a {type(inner).__name__}; the Responses adapters need "
+            "an httpx.AsyncClient or the SDK's own httpx2 client"
+        )
+    front = front_type(
+        transport=transport,
         headers=inner.headers,
         cookies=inner.cookies,
         params=inner.params,
@@ -88,5 +287,4 @@ def observed(client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
         # Proxies from the environment are the original client's business, applied when it sends.
         trust_env=False,
     )
-    # The SDK is typed for httpx2 clients but accepts legacy httpx ones, as the container's is.
     return client.with_options(http_client=cast(Any, front))

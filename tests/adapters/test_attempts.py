@@ -51,10 +51,10 @@ def test_observing_twice_wraps_once() -> None:
         http_client=httpx.AsyncClient(transport=httpx.MockTransport(Recorder([answer(OK)]))),  # type: ignore[arg-type]  # a legacy httpx client, as the container passes
     )
 
-    once = observed(client)
+    once = observed(client, max_response_bytes=1 << 20)
 
     assert once is not client
-    assert observed(once) is once
+    assert observed(once, max_response_bytes=1 << 20) is once
 
 
 async def test_concurrent_requests_log_only_their_own_attempts(caplog: pytest.LogCaptureFixture) -> None:
@@ -93,8 +93,10 @@ async def test_closing_the_adapters_copy_leaves_the_given_client_open() -> None:
     http_client = httpx.AsyncClient(transport=httpx.MockTransport(Recorder([answer(OK)])))
     client = openai.AsyncOpenAI(api_key=API_KEY, base_url=BASE_URL, http_client=http_client)  # type: ignore[arg-type]  # a legacy httpx client, as the container passes
 
-    await observed(client).close()
+    await observed(client, max_response_bytes=1 << 20).close()
 
     assert not http_client.is_closed
-    response = await observed(client).responses.create(model="m", input="outside any adapter")
+    response = await observed(client, max_response_bytes=1 << 20).responses.create(
+        model="m", input="outside any adapter"
+    )
     assert response.id == "resp_test"
