@@ -1,4 +1,4 @@
-"""The guard every pipeline invokes tools through: unparsed arguments never reach a tool."""
+"""The guard every tool run invokes tools through: unparsed arguments never reach a tool."""
 
 from __future__ import annotations
 
@@ -40,19 +40,24 @@ class GuardedToolInvoker:
     built without :meth:`FunctionCallContent.parse` is parsed here first. Should ``inner`` raise
     or answer under another call id despite its port's promise, the guard still answers this call
     id exactly once (``tool_failed``, with no exception text).
+
+    :attr:`refused` reports the call ids the guard answered itself. :class:`application.ToolLoop`
+    builds one guard per run around the tools it is handed, so no caller needs to add one.
     """
 
     def __init__(self, inner: ToolInvokerPort) -> None:
         self._inner = inner
+        self._refused: set[str] = set()
 
-    @staticmethod
-    def refuses(call: FunctionCallContent) -> bool:
-        """True when the guard answers ``call`` itself instead of delegating it."""
-        return _parsed(call).parse_error is not None
+    @property
+    def refused(self) -> frozenset[str]:
+        """The ids of the calls this guard answered itself, without awaiting ``inner``."""
+        return frozenset(self._refused)
 
     async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
         call = _parsed(call)
         if call.parse_error is not None:
+            self._refused.add(call.call_id)
             where = call.parse_error.position
             at = f" (parsing stopped at character {where})" if where is not None else ""
             message = (

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
 
 import attrs
 
@@ -20,7 +21,10 @@ from domain import (
     Usage,
 )
 
-__all__ = ["LoopSettings", "ToolCallRecord", "ToolLoop", "ToolRun"]
+__all__ = ["LoopSettings", "ToolCallRecord", "ToolInvokerDecorator", "ToolLoop", "ToolRun"]
+
+ToolInvokerDecorator: TypeAlias = Callable[[ToolInvokerPort], ToolInvokerPort]
+"""Wraps a tool invoker in another (telemetry, approval, rate limits): see :class:`ToolLoop`."""
 
 
 @attrs.frozen
@@ -42,7 +46,10 @@ class LoopSettings:
 
 @attrs.frozen
 class ToolCallRecord:
-    """One call the model made and the result it got; ``guarded`` when the guard answered it."""
+    """One call the model made and the result it got; ``guarded`` when the guard answered it.
+
+    ``guarded`` comes from what the run's guard reports it refused, never from parsing the call again.
+    """
 
     call: FunctionCallContent
     result: FunctionResultContent
@@ -90,11 +97,24 @@ class ToolLoop:
     in call order. The first request of a run goes with initiator ``user``, every later one with
     ``agent``. When a request fails, the adapter's :class:`ChatError` is re-raised with ``run``
     set to the run so far.
+
+    The invoker chain: hand :meth:`run` the raw tools (a :class:`ToolRegistry` or any
+    ``ToolInvokerPort``); each run builds ``decorators[-1](... decorators[0](GuardedToolInvoker(tools)))``
+    itself. The guard is therefore always there, exactly once, directly around the tools, and every
+    decorator (the first innermost, the last outermost) sees every call the guard sees, refused ones
+    included. A decorator is any ``Callable[[ToolInvokerPort], ToolInvokerPort]``; it is applied
+    once per run, so it may keep per-run state. What a decorator raises ends the run.
     """
 
-    def __init__(self, chat: ChatPort, settings: LoopSettings | None = None) -> None:
+    def __init__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings | None = None,
+        decorators: Sequence[ToolInvokerDecorator] = (),
+    ) -> None:
         self._chat = chat
         self._settings = settings or LoopSettings()
+        self._decorators = tuple(decorators)
 
     @property
     def settings(self) -> LoopSettings:
@@ -106,9 +126,14 @@ class ToolLoop:
         options: ChatOptions | None,
         invoker: ToolInvokerPort,
     ) -> ToolRun:
-        """Send ``messages`` with ``options`` and keep going while the model calls tools."""
-        # The loop wraps whatever it is given, so no path through it can skip the guard.
-        guard = invoker if isinstance(invoker, GuardedToolInvoker) else GuardedToolInvoker(invoker)
+        """Send ``messages`` with ``options`` and keep going while the model calls tools.
+
+        ``invoker`` runs the tools; the loop puts the guard and its decorators around it.
+        """
+        guard = GuardedToolInvoker(invoker)
+        chain: ToolInvokerPort = guard
+        for decorate in self._decorators:
+            chain = decorate(chain)
         base = options or ChatOptions()
         settings = self._settings
         produced: list[ChatMessage] = []
@@ -132,10 +157,10 @@ class ToolLoop:
             # Calls made when no tools were offered are left unanswered, as the last answer.
             if not calls or not offer_tools:
                 break
-            results = await self._invoke_all(guard, calls)
+            results = await self._invoke_all(chain, calls)
             produced.append(ChatMessage("tool", results))
             records.extend(
-                ToolCallRecord(call, result, guarded=GuardedToolInvoker.refuses(call))
+                ToolCallRecord(call, result, guarded=call.call_id in guard.refused)
                 for call, result in zip(calls, results, strict=True)
             )
             iterations += 1
@@ -145,8 +170,8 @@ class ToolLoop:
         return ToolRun(_run_response(produced, responses), responses[-1], tuple(records), iterations)
 
     async def _invoke_all(
-        self, guard: ToolInvokerPort, calls: Sequence[FunctionCallContent]
+        self, chain: ToolInvokerPort, calls: Sequence[FunctionCallContent]
     ) -> tuple[FunctionResultContent, ...]:
         if self._settings.concurrent_invocation and len(calls) > 1:
-            return tuple(await asyncio.gather(*(guard.invoke(call) for call in calls)))
-        return tuple([await guard.invoke(call) for call in calls])
+            return tuple(await asyncio.gather(*(chain.invoke(call) for call in calls)))
+        return tuple([await chain.invoke(call) for call in calls])

@@ -1,11 +1,12 @@
-"""What both agent pipelines share: one tool loop, base options, and a run per prompt through the guard."""
+"""What both agent pipelines share: one tool loop, base options, and a guarded run per prompt."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
-from application.guard import GuardedToolInvoker
-from application.loop import LoopSettings, ToolLoop, ToolRun
+from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop, ToolRun
 from application.tools import ToolRegistry
 from domain import ChatMessage, ChatOptions, ChatPort
 
@@ -13,14 +14,22 @@ __all__ = ["ToolPipeline"]
 
 
 class ToolPipeline:
-    """Base of the agent pipelines: each run offers a per-run registry, always wrapped in the guard.
+    """Base of the agent pipelines: each run hands a per-run registry to the tool loop, which guards it.
 
     ``options`` are the base request options (model, reasoning, ...); a pipeline sets the
-    instructions and the tools itself. Runs raise the adapter's :class:`ChatError`, with ``run`` set.
+    instructions and the tools itself. ``decorators`` wrap the tool-invoker chain as in
+    :class:`ToolLoop`. Runs raise the adapter's :class:`ChatError`, with ``run`` set.
     """
 
-    def __init__(self, chat: ChatPort, settings: LoopSettings, *, options: ChatOptions | None = None) -> None:
-        self._loop = ToolLoop(chat, settings)
+    def __init__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings | None = None,
+        *,
+        options: ChatOptions | None = None,
+        decorators: Sequence[ToolInvokerDecorator] = (),
+    ) -> None:
+        self._loop = ToolLoop(chat, settings, decorators)
         self._options = options or ChatOptions()
 
     @property
@@ -29,4 +38,4 @@ class ToolPipeline:
 
     async def _run(self, prompt: str, instructions: str, registry: ToolRegistry) -> ToolRun:
         options = attrs.evolve(self._options, instructions=instructions, tools=registry.specs)
-        return await self._loop.run((ChatMessage.user(prompt),), options, GuardedToolInvoker(registry))
+        return await self._loop.run((ChatMessage.user(prompt),), options, registry)

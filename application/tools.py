@@ -98,6 +98,8 @@ class ToolRegistry:
     ``invalid_tool_arguments`` (with the field path, never the value), ``unknown_tool``,
     ``tool_failed`` (with no exception text unless ``detailed_errors``), or a tool's own
     :class:`ToolError`. Sync tools run on the event loop, so keep them quick.
+
+    Hand it to :meth:`ToolLoop.run`, which puts :class:`GuardedToolInvoker` around it.
     """
 
     def __init__(self, *, detailed_errors: bool = False) -> None:
@@ -172,10 +174,11 @@ class ToolRegistry:
     @staticmethod
     def _arguments(call: FunctionCallContent, tool: _Tool) -> tuple[object, ...] | FunctionResultContent:
         """What to call the tool with (its parameter object, or nothing) or the error result."""
-        if call.arguments is None or call.parse_error is not None:
-            # The guard answers these first; refusing here too keeps the registry safe on its own.
+        if call.arguments is None:
+            # Not a second guard: matching arguments to parameters is the registry's job, and an
+            # absent object matches none. Under ToolLoop the guard has already answered such calls.
             return error_result(
-                call.call_id, INVALID_TOOL_ARGUMENTS, "The tool arguments were not a valid JSON object."
+                call.call_id, INVALID_TOOL_ARGUMENTS, "The tool arguments were not a JSON object."
             )
         if tool.params is None:
             if call.arguments:

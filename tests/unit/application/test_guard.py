@@ -120,9 +120,10 @@ async def test_a_call_built_without_parse_is_parsed_and_refused(raw: str) -> Non
     inner = SpyInvoker()
     call = FunctionCallContent(call_id="c", name="t", raw_arguments=raw)
 
-    result = await GuardedToolInvoker(inner).invoke(call)
+    guard = GuardedToolInvoker(inner)
+    result = await guard.invoke(call)
 
-    assert GuardedToolInvoker.refuses(call)
+    assert guard.refused == {"c"}
     assert inner.calls == []
     assert isinstance(result.result, dict)
     assert result.result["error"] == "invalid_tool_arguments"
@@ -132,9 +133,10 @@ async def test_a_call_built_without_parse_is_delegated_with_its_arguments_parsed
     inner = SpyInvoker()
     call = FunctionCallContent(call_id="c", name="t", raw_arguments='{"a": 1}')
 
-    await GuardedToolInvoker(inner).invoke(call)
+    guard = GuardedToolInvoker(inner)
+    await guard.invoke(call)
 
-    assert not GuardedToolInvoker.refuses(call)
+    assert guard.refused == frozenset()
     assert [c.arguments for c in inner.calls] == [{"a": 1}]
 
 
@@ -152,3 +154,25 @@ async def test_the_result_always_carries_the_calls_id() -> None:
     result = await GuardedToolInvoker(WrongIdInvoker()).invoke(call)
 
     assert result == FunctionResultContent("c-1", "ok")
+
+
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.text(min_size=1, max_size=8), st.one_of(malformed_argument_strings, valid_argument_strings())
+        )
+    )
+)
+async def test_the_guard_reports_exactly_the_calls_it_answered_itself(calls: list[tuple[str, str]]) -> None:
+    inner = SpyInvoker()
+    guard = GuardedToolInvoker(inner)
+    parsed = [
+        FunctionCallContent.parse(call_id=call_id, name="t", raw_arguments=raw) for call_id, raw in calls
+    ]
+
+    for call in parsed:
+        await guard.invoke(call)
+
+    delegated = {call.call_id for call in inner.calls}
+    assert guard.refused == {call.call_id for call in parsed if call.parse_error is not None}
+    assert guard.refused | delegated == {call.call_id for call in parsed}

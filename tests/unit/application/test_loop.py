@@ -8,7 +8,7 @@ import attrs
 import pytest
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import LoopSettings, ToolLoop, ToolRegistry
+from application import GuardedToolInvoker, LoopSettings, ToolLoop, ToolRegistry, error_result
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -17,6 +17,7 @@ from domain import (
     FunctionCallContent,
     FunctionResultContent,
     ResponseFailedError,
+    ToolInvokerPort,
     ToolSpec,
     Usage,
 )
@@ -104,7 +105,7 @@ async def test_usage_stays_unknown_when_no_response_reports_it() -> None:
     assert run.response.usage is None
 
 
-async def test_a_malformed_call_is_guarded_even_when_the_invoker_given_is_not() -> None:
+async def test_the_loop_guards_the_raw_tools_it_is_handed() -> None:
     echo = Echo()
     chat = ScriptedChat(calls_turn(("c1", "a", f'{{"x": "{MARKER}"'), ("c2", "a", "{}")), ScriptedTurn())
 
@@ -114,6 +115,92 @@ async def test_a_malformed_call_is_guarded_even_when_the_invoker_given_is_not() 
     assert [r.guarded for r in run.tool_calls] == [True, False]
     assert isinstance(run.tool_calls[0].result.result, dict)
     assert run.tool_calls[0].result.result["error"] == "invalid_tool_arguments"
+
+
+class Tagging:
+    """A decorator that records every call it sees, and what it wraps, under its own tag."""
+
+    def __init__(self, tag: str, seen: list[tuple[str, str]], wrapped: list[object]) -> None:
+        self.tag, self.seen, self.wrapped = tag, seen, wrapped
+
+    def __call__(self, inner: ToolInvokerPort) -> ToolInvokerPort:
+        self.wrapped.append(inner)
+        decorator = self
+
+        class Wrapper:
+            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+                decorator.seen.append((decorator.tag, call.call_id))
+                return await inner.invoke(call)
+
+        return Wrapper()
+
+
+async def test_decorators_wrap_the_one_guard_in_order_and_see_every_call_refused_ones_included() -> None:
+    seen: list[tuple[str, str]] = []
+    wrapped: list[object] = []
+    inner, outer = Tagging("inner", seen, wrapped), Tagging("outer", seen, wrapped)
+    echo = Echo()
+    chat = ScriptedChat(calls_turn(("c1", "a", "{"), ("c2", "a", "{}")), ScriptedTurn())
+    loop = ToolLoop(chat, LoopSettings(concurrent_invocation=False), decorators=(inner, outer))
+
+    run = await loop.run(USER, options("a"), echo)
+
+    # The first decorator wraps the guard the loop built; the second wraps the first.
+    assert isinstance(wrapped[0], GuardedToolInvoker)
+    assert not isinstance(wrapped[1], GuardedToolInvoker)
+    assert seen == [("outer", "c1"), ("inner", "c1"), ("outer", "c2"), ("inner", "c2")]
+    assert [c.call_id for c in echo.calls] == ["c2"]
+    assert [r.guarded for r in run.tool_calls] == [True, False]
+
+
+async def test_decorators_are_applied_once_per_run() -> None:
+    wrapped: list[object] = []
+    loop = ToolLoop(
+        ScriptedChat(
+            calls_turn(("c1", "a", "{}")), calls_turn(("c2", "a", "{}")), ScriptedTurn(), ScriptedTurn()
+        ),
+        decorators=(Tagging("only", [], wrapped),),
+    )
+
+    await loop.run(USER, options("a"), Echo())
+    await loop.run(USER, options("a"), Echo())
+
+    assert len(wrapped) == 2
+    assert wrapped[0] is not wrapped[1]
+
+
+async def test_guarded_reports_what_the_guard_refused_not_what_a_parser_would_say() -> None:
+    def refuse_everything(inner: ToolInvokerPort) -> ToolInvokerPort:
+        class Refuser:
+            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+                return error_result(call.call_id, "not_approved", "A person said no.")
+
+        return Refuser()
+
+    chat = ScriptedChat(calls_turn(("c1", "a", "{"), ("c2", "a", "{}")), ScriptedTurn())
+
+    run = await ToolLoop(chat, decorators=(refuse_everything,)).run(USER, options("a"), Echo())
+
+    # The host's decorator answered before the guard saw anything: nothing was guarded.
+    assert [r.guarded for r in run.tool_calls] == [False, False]
+    assert {r.result.result["error"] for r in run.tool_calls if isinstance(r.result.result, dict)} == {
+        "not_approved"
+    }
+
+
+async def test_what_a_decorator_raises_ends_the_run() -> None:
+    def explode(inner: ToolInvokerPort) -> ToolInvokerPort:
+        class Exploding:
+            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+                raise LookupError(MARKER)
+
+        return Exploding()
+
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}")), ScriptedTurn())
+
+    with pytest.raises(LookupError):
+        await ToolLoop(chat, decorators=(explode,)).run(USER, options("a"), Echo())
+    assert len(chat.requests) == 1
 
 
 async def test_an_unknown_tool_is_answered_and_the_loop_goes_on() -> None:
