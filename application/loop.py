@@ -9,6 +9,7 @@ from typing import TypeAlias
 import attrs
 
 from application.guard import GuardedToolInvoker
+from application.tools import DUPLICATE_CALL_ID, error_result
 from domain import (
     ChatError,
     ChatMessage,
@@ -46,9 +47,10 @@ class LoopSettings:
 
 @attrs.frozen
 class ToolCallRecord:
-    """One call the model made and the result it got; ``guarded`` when the guard answered it.
-
-    ``guarded`` comes from what the run's guard reports it refused, never from parsing the call again.
+    """One call the model made and the result it got; ``guarded`` when the tool was not run because
+    the run refused the call itself: its arguments did not parse (``invalid_tool_arguments``, as the
+    run's guard reports it, never by parsing the call again) or its call id had already been
+    answered in the run (``duplicate_call_id``).
     """
 
     call: FunctionCallContent
@@ -93,9 +95,11 @@ class ToolLoop:
     """Runs a conversation to a final answer, answering every tool call through the guard.
 
     Each round appends the model's output exactly as the ``ChatPort`` returned it (so function
-    calls keep their raw argument strings) and one ``tool`` message with one result per call id,
-    in call order. The first request of a run goes with initiator ``user``, every later one with
-    ``agent``. When a request fails, the adapter's :class:`ChatError` is re-raised with ``run``
+    calls keep their raw argument strings) and one ``tool`` message with one result per call, in
+    call order. A call id runs at most once per run: a call whose id was already answered (earlier
+    in the same response or in an earlier round) gets a ``duplicate_call_id`` error result and
+    never reaches the invoker chain. The first request of a run goes with initiator ``user``, every
+    later one with ``agent``. When a request fails, the adapter's :class:`ChatError` is re-raised with ``run``
     set to the run so far.
 
     The invoker chain: hand :meth:`run` the raw tools (a :class:`ToolRegistry` or any
@@ -139,6 +143,7 @@ class ToolLoop:
         produced: list[ChatMessage] = []
         responses: list[ChatResponse] = []
         records: list[ToolCallRecord] = []
+        answered: set[str] = set()
         iterations = 0
         consecutive_errors = 0
         offer_tools = bool(base.tools)
@@ -157,21 +162,49 @@ class ToolLoop:
             # Calls made when no tools were offered are left unanswered, as the last answer.
             if not calls or not offer_tools:
                 break
-            results = await self._invoke_all(chain, calls)
-            produced.append(ChatMessage("tool", results))
-            records.extend(
-                ToolCallRecord(call, result, guarded=call.call_id in guard.refused)
-                for call, result in zip(calls, results, strict=True)
-            )
+            answers = await self._answer(chain, guard, calls, answered)
+            produced.append(ChatMessage("tool", tuple(answer.result for answer in answers)))
+            records.extend(answers)
             iterations += 1
-            consecutive_errors = consecutive_errors + 1 if any(r.is_error for r in results) else 0
+            consecutive_errors = consecutive_errors + 1 if any(a.result.is_error for a in answers) else 0
             if iterations >= settings.max_iterations or consecutive_errors >= settings.max_consecutive_errors:
                 offer_tools = False
         return ToolRun(_run_response(produced, responses), responses[-1], tuple(records), iterations)
 
-    async def _invoke_all(
-        self, chain: ToolInvokerPort, calls: Sequence[FunctionCallContent]
-    ) -> tuple[FunctionResultContent, ...]:
-        if self._settings.concurrent_invocation and len(calls) > 1:
-            return tuple(await asyncio.gather(*(chain.invoke(call) for call in calls)))
-        return tuple([await chain.invoke(call) for call in calls])
+    async def _answer(
+        self,
+        chain: ToolInvokerPort,
+        guard: GuardedToolInvoker,
+        calls: Sequence[FunctionCallContent],
+        answered: set[str],
+    ) -> tuple[ToolCallRecord, ...]:
+        """One record per call, in call order; a call id already answered in the run is not run again."""
+        first: dict[int, FunctionCallContent] = {}
+        for position, call in enumerate(calls):
+            if call.call_id not in answered:
+                answered.add(call.call_id)
+                first[position] = call
+        if self._settings.concurrent_invocation and len(first) > 1:
+            results = await asyncio.gather(*(chain.invoke(call) for call in first.values()))
+        else:
+            results = [await chain.invoke(call) for call in first.values()]
+        ran = dict(zip(first, results, strict=True))
+        return tuple(
+            ToolCallRecord(call, _for_call(call, ran[position]), guarded=call.call_id in guard.refused)
+            if position in ran
+            else ToolCallRecord(call, _duplicate(call), guarded=True)
+            for position, call in enumerate(calls)
+        )
+
+
+def _for_call(call: FunctionCallContent, result: FunctionResultContent) -> FunctionResultContent:
+    # The guard holds the tools to this already; a decorator outside it might not.
+    return result if result.call_id == call.call_id else attrs.evolve(result, call_id=call.call_id)
+
+
+def _duplicate(call: FunctionCallContent) -> FunctionResultContent:
+    return error_result(
+        call.call_id,
+        DUPLICATE_CALL_ID,
+        "The tool was not run: a call with this call id was already answered in this conversation.",
+    )

@@ -20,6 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 INVALID_TOOL_ARGUMENTS: Final = "invalid_tool_arguments"
 UNKNOWN_TOOL: Final = "unknown_tool"
 TOOL_FAILED: Final = "tool_failed"
+DUPLICATE_CALL_ID: Final = "duplicate_call_id"
 
 # One converter per purpose: this one turns parsed arguments into parameter objects, strictly.
 _ARGUMENTS: Final = strict_converter()

@@ -157,6 +157,19 @@ def call_turns(calls: st.SearchStrategy[PlannedCall]) -> st.SearchStrategy[list[
     return st.lists(st.lists(calls, min_size=1, max_size=4), min_size=1, max_size=4)
 
 
+# Call ids for the tool loop's at-most-once rule: drawn from a handful, so repeats within one
+# response and across rounds are common; arguments valid or not, since a refused call is answered too.
+repeating_call_turns: st.SearchStrategy[list[list[tuple[str, str]]]] = st.lists(
+    st.lists(
+        st.tuples(st.sampled_from(["call_a", "call_b", "call_c", "call_d"]), st.sampled_from(["{}", "{"])),
+        min_size=1,
+        max_size=5,
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
 def _spoiled(
     obj: Mapping[str, Any], field: str, wrong: st.SearchStrategy[Any]
 ) -> st.SearchStrategy[dict[str, Any]]:

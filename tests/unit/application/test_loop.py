@@ -6,6 +6,8 @@ import asyncio
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import GuardedToolInvoker, LoopSettings, ToolLoop, ToolRegistry, error_result
@@ -21,7 +23,7 @@ from domain import (
     ToolSpec,
     Usage,
 )
-from tests.strategies import MARKER
+from tests.strategies import MARKER, repeating_call_turns
 
 USER = (ChatMessage.user("hello"),)
 
@@ -398,3 +400,42 @@ def test_the_loop_exposes_its_settings() -> None:
     settings = LoopSettings(max_iterations=5)
     assert ToolLoop(ScriptedChat(), settings).settings is settings
     assert ToolLoop(ScriptedChat()).settings == LoopSettings()
+
+
+@settings(max_examples=200)
+@given(turns=repeating_call_turns, concurrent=st.booleans())
+async def test_a_call_id_runs_at_most_once_per_run_and_every_call_gets_one_result(
+    turns: list[list[tuple[str, str]]], concurrent: bool
+) -> None:
+    echo = Echo()
+    chat = ScriptedChat(
+        *(calls_turn(*((cid, "a", raw) for cid, raw in turn)) for turn in turns), ScriptedTurn()
+    )
+    loop = ToolLoop(chat, LoopSettings(max_consecutive_errors=100, concurrent_invocation=concurrent))
+
+    run = await loop.run(USER, options("a"), echo)
+
+    calls = [call for turn in turns for call in turn]
+    seen: set[str] = set()
+    expected: list[str] = []  # what each call's result must be, in order
+    for call_id, raw in calls:
+        expected.append("duplicate_call_id" if call_id in seen else "invalid" if raw == "{" else "ran")
+        seen.add(call_id)
+    assert [c.call_id for c in echo.calls] == [
+        cid for (cid, _), e in zip(calls, expected, strict=True) if e == "ran"
+    ]
+    assert len({c.call_id for c in echo.calls}) == len(echo.calls)
+    outcomes = [
+        r.result.result["error"] if isinstance(r.result.result, dict) else r.result.result
+        for r in run.tool_calls
+    ]
+    assert outcomes == [
+        {"ran": "ran a", "invalid": "invalid_tool_arguments", "duplicate_call_id": "duplicate_call_id"}[e]
+        for e in expected
+    ]
+    assert [r.guarded for r in run.tool_calls] == [e != "ran" for e in expected]
+    # One tool message per round, one result per call, in the calls' order and under their ids.
+    tool_messages = [m for m in run.response.messages if m.role == "tool"]
+    assert [[r.call_id for r in tool_results(m)] for m in tool_messages] == [
+        [cid for cid, _ in t] for t in turns
+    ]
