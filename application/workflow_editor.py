@@ -6,6 +6,7 @@ from typing import Final
 
 import attrs
 
+from application.framing import FRAMING_RULE, frame
 from application.loop import ToolCallRecord
 from application.pipeline import ToolPipeline
 from application.structuring import not_blank
@@ -16,7 +17,7 @@ from domain import ChatResponse, UnknownStepError, Workflow, WorkflowStep
 __all__ = ["WorkflowEdit", "WorkflowEditorAgent"]
 
 # ---------------------------------------------------------------- instructions
-INSTRUCTIONS: Final = """\
+INSTRUCTIONS: Final = f"""\
 You edit a workflow: a named, ordered list of steps, each with an id, a name and a kind.
 
 Change the workflow only through the tools, one edit per call:
@@ -28,11 +29,18 @@ Change the workflow only through the tools, one edit per call:
 Make exactly the changes the instruction asks for and nothing else. If a tool answers with an
 error, read its message (call list_steps when a step id was unknown) and correct the call.
 When you are done, answer with one or two sentences saying what you changed.
-"""
+
+The workflow, as JSON, comes between <workflow> and </workflow>; the instruction between
+<instruction> and </instruction>.
+{FRAMING_RULE}"""
 
 
 def instruction_message(workflow: Workflow, instruction: str) -> str:
-    return f"The workflow:\n{workflow_to_json(workflow)}\n\n<instruction>\n{instruction}\n</instruction>"
+    """The user message of a run: the workflow and the instruction, each framed so neither can forge tags."""
+    return (
+        "Edit this workflow as the instruction says.\n\n"
+        f"{frame('workflow', workflow_to_json(workflow))}\n\n{frame('instruction', instruction)}"
+    )
 
 
 # ---------------------------------------------------------------- results

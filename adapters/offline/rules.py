@@ -199,10 +199,21 @@ def summary_text(meeting: Meeting) -> str:
     return "\n\n".join(paragraphs)
 
 
+_ENTITY: Final = re.compile(r"&(amp|lt|gt);")
+_ENTITY_CHARS: Final = {"amp": "&", "lt": "<", "gt": ">"}
+
+
 def tagged(text: str, tag: str) -> str:
-    """The text inside ``<tag>...</tag>`` when a pipeline wrapped its input so; else all of it."""
-    match = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", text, re.DOTALL)
-    return text if match is None else match[1]
+    """The text inside ``<tag>...</tag>`` when a pipeline framed its input so; else all of it.
+
+    Framed text has its ``&``, ``<`` and ``>`` written as entities (so that it cannot close its
+    tag early), and reads back as the characters, as the pipelines' instructions tell a model.
+    """
+    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.DOTALL)
+    if match is None:
+        return text
+    # One pass, so that "&amp;lt;" reads as "&lt;", not "<".
+    return _ENTITY.sub(lambda entity: _ENTITY_CHARS[entity[1]], match[1])
 
 
 # ---------------------------------------------------------------- workflow edits

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 from adapters.offline.rules import (
     ActionItem,
@@ -17,7 +18,10 @@ from adapters.offline.rules import (
     summary_text,
     tagged,
 )
+from application.summary import transcript_message
+from application.workflow_editor import instruction_message
 from domain import Workflow, WorkflowStep
+from tests.unit.application.strategies import hostile_texts
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -150,7 +154,26 @@ def test_summary_of_an_empty_meeting_still_reads_well() -> None:
 
 def test_tagged_input_is_read_from_inside_its_tags() -> None:
     assert tagged("Summarize this.\n\n<transcript>\nAna: hi\n</transcript>", "transcript") == "Ana: hi"
+    assert tagged("<transcript>Ana: hi</transcript>", "transcript") == "Ana: hi"
     assert tagged("Ana: hi", "transcript") == "Ana: hi"
+
+
+def test_framed_entities_read_as_the_characters_they_stand_for() -> None:
+    framed = "<transcript>\nAna: R&amp;D &lt;3 &amp;lt; &gt;\n</transcript>"
+    assert tagged(framed, "transcript") == "Ana: R&D <3 &lt; >"
+
+
+@given(hostile_texts)
+def test_the_offline_model_reads_back_exactly_the_transcript_the_pipeline_framed(transcript: str) -> None:
+    assert tagged(transcript_message(transcript), "transcript") == transcript
+
+
+@given(instruction=hostile_texts, name=hostile_texts)
+def test_the_offline_model_reads_back_exactly_the_instruction_the_pipeline_framed(
+    instruction: str, name: str
+) -> None:
+    workflow = Workflow(name, (WorkflowStep("s1", name, name),))
+    assert tagged(instruction_message(workflow, instruction), "instruction") == instruction
 
 
 # ---------------------------------------------------------------- workflow edits

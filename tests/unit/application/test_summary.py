@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, LoopSettings, SummaryAgent, find_participants
+from application.framing import unframe
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -154,7 +155,7 @@ async def test_the_request_offers_the_three_tools_with_strict_schemas_and_the_in
     assert action["properties"]["due"]["type"] == ["string", "null"]
     assert tools["record_decision"]["required"] == ["decision"]
     assert all(spec.strict for spec in request.options.tools)
-    assert TRANSCRIPT in request.messages[0].text
+    assert unframe(request.messages[0].text, "transcript") == TRANSCRIPT
     assert request.messages[0].role == "user"
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import LoopSettings, WorkflowEditorAgent, workflow_to_json
+from application.framing import unframe
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -206,8 +207,8 @@ async def test_the_request_carries_the_workflow_the_instruction_and_the_five_too
     assert request.options.instructions is not None
     assert "list_steps" in request.options.instructions
     prompt = request.messages[0].text
-    assert workflow_to_json(RELEASE) in prompt
-    assert "Rename Build to Compile" in prompt
+    assert unframe(prompt, "workflow") == workflow_to_json(RELEASE)
+    assert unframe(prompt, "instruction") == "Rename Build to Compile"
     assert edit.workflow is RELEASE
     assert edit.tool_calls == ()
 
