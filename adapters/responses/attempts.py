@@ -31,9 +31,17 @@ import httpx
 import httpx2
 import openai
 
-from adapters.responses.errors import attempts_of
+__all__ = [
+    "LISTENER",
+    "RETRY_COUNT_HEADER",
+    "AttemptListener",
+    "ResponseTooLargeError",
+    "attempts_of",
+    "observed",
+]
 
-__all__ = ["LISTENER", "AttemptListener", "ResponseTooLargeError", "observed"]
+# The SDK stamps each attempt's request with how many retries preceded it.
+RETRY_COUNT_HEADER: Final = "x-stainless-retry-count"
 
 # Mirrors the SDK's back-off (openai._constants): the longest it may wait before retry n.
 _INITIAL_RETRY_DELAY: Final = 0.5
@@ -64,6 +72,16 @@ class AttemptListener(Protocol):
 
 
 LISTENER: Final[ContextVar[AttemptListener | None]] = ContextVar("responses_attempt_listener", default=None)
+
+
+def attempts_of(request: Any) -> int:
+    """How many requests the SDK had sent when ``request`` went out (1 when unknown)."""
+    if request is None:
+        return 1
+    try:
+        return max(int(request.headers.get(RETRY_COUNT_HEADER, "0")), 0) + 1
+    except (AttributeError, ValueError):
+        return 1
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -101,41 +119,44 @@ def _outlasts_deadline(listener: AttemptListener | None, headers: Any | None, re
     return left is not None and _longest_wait(headers, attempts_of(request) - 1) >= left
 
 
+def _zlib_wbits(coding: str, head: bytes) -> int:
+    if coding != "deflate":
+        return _ZLIB_WBITS[coding]
+    # Servers send deflate with or without the zlib header; both mean the same body (RFC 1950 check).
+    zlib_header = len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0
+    return zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS
+
+
 class _ZlibPieces:
     """gzip or deflate decoding that never hands back more than one piece at a time."""
 
     def __init__(self, coding: str) -> None:
         self._coding = coding
-        self._decoder = zlib.decompressobj(_ZLIB_WBITS[coding])
-        self._started = False
+        self._head = b""
+        self._decoder: Any = None
 
     def feed(self, data: bytes) -> Iterator[bytes]:
-        while data:
-            try:
-                piece = self._decoder.decompress(data, _PIECE)
-            except zlib.error:
-                if self._coding == "deflate" and not self._started:
-                    # Servers send deflate with or without the zlib header; both mean the same body.
-                    self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)
-                    self._started = True
-                    continue
-                raise
-            self._started = True
+        if self._decoder is None:
+            self._head += data
+            if len(self._head) < 2:
+                return
+            self._decoder = zlib.decompressobj(_zlib_wbits(self._coding, self._head))
+            data, self._head = self._head, b""
+        while data and not self._decoder.eof:
+            piece = self._decoder.decompress(data, _PIECE)
             data = self._decoder.unconsumed_tail
             if piece:
                 yield piece
-            if self._decoder.eof:
-                return
 
     def flush(self) -> Iterator[bytes]:
-        while True:
-            piece = self._decoder.decompress(b"", _PIECE) if self._decoder.unconsumed_tail else b""
-            if not piece:
-                break
-            yield piece
+        if self._decoder is None:
+            self._decoder = zlib.decompressobj(_zlib_wbits(self._coding, self._head))
+            yield from self.feed(self._head)
         rest = self._decoder.flush()
         if rest:
             yield rest
+        if not self._decoder.eof:
+            raise zlib.error("the compressed body ended early")
 
 
 class _BoundedBody:
