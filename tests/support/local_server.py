@@ -1,0 +1,142 @@
+"""A real HTTP server on 127.0.0.1 for tests: uvicorn serving a raw ASGI app in the test's own event loop.
+
+Use it where a test must prove something about real sockets (a deadline against a peer that never
+finishes, a redirect that must reach no one, a connection closed early). For wire-format tests
+``httpx.MockTransport`` is quicker. The server records every request it received and stops when
+the ``async with`` block ends, however the test ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import attrs
+import uvicorn
+
+__all__ = ["ASGIApp", "LocalServer", "Received", "Sender", "serve"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_STARTUP_SECONDS: Final = 10.0
+
+
+@attrs.frozen
+class Received:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@attrs.define
+class LocalServer:
+    """A running server: its base URL (with ``/v1``) and the requests it has received so far."""
+
+    port: int
+    received: list[Received]
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/v1"
+
+
+class Sender:
+    """Writes one response: the start line and headers, then body pieces; notices a client that left."""
+
+    def __init__(self, send: Send, receive: Receive) -> None:
+        self._send = send
+        self._receive = receive
+        self.disconnected = asyncio.Event()
+
+    async def start(self, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        pairs = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+        await self._send({"type": "http.response.start", "status": status, "headers": pairs})
+        asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected.set()
+                return
+
+    async def body(self, data: bytes, *, more: bool = True) -> None:
+        await self._send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def whole(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        await self.start(status, {"content-length": str(len(body)), **(headers or {})})
+        await self.body(body, more=False)
+
+
+Handler = Callable[[Received, Sender], Awaitable[None]]
+
+
+def _app(handler: Handler, received: list[Received]) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = Received(
+            method=scope["method"],
+            path=scope["path"],
+            headers={k.decode().lower(): v.decode() for k, v in scope["headers"]},
+            body=body,
+        )
+        received.append(request)
+        await handler(request, Sender(send, receive))
+
+    return app
+
+
+@asynccontextmanager
+async def serve(handler: Handler) -> AsyncIterator[LocalServer]:
+    """Run ``handler`` for every request on a free port of 127.0.0.1 until the block ends."""
+    received: list[Received] = []
+    config = uvicorn.Config(
+        _app(handler, received),
+        host="127.0.0.1",
+        port=0,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=None))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _STARTUP_SECONDS
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("the local server stopped before it started")
+        if loop.time() > deadline:
+            raise TimeoutError("the local server did not start within 10 s")
+        await asyncio.sleep(0.005)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield LocalServer(port=port, received=received)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=_STARTUP_SECONDS)
