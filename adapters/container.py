@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeAlias
 
 import attrs
 import httpx
@@ -13,10 +13,14 @@ import openai
 from dependency_injector import containers, providers
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from adapters.settings import AgentSettings, ConfigurationError, Settings, resolve_settings
-from application import LoopSettings, SummaryAgent, WorkflowEditorAgent
+from adapters.settings import ConfigurationError, Settings, resolve_settings
+from application import LoopSettings, SummaryAgent, ToolLoop, WorkflowEditorAgent
+from domain import ChatPort
 
-__all__ = ["Container", "chat_key"]
+__all__ = ["ChatDecorator", "Container", "chat_key"]
+
+ChatDecorator: TypeAlias = Callable[[ChatPort], ChatPort]
+"""Wraps a ``ChatPort`` in another (telemetry, caching, rate limits): see ``Container.chat_decorators``."""
 
 
 @attrs.define
@@ -89,6 +93,13 @@ def _responses_settings(settings: Settings) -> ResponsesSettings:
     )
 
 
+def _chat_chain(adapter: ChatPort, decorators: Sequence[ChatDecorator]) -> ChatPort:
+    chat = adapter
+    for decorate in decorators:
+        chat = decorate(chat)
+    return chat
+
+
 def _loop_settings(settings: Settings) -> LoopSettings:
     agent = settings.agent
     return LoopSettings(
@@ -127,6 +138,24 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     ``config`` takes ``from_dict``/``from_yaml``; ``AGENT_*`` environment variables are applied over it
     (``environ`` can be overridden in tests) and ``overrides`` over those (the CLI's flags). Close with
     ``await container.aclose()`` or ``async with Container() as container``.
+
+    Two chains, each a list of decorators a host extends; in both the first decorator is innermost
+    and the last outermost:
+
+    - ``chat`` is ``chat_adapter`` (the Responses adapter ``agent.use_streaming`` selects) wrapped by
+      each callable of ``chat_decorators`` (``ChatPort -> ChatPort``). Every pipeline and
+      ``tool_loop`` talk to the model through it.
+    - ``tool_invoker_decorators`` (``ToolInvokerPort -> ToolInvokerPort``) wrap the tools of every
+      run of ``tool_loop`` and of both pipelines, outside the guard, which the loop applies itself
+      around the tools it is handed: no decorator can remove it, and each sees every call the guard
+      sees, refused ones included.
+
+    Extend a chain with ``container.chat_decorators.add_args(decorator)`` (for the container's
+    lifetime) or, in tests, ``with container.tool_invoker_decorators.override(providers.List(...))``
+    (this replaces the list). Overriding ``chat_adapter`` swaps the model and keeps the decorators;
+    overriding ``chat`` swaps the whole chain. ``await container.tool_loop().run(messages, options,
+    tools)`` runs a host's own tools (an :class:`application.ToolRegistry`, say) through the same
+    chains and guard as the pipelines and returns an :class:`application.ToolRun`.
     """
 
     instance_type = _ContainerInstance
@@ -146,19 +175,25 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
 
     # Adapters
     responses_settings = providers.Callable(_responses_settings, settings)
-    chat = providers.Selector(
+    chat_adapter = providers.Selector(
         providers.Callable(chat_key, settings),
         streaming=providers.Singleton(ResponsesSseAdapter, openai_client, responses_settings),
         json=providers.Singleton(ResponsesJsonAdapter, openai_client, responses_settings),
     )
 
+    # Chains
+    chat_decorators = providers.List()
+    tool_invoker_decorators = providers.List()
+    chat = providers.Callable(_chat_chain, chat_adapter, chat_decorators)
+
     # Pipelines
     loop_settings = providers.Callable(_loop_settings, settings)
-    summary_agent = providers.Factory(SummaryAgent, chat=chat, settings=loop_settings)
-    workflow_editor_agent = providers.Factory(WorkflowEditorAgent, chat=chat, settings=loop_settings)
-
-
-def agent_settings(container: Container) -> AgentSettings:
-    """The resolved ``agent`` settings of a container (validates configuration on first call)."""
-    settings: Settings = container.settings()
-    return settings.agent
+    tool_loop = providers.Factory(
+        ToolLoop, chat=chat, settings=loop_settings, decorators=tool_invoker_decorators
+    )
+    summary_agent = providers.Factory(
+        SummaryAgent, chat=chat, settings=loop_settings, decorators=tool_invoker_decorators
+    )
+    workflow_editor_agent = providers.Factory(
+        WorkflowEditorAgent, chat=chat, settings=loop_settings, decorators=tool_invoker_decorators
+    )

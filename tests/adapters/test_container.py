@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
+import attrs
 import httpx
 import pytest
 from dependency_injector import providers
@@ -15,8 +16,19 @@ from adapters.offline import OfflineResponsesServer
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.settings import ConfigurationError, load_config_file
-from application import SummaryAgent, WorkflowEditorAgent
-from domain import ChatMessage, ChatPort, Workflow, WorkflowStep
+from application import SummaryAgent, ToolLoop, ToolRegistry, ToolRun, WorkflowEditorAgent
+from domain import (
+    ChatMessage,
+    ChatOptions,
+    ChatPort,
+    ChatResponse,
+    FunctionCallContent,
+    FunctionResultContent,
+    ToolInvokerPort,
+    Workflow,
+    WorkflowStep,
+)
+from tests.strategies import MARKER
 
 GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-container-test"}
 
@@ -202,3 +214,187 @@ def test_a_toml_file_configures_the_container(container: Container, tmp_path: Pa
     container.config.from_dict(load_config_file(path))
     assert isinstance(container.chat(), ResponsesJsonAdapter)
     assert container.settings().agent.api_key.reveal() == "sk-toml"
+
+
+# ---------------------------------------------------------------- the chains
+
+
+class SeenCalls:
+    """A tool-invoker decorator that records the id of every call passing through it, then delegates."""
+
+    def __init__(self) -> None:
+        self.call_ids: list[str] = []
+
+    def __call__(self, inner: ToolInvokerPort) -> ToolInvokerPort:
+        seen = self
+
+        class Seeing:
+            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+                seen.call_ids.append(call.call_id)
+                return await inner.invoke(call)
+
+        return Seeing()
+
+
+class SeenRequests:
+    """A chat decorator that appends its tag to a shared log on every request, then delegates."""
+
+    def __init__(self, tag: str, log: list[str]) -> None:
+        self.tag, self.log = tag, log
+
+    def __call__(self, inner: ChatPort) -> ChatPort:
+        seen = self
+
+        class Seeing:
+            async def get_response(
+                self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+            ) -> ChatResponse:
+                seen.log.append(seen.tag)
+                return await inner.get_response(messages, options)
+
+        return Seeing()
+
+
+@attrs.frozen
+class Room:
+    room: str = attrs.field(metadata={"description": "The room's name."})
+
+
+async def test_a_host_tool_runs_guarded_through_the_container_loop_and_a_host_decorator_sees_every_call(
+    container: Container,
+) -> None:
+    ran: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def room_capacity(params: Room) -> dict[str, object]:
+        """How many people a meeting room holds."""
+        ran.append(params.room)
+        return {"room": params.room, "capacity": 12}
+
+    script = ScriptedChat(
+        ScriptedTurn(
+            calls=(
+                ("c1", "room_capacity", f'{{"room": "{MARKER}"'),
+                ("c2", "room_capacity", '{"room": "Fjord"}'),
+            )
+        ),
+        ScriptedTurn(text="Fjord holds 12."),
+    )
+    seen = SeenCalls()
+    with (
+        container.chat_adapter.override(script),
+        container.tool_invoker_decorators.override(providers.List(seen)),
+    ):
+        loop = container.tool_loop()
+        run = await loop.run(
+            [ChatMessage.user("Which room fits 12?")], ChatOptions(tools=registry.specs), registry
+        )
+
+    assert isinstance(loop, ToolLoop)
+    assert isinstance(run, ToolRun)
+    assert run.text == "Fjord holds 12."
+    assert ran == ["Fjord"]  # the malformed call never reached the tool
+    assert seen.call_ids == ["c1", "c2"]  # but the host's decorator saw it, refused by the guard
+    assert [(r.call.call_id, r.guarded) for r in run.tool_calls] == [("c1", True), ("c2", False)]
+    assert run.tool_calls[1].result.result == {"room": "Fjord", "capacity": 12}
+
+
+async def test_both_pipelines_run_their_tools_through_the_containers_invoker_chain(
+    container: Container,
+) -> None:
+    seen = SeenCalls()
+    script = ScriptedChat(
+        ScriptedTurn(calls=(("s1", "list_participants", "{}"), ("s2", "record_decision", "{"))),
+        ScriptedTurn(text="Summary."),
+        ScriptedTurn(calls=(("w1", "list_steps", "{}"),)),
+        ScriptedTurn(text="No change."),
+    )
+    with container.chat.override(script), container.tool_invoker_decorators.override(providers.List(seen)):
+        summary = await container.summary_agent().summarize("Ana: hello")
+        await container.workflow_editor_agent().edit(
+            Workflow("w", (WorkflowStep("s1", "Build", "task"),)), "no-op"
+        )
+
+    assert seen.call_ids == ["s1", "s2", "w1"]
+    assert [r.guarded for r in summary.tool_calls] == [False, True]
+
+
+async def test_chat_decorators_wrap_the_adapter_in_order_and_overriding_the_adapter_keeps_them(
+    container: Container,
+) -> None:
+    log: list[str] = []
+    script = ScriptedChat(ScriptedTurn(text="one"), ScriptedTurn(text="two"))
+    container.chat_decorators.add_args(SeenRequests("inner", log), SeenRequests("outer", log))
+    with container.chat_adapter.override(script):
+        await container.chat().get_response([ChatMessage.user("hi")])
+        summary = await container.summary_agent().summarize("Ana: hello")
+
+    assert log == ["outer", "inner", "outer", "inner"]
+    assert summary.text == "two"
+    assert len(script.requests) == 2
+
+
+async def test_overriding_chat_replaces_the_whole_chain(container: Container) -> None:
+    log: list[str] = []
+    script = ScriptedChat(ScriptedTurn(text="direct"))
+    container.chat_decorators.add_args(SeenRequests("decorator", log))
+    with container.chat.override(script):
+        response = await container.chat().get_response([ChatMessage.user("hi")])
+    assert response.text == "direct"
+    assert log == []
+
+
+def test_without_decorators_chat_is_the_selected_adapter_itself(container: Container) -> None:
+    container.config.from_dict({"agent": GATEWAY})
+    assert container.chat() is container.chat_adapter()
+    assert isinstance(container.chat(), ResponsesSseAdapter)
+
+
+async def test_the_readme_host_tool_example_holds(container: Container) -> None:
+    capacity = {"Fjord": 12, "Glacier": 4}
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def room_capacity(params: Room) -> dict[str, object]:
+        """How many people a meeting room holds."""
+        return {"room": params.room, "capacity": capacity.get(params.room, 0)}
+
+    audit: list[str] = []
+
+    def audited(inner: ToolInvokerPort) -> ToolInvokerPort:
+        class Audited:
+            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+                audit.append(call.name)
+                return await inner.invoke(call)
+
+        return Audited()
+
+    script = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "room_capacity", '{"room": "Fjord"'),)),
+        ScriptedTurn(calls=(("c2", "room_capacity", '{"room": "Fjord"}'),)),
+        ScriptedTurn(text="Fjord fits 12 people."),
+    )
+    container.config.from_dict({"agent": GATEWAY})
+    container.tool_invoker_decorators.add_args(audited)
+    with container.chat_adapter.override(script):
+        run = await container.tool_loop().run(
+            [ChatMessage.user("Which room fits 12 people?")],
+            ChatOptions(instructions="Answer in one sentence.", tools=registry.specs),
+            registry,
+        )
+
+    assert run.text == "Fjord fits 12 people."
+    assert [(r.call.name, r.guarded, r.result.result) for r in run.tool_calls] == [
+        (
+            "room_capacity",
+            True,
+            {
+                "error": "invalid_tool_arguments",
+                "message": "The tool was not run: the arguments were not valid JSON (parsing stopped at "
+                "character 16). Call it again with a JSON object that matches its parameters.",
+            },
+        ),
+        ("room_capacity", False, {"room": "Fjord", "capacity": 12}),
+    ]
+    assert audit == ["room_capacity", "room_capacity"]
