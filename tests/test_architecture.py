@@ -49,6 +49,11 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
             "application is not allowed to import dependency_injector",
         ),
         ("domain.workflow", "import cattrs", "domain is not allowed to import cattrs"),
+        (
+            "application.loop",
+            "from opentelemetry import trace",
+            "application is not allowed to import opentelemetry",
+        ),
         ("domain.errors", "import application.guard", "Layers: adapters -> application -> domain BROKEN"),
         ("application.loop", "import adapters.container", "Layers: adapters -> application -> domain BROKEN"),
         (

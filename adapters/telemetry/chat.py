@@ -1,0 +1,202 @@
+"""A ChatPort decorator: one CLIENT span and the GenAI metrics per request, each HTTP attempt as an event."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Final
+
+import httpx
+from opentelemetry import context, trace
+from opentelemetry.util.types import AttributeValue
+
+from adapters.telemetry import conventions as c
+from adapters.telemetry.content import input_messages, output_messages, system_instructions
+from adapters.telemetry.instruments import Telemetry
+from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse, ChatTransportError, Usage
+
+__all__ = ["InstrumentedChat", "instrument_http_client"]
+
+# The request being traced in this context, for the HTTP client's event hooks.
+_REQUEST_KEY: Final = context.create_key("meeting-assistant-agents.chat-request")
+ATTEMPT_EVENT: Final = "http.attempt"
+# error.type of an attempt the HTTP client got no answer for (it raised) when a later one followed.
+NO_RESPONSE: Final = "no_response"
+
+
+class _ChatRequest:
+    """One traced request: its span, its start, its metric attributes and the HTTP attempts seen."""
+
+    __slots__ = ("answered", "attempts", "context", "metric_attributes", "span", "started", "telemetry")
+
+    def __init__(self, telemetry: Telemetry, span: trace.Span, metric_attributes: dict[str, AttributeValue]):
+        self.telemetry = telemetry
+        self.span = span
+        self.metric_attributes = metric_attributes
+        self.started = time.perf_counter()
+        self.attempts = 0
+        self.answered = 0
+        self.context = context.set_value(_REQUEST_KEY, self, trace.set_span_in_context(span))
+
+    # ------------------------------------------------------------ attempts (from the HTTP client's hooks)
+    def attempt_started(self) -> None:
+        if self.attempts > self.answered:
+            self._attempt_event(self.attempts, {c.ERROR_TYPE: NO_RESPONSE})
+        self.attempts += 1
+
+    def attempt_answered(self, status_code: int) -> None:
+        self.answered = self.attempts
+        self._attempt_event(self.attempts, {c.HTTP_RESPONSE_STATUS_CODE: status_code})
+
+    def _attempt_event(self, attempt: int, outcome: dict[str, AttributeValue]) -> None:
+        attributes: dict[str, AttributeValue] = {"attempt": attempt, c.HTTP_REQUEST_RESEND_COUNT: attempt - 1}
+        self.span.add_event(ATTEMPT_EVENT, {**attributes, **outcome})
+
+    # ------------------------------------------------------------ outcome
+    def succeeded(self, response: ChatResponse) -> None:
+        self._describe(response)
+        if self.telemetry.capture_content and self.span.is_recording():
+            messages = self.telemetry.content(output_messages(response))
+            self.span.set_attribute(c.GEN_AI_OUTPUT_MESSAGES, messages)
+        self._finish(response.usage)
+
+    def failed(self, error: BaseException) -> None:
+        error_type = type(error).__name__
+        if self.attempts > self.answered:
+            self._attempt_event(self.attempts, {c.ERROR_TYPE: error_type})
+        usage: Usage | None = None
+        if isinstance(error, ChatError):
+            partial = error.partial
+            if partial is not None:
+                self._describe(partial)
+                usage = partial.usage
+            self._set_text(c.GEN_AI_RESPONSE_ID, error.response_id)
+            self._set_text(c.GEN_AI_RESPONSE_MODEL, error.model_id, metric=True)
+            if isinstance(error, ChatTransportError) and error.status_code is not None:
+                self.span.set_attribute(c.HTTP_RESPONSE_STATUS_CODE, error.status_code)
+        self.span.set_attribute(c.ERROR_TYPE, error_type)
+        self.metric_attributes[c.ERROR_TYPE] = error_type
+        # The description stays the type: an error's message may quote what the provider echoed.
+        self.span.set_status(trace.StatusCode.ERROR, error_type)
+        self._finish(usage)
+
+    def _describe(self, response: ChatResponse) -> None:
+        self._set_text(c.GEN_AI_RESPONSE_ID, response.response_id)
+        self._set_text(c.GEN_AI_RESPONSE_MODEL, response.model_id, metric=True)
+        if response.finish_reason is not None:
+            self.span.set_attribute(c.GEN_AI_RESPONSE_FINISH_REASONS, (response.finish_reason,))
+
+    def _set_text(self, key: str, value: str | None, *, metric: bool = False) -> None:
+        if value is None:
+            return
+        text = self.telemetry.text(value)
+        self.span.set_attribute(key, text)
+        if metric:
+            self.metric_attributes[key] = text
+
+    def _finish(self, usage: Usage | None) -> None:
+        telemetry, attributes = self.telemetry, self.metric_attributes
+        telemetry.operation_duration.record(time.perf_counter() - self.started, attributes)
+        if usage is not None:
+            for key, token_type, count in (
+                (c.GEN_AI_USAGE_INPUT_TOKENS, c.TOKEN_TYPE_INPUT, usage.input_tokens),
+                (c.GEN_AI_USAGE_OUTPUT_TOKENS, c.TOKEN_TYPE_OUTPUT, usage.output_tokens),
+            ):
+                if count is not None:
+                    self.span.set_attribute(key, count)
+                    telemetry.token_usage.record(count, {**attributes, c.GEN_AI_TOKEN_TYPE: token_type})
+        self.span.end()
+
+
+class InstrumentedChat:
+    """A ``ChatPort`` that traces each request of ``inner`` by the GenAI semantic conventions.
+
+    One CLIENT span ``chat {model}`` per request with the request and response model, response id,
+    finish reasons, token usage and server; on failure status ERROR and ``error.type`` (the error's
+    class name), and the error propagates unchanged. Each HTTP attempt is an ``http.attempt`` event
+    (attempt number and status code) when the HTTP client was passed to :func:`instrument_http_client`.
+    Records ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``. ``model`` is the
+    request model when the options name none.
+    """
+
+    def __init__(self, inner: ChatPort, telemetry: Telemetry, *, model: str) -> None:
+        self._inner = inner
+        self._telemetry = telemetry
+        self._model = model
+
+    def __repr__(self) -> str:
+        return f"InstrumentedChat({self._inner!r})"
+
+    @property
+    def inner(self) -> ChatPort:
+        """The ChatPort whose requests are traced."""
+        return self._inner
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        request = self._begin(messages, options)
+        token = context.attach(request.context)
+        try:
+            response = await self._inner.get_response(messages, options)
+        except BaseException as exc:
+            request.failed(exc)
+            raise
+        finally:
+            context.detach(token)
+        request.succeeded(response)
+        return response
+
+    def _begin(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> _ChatRequest:
+        telemetry = self._telemetry
+        model = telemetry.text(options.model if options is not None and options.model else self._model)
+        attributes: dict[str, AttributeValue] = {
+            c.GEN_AI_OPERATION_NAME: c.OPERATION_CHAT,
+            c.GEN_AI_PROVIDER_NAME: c.PROVIDER_OPENAI,
+            c.GEN_AI_REQUEST_MODEL: model,
+            **telemetry.server_attributes(),
+        }
+        span_attributes = dict(attributes)
+        if options is not None:
+            if options.max_output_tokens is not None:
+                span_attributes[c.GEN_AI_REQUEST_MAX_TOKENS] = options.max_output_tokens
+            if options.temperature is not None:
+                span_attributes[c.GEN_AI_REQUEST_TEMPERATURE] = options.temperature
+        span = telemetry.tracer.start_span(
+            f"{c.OPERATION_CHAT} {model}", kind=trace.SpanKind.CLIENT, attributes=span_attributes
+        )
+        if telemetry.capture_content and span.is_recording():
+            span.set_attribute(c.GEN_AI_INPUT_MESSAGES, telemetry.content(input_messages(messages)))
+            if options is not None and options.instructions:
+                span.set_attribute(
+                    c.GEN_AI_SYSTEM_INSTRUCTIONS, telemetry.content(system_instructions(options.instructions))
+                )
+        return _ChatRequest(telemetry, span, attributes)
+
+
+async def _on_request(request: httpx.Request) -> None:
+    traced = context.get_value(_REQUEST_KEY)
+    if isinstance(traced, _ChatRequest):
+        traced.attempt_started()
+
+
+async def _on_response(response: httpx.Response) -> None:
+    traced = context.get_value(_REQUEST_KEY)
+    if isinstance(traced, _ChatRequest):
+        traced.attempt_answered(response.status_code)
+
+
+def instrument_http_client(client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """Add the event hooks that turn each HTTP attempt of a traced request into a span event.
+
+    The hooks act only inside a request an :class:`InstrumentedChat` is tracing, so a client the host
+    also uses for other traffic is not affected; adding them twice adds them once.
+    """
+    hooks = client.event_hooks
+    if _on_request not in hooks["request"]:
+        client.event_hooks = {
+            **hooks,
+            "request": [*hooks["request"], _on_request],
+            "response": [*hooks["response"], _on_response],
+        }
+    return client

@@ -1,0 +1,59 @@
+"""The GenAI semantic conventions' names this package emits; only the OpenTelemetry API is needed to run."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# opentelemetry-semantic-conventions is a test dependency only; tests/adapters/test_telemetry_conventions.py
+# holds every name below to the package's constant wherever one exists.
+
+# ---------------------------------------------------------------- span and metric attributes
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"  # noqa: S105  # model tokens, not a credential
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+ERROR_TYPE: Final = "error.type"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+HTTP_REQUEST_RESEND_COUNT: Final = "http.request.resend_count"
+
+# Content: recorded only when capture is switched on.
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+
+# ---------------------------------------------------------------- attribute values
+OPERATION_CHAT: Final = "chat"
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+OPERATION_INVOKE_AGENT: Final = "invoke_agent"
+PROVIDER_OPENAI: Final = "openai"
+TOKEN_TYPE_INPUT: Final = "input"  # noqa: S105  # model tokens, not a credential
+TOKEN_TYPE_OUTPUT: Final = "output"  # noqa: S105  # model tokens, not a credential
+TOOL_TYPE_FUNCTION: Final = "function"
+# error.type when nothing more specific is known, as the conventions spell it.
+ERROR_TYPE_OTHER: Final = "_OTHER"
+
+# ---------------------------------------------------------------- metrics
+GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"  # noqa: S105  # model tokens, not a credential
+GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
+
+# The conventions' advisory bucket boundaries: durations in seconds, doubling from 0.01 to 81.92;
+# token counts in powers of four from 1 to 4^13.
+DURATION_BUCKETS: Final = tuple(0.01 * 2**power for power in range(14))
+TOKEN_BUCKETS: Final = tuple(4**power for power in range(14))

@@ -1,0 +1,93 @@
+"""OpenTelemetry SDK doubles: tracer and meter providers that keep every span and data point in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from adapters.redaction import Redactor
+from adapters.telemetry import Telemetry
+
+
+@attrs.define
+class Otel:
+    """Providers of one test, passed to the decorators explicitly, so no global provider is touched."""
+
+    exporter: InMemorySpanExporter = attrs.field(factory=InMemorySpanExporter)
+    reader: InMemoryMetricReader = attrs.field(factory=InMemoryMetricReader)
+    tracer_provider: TracerProvider = attrs.field(init=False)
+    meter_provider: MeterProvider = attrs.field(init=False)
+    _points: dict[str, list[HistogramDataPoint]] | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+
+    def telemetry(
+        self, *, capture_content: bool = False, redactor: Redactor | None = None, base_url: str | None = None
+    ) -> Telemetry:
+        return Telemetry(
+            capture_content=capture_content,
+            redactor=redactor,
+            base_url=base_url,
+            tracer_provider=self.tracer_provider,
+            meter_provider=self.meter_provider,
+        )
+
+    def spans(self) -> tuple[ReadableSpan, ...]:
+        return tuple(self.exporter.get_finished_spans())
+
+    def named(self, prefix: str) -> list[ReadableSpan]:
+        return [span for span in self.spans() if (span.name or "").startswith(prefix)]
+
+    def points(self, metric: str) -> list[HistogramDataPoint]:
+        """Every histogram data point recorded under ``metric`` so far (collected once per test)."""
+        if self._points is None:
+            self._points = {}
+            data = self.reader.get_metrics_data()
+            for resource in data.resource_metrics if data is not None else ():
+                for scope in resource.scope_metrics:
+                    for found in scope.metrics:
+                        points = self._points.setdefault(found.name, [])
+                        points.extend(p for p in found.data.data_points if isinstance(p, HistogramDataPoint))
+        return self._points.get(metric, [])
+
+    def metric_names(self) -> set[str]:
+        self.points("")
+        assert self._points is not None
+        return {name for name, points in self._points.items() if points}
+
+    def shutdown(self) -> None:
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+
+
+def every_text(otel: Otel) -> Iterator[str]:
+    """Every string a backend would receive: span names, status texts, attribute and event values."""
+
+    def values(attributes: Mapping[str, Any] | None) -> Iterator[str]:
+        for key, value in (attributes or {}).items():
+            yield key
+            items: Sequence[Any] = value if isinstance(value, tuple | list) else (value,)
+            yield from (str(item) for item in items)
+
+    for span in otel.spans():
+        yield span.name
+        yield span.status.description or ""
+        yield from values(span.attributes)
+        for event in span.events:
+            yield event.name
+            yield from values(event.attributes)
+    otel.points("")
+    assert otel._points is not None
+    for points in otel._points.values():
+        for point in points:
+            yield from values(point.attributes)

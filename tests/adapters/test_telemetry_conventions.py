@@ -1,0 +1,124 @@
+"""The attribute and metric names typed in adapters.telemetry are the semantic-conventions package's own."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+from opentelemetry.semconv.attributes import error_attributes, http_attributes, server_attributes
+
+from adapters.telemetry import conventions, server_of
+
+# Every name the package emits, against the constant of opentelemetry-semantic-conventions that defines it.
+NAMES = [
+    (conventions.GEN_AI_OPERATION_NAME, gen_ai_attributes.GEN_AI_OPERATION_NAME),
+    (conventions.GEN_AI_PROVIDER_NAME, gen_ai_attributes.GEN_AI_PROVIDER_NAME),
+    (conventions.GEN_AI_REQUEST_MODEL, gen_ai_attributes.GEN_AI_REQUEST_MODEL),
+    (conventions.GEN_AI_REQUEST_MAX_TOKENS, gen_ai_attributes.GEN_AI_REQUEST_MAX_TOKENS),
+    (conventions.GEN_AI_REQUEST_TEMPERATURE, gen_ai_attributes.GEN_AI_REQUEST_TEMPERATURE),
+    (conventions.GEN_AI_RESPONSE_MODEL, gen_ai_attributes.GEN_AI_RESPONSE_MODEL),
+    (conventions.GEN_AI_RESPONSE_ID, gen_ai_attributes.GEN_AI_RESPONSE_ID),
+    (conventions.GEN_AI_RESPONSE_FINISH_REASONS, gen_ai_attributes.GEN_AI_RESPONSE_FINISH_REASONS),
+    (conventions.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, gen_ai_attributes.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK),
+    (conventions.GEN_AI_USAGE_INPUT_TOKENS, gen_ai_attributes.GEN_AI_USAGE_INPUT_TOKENS),
+    (conventions.GEN_AI_USAGE_OUTPUT_TOKENS, gen_ai_attributes.GEN_AI_USAGE_OUTPUT_TOKENS),
+    (conventions.GEN_AI_TOKEN_TYPE, gen_ai_attributes.GEN_AI_TOKEN_TYPE),
+    (conventions.GEN_AI_AGENT_NAME, gen_ai_attributes.GEN_AI_AGENT_NAME),
+    (conventions.GEN_AI_TOOL_NAME, gen_ai_attributes.GEN_AI_TOOL_NAME),
+    (conventions.GEN_AI_TOOL_CALL_ID, gen_ai_attributes.GEN_AI_TOOL_CALL_ID),
+    (conventions.GEN_AI_TOOL_TYPE, gen_ai_attributes.GEN_AI_TOOL_TYPE),
+    (conventions.GEN_AI_INPUT_MESSAGES, gen_ai_attributes.GEN_AI_INPUT_MESSAGES),
+    (conventions.GEN_AI_OUTPUT_MESSAGES, gen_ai_attributes.GEN_AI_OUTPUT_MESSAGES),
+    (conventions.GEN_AI_SYSTEM_INSTRUCTIONS, gen_ai_attributes.GEN_AI_SYSTEM_INSTRUCTIONS),
+    (conventions.GEN_AI_TOOL_CALL_ARGUMENTS, gen_ai_attributes.GEN_AI_TOOL_CALL_ARGUMENTS),
+    (conventions.GEN_AI_TOOL_CALL_RESULT, gen_ai_attributes.GEN_AI_TOOL_CALL_RESULT),
+    (conventions.SERVER_ADDRESS, server_attributes.SERVER_ADDRESS),
+    (conventions.SERVER_PORT, server_attributes.SERVER_PORT),
+    (conventions.ERROR_TYPE, error_attributes.ERROR_TYPE),
+    (conventions.HTTP_RESPONSE_STATUS_CODE, http_attributes.HTTP_RESPONSE_STATUS_CODE),
+    (conventions.HTTP_REQUEST_RESEND_COUNT, http_attributes.HTTP_REQUEST_RESEND_COUNT),
+    (conventions.GEN_AI_CLIENT_OPERATION_DURATION, gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION),
+    (conventions.GEN_AI_CLIENT_TOKEN_USAGE, gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE),
+    (
+        conventions.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
+        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
+    ),
+]
+
+
+@pytest.mark.parametrize(("ours", "theirs"), NAMES, ids=[theirs for _, theirs in NAMES])
+def test_each_name_is_the_conventions_constant(ours: str, theirs: str) -> None:
+    assert ours == theirs
+
+
+def test_every_name_the_module_types_is_checked_against_the_conventions() -> None:
+    typed = {
+        value
+        for name, value in vars(conventions).items()
+        if name.isupper() and isinstance(value, str) and "." in value
+    }
+    assert typed == {ours for ours, _ in NAMES}
+
+
+def test_the_values_are_the_conventions_well_known_values() -> None:
+    # The value enums are marked deprecated (moved to the GenAI conventions repository); reading them warns.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        operations = gen_ai_attributes.GenAiOperationNameValues
+        theirs = (
+            operations.CHAT.value,
+            operations.EXECUTE_TOOL.value,
+            operations.INVOKE_AGENT.value,
+            gen_ai_attributes.GenAiProviderNameValues.OPENAI.value,
+            gen_ai_attributes.GenAiTokenTypeValues.INPUT.value,
+            gen_ai_attributes.GenAiTokenTypeValues.OUTPUT.value,
+        )
+    ours = (
+        conventions.OPERATION_CHAT,
+        conventions.OPERATION_EXECUTE_TOOL,
+        conventions.OPERATION_INVOKE_AGENT,
+        conventions.PROVIDER_OPENAI,
+        conventions.TOKEN_TYPE_INPUT,
+        conventions.TOKEN_TYPE_OUTPUT,
+    )
+    assert ours == theirs
+
+
+def test_bucket_boundaries_are_the_conventions_advisory_ones() -> None:
+    assert conventions.DURATION_BUCKETS == (
+        0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    )  # fmt: skip
+    assert conventions.TOKEN_BUCKETS == (
+        1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("base_url", "expected"),
+    [
+        ("http://127.0.0.1:4000/v1", ("127.0.0.1", 4000)),
+        ("https://gateway.example/v1", ("gateway.example", 443)),
+        ("http://gateway.example", ("gateway.example", 80)),
+        ("http://[::1]:8080/v1", ("::1", 8080)),
+        ("http://gateway.example:notaport/v1", ("gateway.example", None)),
+        ("http://[::1/v1", (None, None)),
+        ("gateway.example", (None, None)),
+        ("", (None, None)),
+        (None, (None, None)),
+    ],
+)
+def test_the_server_is_read_from_the_base_url(
+    base_url: str | None, expected: tuple[str | None, int | None]
+) -> None:
+    assert server_of(base_url) == expected
+
+
+@given(
+    host=st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z]{2,6}){0,2}", fullmatch=True), port=st.integers(1, 65535)
+)
+def test_any_host_and_port_are_read_back(host: str, port: int) -> None:
+    assert server_of(f"https://{host}:{port}/v1") == (host, port)
