@@ -1,7 +1,8 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
 
 from application.guard import GuardedToolInvoker
-from application.loop import LoopSettings, ToolCallRecord, ToolLoop, ToolRun
+from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
+from application.run import ToolCallRecord, ToolRun, ToolRunError
 from application.structuring import ParameterError, json_schema_for, not_blank
 from application.summary import ActionItem, MeetingSummary, SummaryAgent, find_participants
 from application.tools import ToolError, ToolRegistry, error_result
@@ -17,9 +18,11 @@ __all__ = [
     "SummaryAgent",
     "ToolCallRecord",
     "ToolError",
+    "ToolInvokerDecorator",
     "ToolLoop",
     "ToolRegistry",
     "ToolRun",
+    "ToolRunError",
     "WorkflowEdit",
     "WorkflowEditorAgent",
     "WorkflowJsonError",

@@ -9,6 +9,7 @@ from typing import TypeAlias
 import attrs
 
 from application.guard import GuardedToolInvoker
+from application.run import ToolCallRecord, ToolRun, ToolRunError
 from application.tools import DUPLICATE_CALL_ID, error_result
 from domain import (
     ChatError,
@@ -19,10 +20,9 @@ from domain import (
     FunctionCallContent,
     FunctionResultContent,
     ToolInvokerPort,
-    Usage,
 )
 
-__all__ = ["LoopSettings", "ToolCallRecord", "ToolInvokerDecorator", "ToolLoop", "ToolRun"]
+__all__ = ["LoopSettings", "ToolInvokerDecorator", "ToolLoop"]
 
 ToolInvokerDecorator: TypeAlias = Callable[[ToolInvokerPort], ToolInvokerPort]
 """Wraps a tool invoker in another (telemetry, approval, rate limits): see :class:`ToolLoop`."""
@@ -43,52 +43,6 @@ class LoopSettings:
     max_consecutive_errors: int = attrs.field(default=3, validator=attrs.validators.ge(1))
     concurrent_invocation: bool = True
     detailed_errors: bool = False
-
-
-@attrs.frozen
-class ToolCallRecord:
-    """One call the model made and the result it got; ``guarded`` when the tool was not run because
-    the run refused the call itself: its arguments did not parse (``invalid_tool_arguments``, as the
-    run's guard reports it, never by parsing the call again) or its call id had already been
-    answered in the run (``duplicate_call_id``).
-    """
-
-    call: FunctionCallContent
-    result: FunctionResultContent
-    guarded: bool
-
-
-@attrs.frozen
-class ToolRun:
-    """A whole run: ``response`` holds every message it produced (model outputs as the adapter
-    returned them, then one tool message per round), the summed usage and the last response's id
-    and metadata; ``final`` is the last model response; ``tool_calls`` records every call.
-    """
-
-    response: ChatResponse
-    final: ChatResponse
-    tool_calls: tuple[ToolCallRecord, ...]
-    iterations: int
-
-    @property
-    def text(self) -> str:
-        """The text of the model's last answer."""
-        return self.final.text
-
-
-def _sum(usages: Sequence[Usage | None]) -> Usage | None:
-    total: Usage | None = None
-    for usage in usages:
-        if usage is not None:
-            total = usage if total is None else total + usage
-    return total
-
-
-def _run_response(messages: Sequence[ChatMessage], responses: Sequence[ChatResponse]) -> ChatResponse:
-    if not responses:
-        return ChatResponse(messages=messages)
-    last = responses[-1]
-    return attrs.evolve(last, messages=messages, usage=_sum([r.usage for r in responses]))
 
 
 class ToolLoop:
@@ -154,8 +108,8 @@ class ToolLoop:
             try:
                 response = await self._chat.get_response((*messages, *produced), request)
             except ChatError as error:
-                error.run = _run_response(produced, responses)
-                raise
+                run = ToolRun(tuple(produced), tuple(responses), tuple(records), iterations)
+                raise ToolRunError.from_error(error, run) from error
             responses.append(response)
             produced.extend(response.messages)
             calls = response.function_calls
@@ -169,7 +123,7 @@ class ToolLoop:
             consecutive_errors = consecutive_errors + 1 if any(a.result.is_error for a in answers) else 0
             if iterations >= settings.max_iterations or consecutive_errors >= settings.max_consecutive_errors:
                 offer_tools = False
-        return ToolRun(_run_response(produced, responses), responses[-1], tuple(records), iterations)
+        return ToolRun(tuple(produced), tuple(responses), tuple(records), iterations)
 
     async def _answer(
         self,

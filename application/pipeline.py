@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop, ToolRun
+from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
+from application.run import ToolRun
 from application.tools import ToolRegistry
 from domain import ChatMessage, ChatOptions, ChatPort
 
@@ -18,7 +19,7 @@ class ToolPipeline:
 
     ``options`` are the base request options (model, reasoning, ...); a pipeline sets the
     instructions and the tools itself. ``decorators`` wrap the tool-invoker chain as in
-    :class:`ToolLoop`. Runs raise the adapter's :class:`ChatError`, with ``run`` set.
+    :class:`ToolLoop`. A failed request raises a :class:`ToolRunError` of the adapter error's class.
     """
 
     def __init__(

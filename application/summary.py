@@ -8,11 +8,10 @@ from typing import Final
 import attrs
 
 from application.framing import FRAMING_RULE, frame
-from application.loop import ToolCallRecord
 from application.pipeline import ToolPipeline
+from application.run import ToolCallRecord, ToolRun
 from application.structuring import not_blank
 from application.tools import ToolRegistry
-from domain import ChatResponse
 
 __all__ = ["ActionItem", "MeetingSummary", "SummaryAgent", "find_participants"]
 
@@ -55,7 +54,8 @@ class ActionItem:
 
 @attrs.frozen
 class MeetingSummary:
-    """The model's summary ``text``, the recorded action items and decisions, and the whole run.
+    """The model's summary ``text``, the recorded action items and decisions, and the whole run
+    (``run``, the :class:`ToolRun`: every message, each model answer, the summed usage).
 
     ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``,
     e.g. it ran out of output tokens): the text, items and decisions are then only what arrived.
@@ -66,7 +66,7 @@ class MeetingSummary:
     decisions: tuple[str, ...]
     complete: bool
     tool_calls: tuple[ToolCallRecord, ...]
-    run: ChatResponse
+    run: ToolRun
 
 
 # ---------------------------------------------------------------- tools
@@ -162,5 +162,5 @@ class SummaryAgent(ToolPipeline):
             decisions=tuple(notes.decisions),
             complete=run.final.status != "incomplete",
             tool_calls=run.tool_calls,
-            run=run.response,
+            run=run,
         )

@@ -7,12 +7,12 @@ from typing import Final
 import attrs
 
 from application.framing import FRAMING_RULE, frame
-from application.loop import ToolCallRecord
 from application.pipeline import ToolPipeline
+from application.run import ToolCallRecord, ToolRun
 from application.structuring import not_blank
 from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
-from domain import ChatResponse, UnknownStepError, Workflow, WorkflowStep
+from domain import UnknownStepError, Workflow, WorkflowStep
 
 __all__ = ["WorkflowEdit", "WorkflowEditorAgent"]
 
@@ -48,7 +48,8 @@ def instruction_message(workflow: Workflow, instruction: str) -> str:
 
 @attrs.frozen
 class WorkflowEdit:
-    """The edited copy of the workflow, the model's closing ``text``, the tool calls and the whole run.
+    """The edited copy of the workflow, the model's closing ``text``, the tool calls and the whole run
+    (``run``, the :class:`ToolRun`: every message, each model answer, the summed usage).
 
     ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``):
     the edits made before it still stand, but the model may not have made them all.
@@ -58,7 +59,7 @@ class WorkflowEdit:
     text: str
     complete: bool
     tool_calls: tuple[ToolCallRecord, ...]
-    run: ChatResponse
+    run: ToolRun
 
 
 # ---------------------------------------------------------------- tools
@@ -179,5 +180,5 @@ class WorkflowEditorAgent(ToolPipeline):
             text=run.text,
             complete=run.final.status != "incomplete",
             tool_calls=run.tool_calls,
-            run=run.response,
+            run=run,
         )

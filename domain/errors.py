@@ -9,9 +9,10 @@ The tree::
     └── ChatTransportError         HTTP failed: a status error, a timeout, a broken connection,
                                    after the SDK's own retries
 
-Every error carries ``response_id``, ``model_id`` and ``request_id`` when known, ``partial`` (the
-response as far as it had arrived) and, when raised from a tool-calling run, ``run`` (the whole
-run so far). Messages never contain API keys, raw tool arguments or parser exception text.
+Every error carries ``response_id``, ``model_id`` and ``request_id`` when known and ``partial`` (the
+response as far as it had arrived); a tool-calling run raises a copy that also carries the run so
+far (``application.ToolRunError``). Messages never contain API keys, raw tool arguments or parser
+exception text.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ class ChatError(Exception):
         self.model_id = model_id
         self.request_id = request_id
         self.partial = partial
-        self.run: ChatResponse | None = None
 
     def _context(self) -> str:
         known = (

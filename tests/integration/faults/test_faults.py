@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from adapters.offline import OfflineResponsesServer
-from application import ActionItem
+from application import ActionItem, ToolRunError
 from domain import (
     ChatError,
     ChatMessage,
@@ -235,7 +235,7 @@ async def test_a_pipeline_stopped_mid_stream_keeps_the_calls_that_arrived_and_an
     assert arrived
     assert arrived < STANDUP_ACTION_ITEMS  # the first ones, intact
     # Calls of a failed response are not answered: no tool round, no follow-up request.
-    assert error.run is not None
+    assert isinstance(error, ToolRunError)
     assert error.run.messages == ()
     assert len(server.requests) == 1
     assert await connections_drained(server)

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import GuardedToolInvoker, LoopSettings, ToolLoop, ToolRegistry, error_result
+from application import (
+    GuardedToolInvoker,
+    LoopSettings,
+    ToolLoop,
+    ToolRegistry,
+    ToolRun,
+    ToolRunError,
+    error_result,
+)
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -67,7 +75,7 @@ async def test_a_round_appends_the_output_as_returned_and_one_result_per_call_in
     follow_up = chat.requests[1].messages
     assert follow_up[0] == USER[0]
     assistant, tool = follow_up[1], follow_up[2]
-    assert assistant == run.response.messages[0]
+    assert assistant == run.messages[0]
     assert [c.raw_arguments for c in assistant.function_calls] == [raw_a, raw_b]
     assert [(r.call_id, r.is_error) for r in tool_results(tool)] == [("c1", False), ("c2", True)]
     assert tool_results(tool)[0].result == "ran a"
@@ -91,10 +99,12 @@ async def test_the_run_holds_every_message_the_summed_usage_and_the_last_respons
 
     run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
 
-    assert [m.role for m in run.response.messages] == ["assistant", "tool", "assistant"]
-    assert run.response.usage == Usage(30, 5, 35, 5, 1)
-    assert run.response.response_id == "resp_last"
-    assert run.response.finish_reason == "stop"
+    assert [m.role for m in run.messages] == ["assistant", "tool", "assistant"]
+    assert run.messages[0] == run.responses[0].messages[0]
+    assert run.usage == Usage(30, 5, 35, 5, 1)
+    assert [r.response_id for r in run.responses] == ["resp_scripted_1", "resp_last"]
+    assert run.final is run.responses[-1]
+    assert run.final.finish_reason == "stop"
     assert run.final.response_id == "resp_last"
     assert run.text == "final words"
     assert run.iterations == 1
@@ -104,7 +114,7 @@ async def test_the_run_holds_every_message_the_summed_usage_and_the_last_respons
 async def test_usage_stays_unknown_when_no_response_reports_it() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")), ScriptedTurn(text="ok"))
     run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
-    assert run.response.usage is None
+    assert run.usage is None
 
 
 async def test_the_loop_guards_the_raw_tools_it_is_handed() -> None:
@@ -252,7 +262,7 @@ async def test_after_max_iterations_one_last_request_goes_without_tools() -> Non
     # The calls of the last answer were made with no tools on offer: they stay unanswered.
     assert run.iterations == 2
     assert [r.call.call_id for r in run.tool_calls] == ["c0", "c1"]
-    assert run.response.messages[-1].function_calls[0].call_id == "c2"
+    assert run.messages[-1].function_calls[0].call_id == "c2"
 
 
 async def test_the_default_iteration_cap_is_forty() -> None:
@@ -322,11 +332,19 @@ async def test_a_failure_mid_run_is_raised_with_the_run_so_far() -> None:
     with pytest.raises(ChatTransportError) as caught:
         await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
 
-    assert caught.value is failure
-    assert caught.value.run is not None
-    assert [m.role for m in caught.value.run.messages] == ["assistant", "tool"]
-    assert caught.value.run.usage == Usage(1, 1, 2)
-    assert caught.value.run.response_id == "resp_scripted_1"
+    error = caught.value
+    # A new error of the adapter error's class, chained from it; the adapter's own is left as it was.
+    assert error is not failure
+    assert error.__cause__ is failure
+    assert isinstance(error, ToolRunError)
+    assert not hasattr(failure, "run")
+    assert type(error).__name__ == "ChatTransportError"
+    assert (error.message, error.status_code, error.request_id) == ("HTTP 502", 502, "req_1")
+    assert [m.role for m in error.run.messages] == ["assistant", "tool"]
+    assert error.run.usage == Usage(1, 1, 2)
+    assert error.run.final.response_id == "resp_scripted_1"
+    assert [r.call.call_id for r in error.run.tool_calls] == ["c1"]
+    assert error.run.iterations == 1
 
 
 async def test_a_failure_on_the_first_request_carries_an_empty_run() -> None:
@@ -335,7 +353,11 @@ async def test_a_failure_on_the_first_request_carries_an_empty_run() -> None:
     with pytest.raises(ResponseFailedError) as caught:
         await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
 
-    assert caught.value.run == ChatResponse()
+    assert isinstance(caught.value, ToolRunError)
+    assert caught.value.run == ToolRun()
+    assert caught.value.run.final == ChatResponse()
+    assert caught.value.run.text == ""
+    assert caught.value.code == "server_error"
 
 
 class InFlight:
@@ -380,7 +402,7 @@ async def test_results_keep_call_order_when_a_later_call_finishes_first() -> Non
 
     run = await ToolLoop(chat, LoopSettings()).run(USER, options("first"), Ordered())
 
-    assert [r.call_id for r in tool_results(run.response.messages[1])] == ["c1", "c2"]
+    assert [r.call_id for r in tool_results(run.messages[1])] == ["c1", "c2"]
 
 
 def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
@@ -435,7 +457,7 @@ async def test_a_call_id_runs_at_most_once_per_run_and_every_call_gets_one_resul
     ]
     assert [r.guarded for r in run.tool_calls] == [e != "ran" for e in expected]
     # One tool message per round, one result per call, in the calls' order and under their ids.
-    tool_messages = [m for m in run.response.messages if m.role == "tool"]
+    tool_messages = [m for m in run.messages if m.role == "tool"]
     assert [[r.call_id for r in tool_results(m)] for m in tool_messages] == [
         [cid for cid, _ in t] for t in turns
     ]

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import ActionItem, LoopSettings, SummaryAgent, find_participants
+from application import ActionItem, LoopSettings, SummaryAgent, ToolRunError, find_participants
 from application.framing import unframe
 from domain import (
     ChatMessage,
@@ -117,7 +117,7 @@ async def test_a_summary_collects_what_the_model_recorded() -> None:
         {"recorded": "action_item", "count": 2},
     ]
     assert summary.run.usage == Usage(600, 60, 660)
-    assert summary.run.response_id == "resp_scripted_3"
+    assert summary.run.final.response_id == "resp_scripted_3"
 
 
 async def test_a_missing_due_date_means_none_was_said() -> None:
@@ -189,7 +189,7 @@ async def test_a_failed_request_raises_with_the_run_so_far() -> None:
     )
     with pytest.raises(ChatTransportError) as caught:
         await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
-    assert caught.value.run is not None
+    assert isinstance(caught.value, ToolRunError)
     assert [m.role for m in caught.value.run.messages] == ["assistant", "tool"]
 
 

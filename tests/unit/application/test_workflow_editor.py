@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import LoopSettings, WorkflowEditorAgent, workflow_to_json
+from application import LoopSettings, ToolRunError, WorkflowEditorAgent, workflow_to_json
 from application.framing import unframe
 from domain import (
     ChatMessage,
@@ -220,8 +220,8 @@ async def test_a_failed_request_raises_with_the_run_so_far() -> None:
     )
     with pytest.raises(ResponseFailedError) as caught:
         await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "remove build")
-    assert caught.value.run is not None
-    assert caught.value.run.function_calls[0].call_id == "c1"
+    assert isinstance(caught.value, ToolRunError)
+    assert caught.value.run.responses[0].function_calls[0].call_id == "c1"
 
 
 @given(status=st.sampled_from(["completed", "incomplete", "in_progress", None]) | st.text(max_size=12))

@@ -16,7 +16,7 @@ def test_every_adapter_error_is_a_chat_error_with_context() -> None:
         assert isinstance(error, ChatError)
         assert error.partial is partial
         assert error.response_id == "resp_1"
-        assert error.run is None
+        assert not hasattr(error, "run")  # a tool run raises its own copy that carries the run
         assert str(error) == error.message
         assert repr(error).startswith(type(error).__name__ + "(")
         assert "response_id='resp_1'" in repr(error)

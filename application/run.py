@@ -1,0 +1,142 @@
+"""What a tool run produces: one record per answered call, the run itself, and the error that ends one."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import attrs
+
+from domain import ChatError, ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, Usage
+
+__all__ = ["ToolCallRecord", "ToolRun", "ToolRunError"]
+
+
+@attrs.frozen
+class ToolCallRecord:
+    """One call the model made and the result it got.
+
+    ``guarded`` is True when the tool was not run because the run refused the call itself: its
+    arguments did not parse (``invalid_tool_arguments``, as the run's guard reports it, never by
+    parsing the call again) or its call id had already been answered in the run (``duplicate_call_id``).
+    """
+
+    call: FunctionCallContent
+    result: FunctionResultContent
+    guarded: bool
+
+
+_NO_ANSWER = ChatResponse()
+
+
+@attrs.frozen
+class ToolRun:
+    """One run of the tool loop.
+
+    ``messages`` is everything the run added to the conversation, in order: each model answer's
+    messages exactly as the adapter returned them, then one ``tool`` message per round of calls.
+    ``responses`` are the model's answers in order, the last one being the final answer;
+    ``tool_calls`` holds one record per answered call; ``iterations`` counts the rounds of calls.
+    """
+
+    messages: tuple[ChatMessage, ...] = ()
+    responses: tuple[ChatResponse, ...] = ()
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    iterations: int = 0
+
+    @property
+    def final(self) -> ChatResponse:
+        """The model's last answer; an empty ``ChatResponse`` when none arrived (a failed first request)."""
+        return self.responses[-1] if self.responses else _NO_ANSWER
+
+    @property
+    def text(self) -> str:
+        """The text of the model's last answer."""
+        return self.final.text
+
+    @property
+    def usage(self) -> Usage | None:
+        """The usage of every answer summed, or None when no answer reported any."""
+        total: Usage | None = None
+        for response in self.responses:
+            if response.usage is not None:
+                total = response.usage if total is None else total + response.usage
+        return total
+
+
+class ToolRunError(ChatError):
+    """A :class:`ChatError` that ended a tool run; ``run`` is the :class:`ToolRun` up to the failure.
+
+    The loop does not change the adapter's error: it raises a new one, chained from it
+    (``__cause__``), whose class derives from both the adapter error's class and this one. So
+    ``except ChatTransportError`` (with its ``status_code``), ``except ChatError`` and ``.partial``
+    keep working, and ``except ToolRunError`` adds ``.run``. ``type(error).__name__`` stays the
+    adapter error's name.
+    """
+
+    run: ToolRun
+    # The class a derived run error was made from; absent on classes written by hand.
+    _made_from: ClassVar[type[ChatError]]
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run: ToolRun | None = None,
+        response_id: str | None = None,
+        model_id: str | None = None,
+        request_id: str | None = None,
+        partial: ChatResponse | None = None,
+    ) -> None:
+        # ``run`` has a default so that an adapter error class's own __init__, which knows nothing
+        # of runs, can still construct a derived class through super().
+        super().__init__(
+            message, response_id=response_id, model_id=model_id, request_id=request_id, partial=partial
+        )
+        self.run = run if run is not None else ToolRun()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The derived classes are made at run time, so pickle rebuilds them from the class they came from.
+        origin = type(self).__dict__.get("_made_from", type(self))
+        return (_rebuild, (origin, self.args, self.__dict__))
+
+    @staticmethod
+    def from_error(error: ChatError, run: ToolRun) -> ToolRunError:
+        """A new error like ``error`` (its class, message and fields) that also carries ``run``."""
+        cls = _run_error_class(type(error))
+        failure = cls.__new__(cls, *error.args)
+        failure.__dict__.update(error.__dict__)
+        failure.run = run
+        return failure
+
+
+# One derived class per adapter error class, made on first use: there are only a handful.
+_DERIVED: dict[type[ChatError], type[ToolRunError]] = {}
+
+
+def _run_error_class(made_from: type[ChatError]) -> type[ToolRunError]:
+    if issubclass(made_from, ToolRunError):
+        return made_from
+    derived = _DERIVED.get(made_from)
+    if derived is None:
+        namespace = {
+            "__module__": made_from.__module__,
+            "__qualname__": made_from.__qualname__,
+            "__doc__": made_from.__doc__,
+            "_made_from": made_from,
+        }
+        # ToolRunError already derives from ChatError, so a plain ChatError needs no second base.
+        bases = (ToolRunError,) if made_from is ChatError else (made_from, ToolRunError)
+        derived = typing.cast(type[ToolRunError], type(made_from.__name__, bases, namespace))
+        _DERIVED[made_from] = derived
+    return derived
+
+
+def _rebuild(
+    made_from: type[ChatError], args: tuple[object, ...], state: Mapping[str, object]
+) -> ToolRunError:
+    cls = _run_error_class(made_from)
+    error = cls.__new__(cls, *args)
+    error.__dict__.update(state)
+    return error
