@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tomllib
 import typing
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -12,6 +13,8 @@ from typing import Any, Final, Literal
 import attrs
 import cattrs
 import yaml
+
+from adapters.offline.scenarios import OFFLINE_MODEL, UnknownScenarioError, parse_model
 
 __all__ = [
     "ENV_PREFIX",
@@ -28,6 +31,7 @@ ENV_PREFIX: Final = "AGENT_"
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
 _BOOL_SPELLINGS: Final = "true/false/1/0/yes/no"
+_SHOWN_VALUE: Final = 80
 
 
 class ConfigurationError(ValueError):
@@ -92,6 +96,8 @@ class AgentSettings:
     telemetry_capture_content: bool = False
     offline_dialect: Literal["openai", "litellm"] = "openai"
     offline_scenario: str | None = None
+    transcript_warning_chars: int = 200_000
+    """A transcript longer than this gets a one-line warning (size, estimated tokens) before it is sent."""
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -100,6 +106,7 @@ class AgentSettings:
             "max_response_bytes",
             "max_tool_iterations",
             "max_consecutive_tool_errors",
+            "transcript_warning_chars",
         ):
             if getattr(self, key) <= 0:
                 raise ConfigurationError(
@@ -111,6 +118,29 @@ class AgentSettings:
             raise ConfigurationError(
                 f"agent.max_output_tokens: expected a positive number, got {self.max_output_tokens!r}"
             )
+        if self.base_url is not None:
+            _check_base_url(self.base_url)
+        if self.offline_scenario:
+            try:
+                parse_model(f"{OFFLINE_MODEL}:{self.offline_scenario}")
+            except UnknownScenarioError as exc:
+                raise ConfigurationError(f"agent.offline_scenario: {exc}") from None
+
+
+def _check_base_url(url: str) -> None:
+    """An http(s) URL with a host, or a ConfigurationError saying what arrived."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  # reading the port is what rejects a bad one
+    except ValueError:
+        usable = False
+    if not usable:
+        shown = url if len(url) <= _SHOWN_VALUE else url[:_SHOWN_VALUE] + "..."
+        raise ConfigurationError(
+            "agent.base_url: expected an http(s) URL with a host, e.g. http://127.0.0.1:4000/v1, "
+            f"got {shown!r}"
+        )
 
 
 @attrs.frozen

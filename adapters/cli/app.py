@@ -1,0 +1,349 @@
+"""The ``meeting-agents`` command: check everything, then one run through the container, then the result."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import codecs
+import contextlib
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, Final, TextIO
+
+import attrs
+from dependency_injector import providers
+
+from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
+from adapters.cli.files import AtomicOutput, InputError, read_text
+from adapters.cli.instruction import why_not_carried_out
+from adapters.cli.parser import PROG, CommandLineError, parse_arguments
+from adapters.cli.report import edit_json, edit_text, summary_json, summary_text, usage_line
+from adapters.container import Container
+from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError
+from adapters.offline.scenarios import parse_model
+from adapters.redaction import Redactor
+from adapters.settings import (
+    ConfigurationError,
+    Secret,
+    Settings,
+    load_config_file,
+    resolve_settings,
+)
+from application import MeetingSummary, WorkflowEdit, WorkflowJsonError, workflow_from_json, workflow_to_json
+from domain import ChatError, ChatResponse, Workflow
+
+__all__ = [
+    "EXIT_INCOMPLETE",
+    "EXIT_INTERRUPTED",
+    "EXIT_MODEL_FAILED",
+    "EXIT_NOT_CARRIED_OUT",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "main",
+]
+
+EXIT_OK: Final = 0
+EXIT_MODEL_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INCOMPLETE: Final = 3
+EXIT_NOT_CARRIED_OUT: Final = 4
+EXIT_INTERRUPTED: Final = 130
+
+# The offline stand-in accepts any key; the SDK insists on one.
+_OFFLINE_KEY: Final = "sk-offline-stand-in"
+# About four characters of English per token: good enough to say how big a transcript is.
+_CHARS_PER_TOKEN: Final = 4
+_FINISH_REASONS: Final = {
+    "length": "the output token limit was reached",
+    "content_filter": "a content filter stopped it",
+}
+
+
+class _Console:
+    """Where the command writes: results to stdout, everything else to stderr, all of it redacted.
+
+    ``chatty`` (stderr is a terminal, or -v) lets the banner and progress lines through; errors and
+    warnings always go, one line each.
+    """
+
+    def __init__(
+        self, stdout: TextIO, stderr: TextIO, *, verbose: bool, chatty: bool, environ: Mapping[str, str]
+    ) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.verbose = verbose
+        self.chatty = chatty
+        # The key from the environment is known at once; one from --config is added once it is read.
+        self.redactor = Redactor([environ.get("AGENT_API_KEY")])
+        for stream in (stdout, stderr):
+            if isinstance(stream, io.TextIOWrapper):
+                # A result must not be lost to a character the terminal's encoding lacks.
+                stream.reconfigure(errors="replace")
+
+    def redact(self, text: str) -> str:
+        return self.redactor.redact(text)
+
+    def result(self, text: str) -> None:
+        self.stdout.write(self.redact(text))
+        self.stdout.flush()
+
+    def result_json(self, document: Mapping[str, Any]) -> None:
+        encoding = getattr(self.stdout, "encoding", None) or "ascii"
+        try:
+            utf8 = codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            utf8 = False
+        # Escapes keep the JSON whole on a stream that cannot carry every character.
+        self.result(json.dumps(document, ensure_ascii=not utf8) + "\n")
+
+    def _line(self, text: str) -> None:
+        self.stderr.write(self.redact(text) + "\n")
+        self.stderr.flush()
+
+    def error(self, text: str) -> None:
+        self._line(f"{PROG}: error: {' '.join(text.split())}")
+
+    def warning(self, text: str) -> None:
+        self._line(f"{PROG}: warning: {' '.join(text.split())}")
+
+    def info(self, text: str) -> None:
+        if self.chatty:
+            self._line(text)
+
+    def details(self, lines: Sequence[str]) -> None:
+        if self.verbose:
+            for line in lines:
+                self._line(f"  {line}")
+
+
+@attrs.frozen
+class _Work:
+    """Everything one run needs, checked before any request."""
+
+    settings: Settings
+    text: str
+    workflow: Workflow | None = None
+    instruction: str = ""
+    output: AtomicOutput | None = None
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    agent: dict[str, Any] = {}
+    if args.streaming is not None:
+        agent["use_streaming"] = args.streaming
+    if args.scenario is not None:
+        try:
+            parse_model(f"{OFFLINE_MODEL}:{args.scenario}")
+        except UnknownScenarioError as exc:
+            raise ConfigurationError(f"--scenario: {exc}") from None
+        agent["offline_scenario"] = args.scenario
+    return {"agent": agent} if agent else {}
+
+
+def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    config = load_config_file(args.config) if args.config is not None else {}
+    settings = resolve_settings(config, environ, _overrides(args))
+    agent = settings.agent
+    if agent.base_url:
+        if agent.offline_scenario:
+            source = "--scenario" if args.scenario else "agent.offline_scenario"
+            raise ConfigurationError(
+                f"{source}: applies only to the offline stand-in, but agent.base_url is set "
+                f"({shown_url(agent.base_url)})"
+            )
+        section = config.get("agent")
+        if not (isinstance(section, Mapping) and section.get("model")) and not environ.get("AGENT_MODEL"):
+            raise ConfigurationError(
+                f"agent.model: not set; the gateway at {shown_url(agent.base_url)} needs a model name "
+                "(env AGENT_MODEL, or agent.model in --config)"
+            )
+        if not agent.api_key:
+            raise ConfigurationError(
+                "agent.api_key: not set (env AGENT_API_KEY, or agent.api_key in --config); "
+                f"the gateway at {shown_url(agent.base_url)} needs its key"
+            )
+    return settings
+
+
+def _stdin() -> BinaryIO:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        # No standard input at all (a daemon, some CI runners): reading it fails like a closed file.
+        return io.BytesIO()
+    return stream  # type: ignore[no-any-return]  # sys.stdin.buffer is a BinaryIO; getattr loses it
+
+
+def _work(args: argparse.Namespace, settings: Settings) -> _Work:
+    if args.command == "summarize":
+        text = read_text(args.transcript, "TRANSCRIPT_FILE", _stdin())
+        if not text.strip():
+            where = "(stdin)" if args.transcript == "-" else repr(args.transcript)
+            raise InputError(f"TRANSCRIPT_FILE {where}: empty; there is nothing to summarize")
+        return _Work(settings, text)
+    text = read_text(args.workflow, "WORKFLOW_JSON", _stdin())
+    try:
+        workflow = workflow_from_json(text)
+    except WorkflowJsonError as exc:
+        where = "(stdin)" if args.workflow == "-" else repr(args.workflow)
+        raise InputError(f"WORKFLOW_JSON {where}: {exc}") from None
+    if not args.instruction.strip():
+        raise InputError('INSTRUCTION: empty; say what to change, e.g. "remove Manual QA sign-off"')
+    output = None
+    if args.output is not None:
+        output = AtomicOutput.open(args.output, inputs=[("WORKFLOW_JSON", args.workflow)], force=args.force)
+    return _Work(settings, text, workflow, args.instruction, output)
+
+
+@contextlib.contextmanager
+def _endpoint(settings: Settings, console: _Console) -> Iterator[Settings]:
+    """The settings to run with: the configured gateway, or an offline stand-in started here."""
+    agent = settings.agent
+    if agent.base_url:
+        console.info(f"Endpoint: {shown_url(agent.base_url)} (model {agent.model})")
+        yield settings
+        return
+    model = OFFLINE_MODEL + (f":{agent.offline_scenario}" if agent.offline_scenario else "")
+    with OfflineResponsesServer(dialect=agent.offline_dialect) as server:
+        console.info(
+            f"Endpoint: OFFLINE stand-in at {server.base_url} (model {model})\n"
+            "  A deterministic rule-based model, not a language model. To use a LiteLLM proxy\n"
+            "  instead set AGENT_BASE_URL=http://127.0.0.1:4000/v1, AGENT_API_KEY and AGENT_MODEL\n"
+            "  (or agent.* in --config)."
+        )
+        offline = attrs.evolve(
+            agent, base_url=server.base_url, model=model, api_key=agent.api_key or Secret(_OFFLINE_KEY)
+        )
+        yield attrs.evolve(settings, agent=offline)
+
+
+def _mode_line(settings: Settings) -> str:
+    if settings.agent.use_streaming:
+        return "Mode: streaming (ResponsesSseAdapter); --no-streaming or AGENT_USE_STREAMING=false switches"
+    return "Mode: JSON (ResponsesJsonAdapter); --streaming or AGENT_USE_STREAMING=true switches"
+
+
+async def _run(command: str, work: _Work, settings: Settings) -> MeetingSummary | WorkflowEdit:
+    container = Container()
+    # Settings were resolved and checked once, above; the container builds everything else from them.
+    container.settings.override(providers.Object(settings))
+    async with container:
+        if command == "summarize":
+            return await container.summary_agent().summarize(work.text)
+        assert work.workflow is not None  # _work reads a workflow for edit-workflow
+        return await container.workflow_editor_agent().edit(work.workflow, work.instruction)
+
+
+def _turns(run: ChatResponse) -> int:
+    return sum(1 for message in run.messages if message.role == "assistant")
+
+
+def _incomplete(run: ChatResponse) -> str:
+    reason = _FINISH_REASONS.get(run.finish_reason or "", "")
+    return (
+        "the model's answer is incomplete" + (f" ({reason})" if reason else "") + "; what arrived is printed"
+    )
+
+
+def _finish(
+    args: argparse.Namespace, work: _Work, result: MeetingSummary | WorkflowEdit, console: _Console
+) -> int:
+    as_json = args.format == "json"
+    if isinstance(result, MeetingSummary):
+        if as_json:
+            console.result_json(summary_json(result))
+        else:
+            console.result(summary_text(result))
+    else:
+        assert work.workflow is not None  # an edit comes only from a workflow
+        if as_json:
+            console.result_json(edit_json(result))
+        else:
+            console.result(edit_text(work.workflow, result))
+    console.info(usage_line(result.run.usage, _turns(result.run)))
+    if not result.complete:
+        console.error(_incomplete(result.run) + ("; --output not written" if work.output is not None else ""))
+        return EXIT_INCOMPLETE
+    if isinstance(result, WorkflowEdit):
+        assert work.workflow is not None  # as above
+        why = why_not_carried_out(work.workflow, result, work.instruction)
+        if why is not None:
+            console.error(f"the instruction was not carried out, the workflow is unchanged: {why}")
+            return EXIT_NOT_CARRIED_OUT
+        if work.output is not None:
+            try:
+                work.output.commit(workflow_to_json(result.workflow) + "\n")
+            except OSError as exc:
+                console.error(f"--output {str(work.output.target)!r}: cannot be written ({exc.strerror})")
+                return EXIT_USAGE
+            console.info(f"Wrote the edited workflow to {work.output.target}")
+    return EXIT_OK
+
+
+def _command(args: argparse.Namespace, console: _Console, environ: Mapping[str, str]) -> int:
+    try:
+        settings = _settings(args, environ)
+        console.redactor = Redactor([environ.get("AGENT_API_KEY"), settings.agent.api_key.reveal()])
+        work = _work(args, settings)
+    except (ConfigurationError, InputError) as exc:
+        console.error(str(exc))
+        return EXIT_USAGE
+    with work.output or contextlib.nullcontext():
+        length = len(work.text)
+        limit = settings.agent.transcript_warning_chars
+        if args.command == "summarize" and length > limit:
+            console.warning(
+                f"the transcript is {length:,} characters (about {length // _CHARS_PER_TOKEN:,} tokens), "
+                f"over agent.transcript_warning_chars={limit}; the model may cut it short or refuse it"
+            )
+        with _endpoint(settings, console) as running:
+            console.info(_mode_line(running))
+            try:
+                result = asyncio.run(_run(args.command, work, running))
+            except ChatError as exc:
+                console.error(describe_failure(exc, running.agent))
+                console.details(failure_details(exc))
+                return EXIT_MODEL_FAILED
+            except ConfigurationError as exc:
+                console.error(str(exc))
+                return EXIT_USAGE
+        return _finish(args, work, result, console)
+
+
+def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int:
+    """Run the command and return its exit code (see ``meeting-agents --help``).
+
+    ``environ`` replaces ``os.environ`` (tests); stdin, stdout and stderr are the ``sys`` streams.
+    """
+    environ = os.environ if environ is None else environ
+    stdout, stderr = sys.stdout, sys.stderr
+    try:
+        args = parse_arguments(argv)
+    except CommandLineError as exc:
+        stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_USAGE
+    except SystemExit as done:  # --help and --version print and stop
+        return done.code if isinstance(done.code, int) else EXIT_OK
+    chatty = args.verbose or _is_terminal(stderr)
+    console = _Console(stdout, stderr, verbose=args.verbose, chatty=chatty, environ=environ)
+    redact: Callable[[str], str] = console.redact
+    with logging_to(stderr, verbose=args.verbose, redact=redact):
+        try:
+            return _command(args, console, environ)
+        except KeyboardInterrupt:
+            console.error("interrupted")
+            return EXIT_INTERRUPTED
+        except Exception as exc:
+            # A bug of ours, not the model's or the user's: still one line, the traceback with -v.
+            console.error(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
+            console.details(failure_details(exc))
+            return EXIT_MODEL_FAILED
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,121 @@
+"""How a failed request is told: one line naming what failed and where, details and logs with -v."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import traceback
+import urllib.parse
+from collections.abc import Callable, Iterator
+from typing import Final, TextIO
+
+from adapters.settings import AgentSettings
+from domain import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
+
+__all__ = ["describe_failure", "failure_details", "logging_to", "shown_url"]
+
+_SHOWN_PARTIAL: Final = 500
+_SHOWN_CAUSE: Final = 200
+_LOGGED: Final = ("adapters", "application", "openai", "httpx", "httpx2")
+
+
+def shown_url(url: str) -> str:
+    """``url`` without any user name or password it carries."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _what_failed(error: ChatError) -> str:
+    if isinstance(error, ChatTransportError):
+        return "the gateway request failed"
+    if isinstance(error, ResponseFailedError):
+        return "the model failed" + (f" ({error.code})" if error.code else "")
+    if isinstance(error, MalformedResponseError):
+        return "the gateway's answer could not be read"
+    return "the request failed"
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    seen = {id(error)}
+    while (cause := error.__cause__ or error.__context__) is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        error = cause
+    return error
+
+
+def describe_failure(error: ChatError, agent: AgentSettings) -> str:
+    """One line: what failed, the error's own words, then where (URL, model, attempts, status, limits, ids).
+
+    The caller redacts it; nothing here reads the API key.
+    """
+    where = [f"POST {shown_url((agent.base_url or '').rstrip('/'))}/responses", f"model {agent.model}"]
+    if isinstance(error, ChatTransportError):
+        where.append(f"{error.attempts} attempt{'s' if error.attempts != 1 else ''}")
+        if error.status_code is not None and f"HTTP {error.status_code}" not in error.message:
+            where.append(f"HTTP {error.status_code}")
+        if error.status_code is None and "timed out" in error.message:
+            where.append(f"idle timeout agent.timeout_seconds={agent.timeout_seconds:g} s")
+        root = _root_cause(error)
+        if error.status_code is None and root is not error and str(root):
+            where.append(f"cause {type(root).__module__}.{type(root).__name__}: {str(root)[:_SHOWN_CAUSE]}")
+    if error.request_id:
+        where.append(f"request id {error.request_id}")
+    if error.response_id:
+        where.append(f"response id {error.response_id}")
+    return f"{_what_failed(error)}: {error.message} [{'; '.join(where)}]"
+
+
+def failure_details(error: BaseException) -> list[str]:
+    """The lines -v adds: what had arrived, then the traceback with its whole cause chain."""
+    lines: list[str] = []
+    if isinstance(error, ChatError):
+        partial = error.run or error.partial
+        if partial is not None and partial.text:
+            text = partial.text
+            shown = text if len(text) <= _SHOWN_PARTIAL else text[:_SHOWN_PARTIAL] + "..."
+            lines.append(f"what had arrived ({len(text)} characters of text): {shown}")
+    lines += "".join(traceback.format_exception(error)).rstrip("\n").splitlines()
+    return lines
+
+
+class _RedactingFormatter(logging.Formatter):
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+        self._redact = redact
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._redact(super().format(record))
+
+
+@contextlib.contextmanager
+def logging_to(stream: TextIO, *, verbose: bool, redact: Callable[[str], str]) -> Iterator[None]:
+    """Log lines to ``stream`` (redacted) with ``verbose``; otherwise none at all, so a failure
+    stays one line: the libraries' warnings about it would repeat the error the command prints.
+    """
+    handler: logging.Handler
+    if verbose:
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(_RedactingFormatter(redact))
+    else:
+        # Without any handler, logging's last resort would print warnings anyway.
+        handler = logging.NullHandler()
+    loggers = [logging.getLogger(name) for name in _LOGGED]
+    saved = [(logger, logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO if verbose else logging.CRITICAL)
+        # The command's handler is the one that shows them; the root's (a host's) would show them twice.
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, level, propagate in saved:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate

@@ -1,0 +1,146 @@
+"""Reading the command's input files (or stdin) as UTF-8 text, and replacing --output atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO, Final, Self
+
+__all__ = ["STDIN", "AtomicOutput", "InputError", "read_text"]
+
+STDIN: Final = "-"
+_UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
+
+
+class InputError(Exception):
+    """An input or output path cannot be used: exit code 2, one line that names it."""
+
+
+def _where(what: str, argument: str) -> str:
+    return f"{what} (stdin)" if argument == STDIN else f"{what} {argument!r}"
+
+
+def read_text(argument: str, what: str, stdin: BinaryIO) -> str:
+    """The text of file ``argument`` (``-`` reads ``stdin``): UTF-8, a leading BOM dropped.
+
+    ``what`` names the argument in errors (``TRANSCRIPT_FILE``). A file that cannot be read, holds
+    NUL bytes (binary, or UTF-16) or is not UTF-8 raises :class:`InputError` saying where.
+    """
+    where = _where(what, argument)
+    try:
+        data = stdin.read() if argument == STDIN else Path(argument).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{where}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if data.startswith(_UTF16_BOMS):
+        raise InputError(f"{where}: UTF-16 text; save it as UTF-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"{where}: a binary file, not text (a NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+        ) from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _default_mode() -> int:
+    # A new file gets what open() would give it; the umask can only be read by setting it.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+class AtomicOutput:
+    """A file that is replaced in one step: written to a temporary file in the same folder, then
+    renamed over the target, so a reader sees the old file or the new one, never half of either.
+
+    :meth:`open` checks the target and creates the temporary file at once, so an unusable path is
+    found before any paid request is made. :meth:`commit` writes and renames; :meth:`discard`
+    (also on leaving a ``with`` block without a commit) removes the temporary file.
+    """
+
+    def __init__(self, target: Path, temporary: Path, descriptor: int, mode: int) -> None:
+        self.target = target
+        self._temporary = temporary
+        self._descriptor: int | None = descriptor
+        self._mode = mode
+
+    @classmethod
+    def open(cls, path: Path, *, inputs: Sequence[tuple[str, str]] = (), force: bool = False) -> Self:
+        """Check ``path`` and make the temporary file beside it.
+
+        ``inputs`` are ``(name, argument)`` pairs of the command's input files: replacing one of them
+        needs ``force``. Raises :class:`InputError` for a folder, a missing folder, a place that
+        cannot be written, or an input file without ``force``.
+        """
+        where = f"--output {str(path)!r}"
+        # Writing through a symbolic link is what the user asked for; replacing the link would not be.
+        target = Path(os.path.realpath(path))
+        if target.is_dir():
+            raise InputError(f"{where}: is a folder; name a file")
+        folder = target.parent
+        if not folder.is_dir():
+            raise InputError(f"{where}: the folder {str(folder)!r} does not exist")
+        for name, argument in inputs:
+            if argument != STDIN and not force and _same_file(target, Path(argument)):
+                raise InputError(f"{where}: is the input file {name}; add --force to replace it")
+        existing = None
+        with contextlib.suppress(FileNotFoundError):
+            existing = target.stat()
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            raise InputError(f"{where}: is not a regular file")
+        if existing is not None and not os.access(target, os.W_OK):
+            raise InputError(f"{where}: the file is read-only")
+        mode = stat.S_IMODE(existing.st_mode) if existing is not None else _default_mode()
+        try:
+            descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise InputError(
+                f"{where}: cannot write in {str(folder)!r} ({exc.strerror or type(exc).__name__})"
+            ) from None
+        return cls(target, Path(temporary), descriptor, mode)
+
+    def commit(self, text: str) -> None:
+        """Write ``text`` (UTF-8), flush it to disk and rename it over the target."""
+        descriptor = self._descriptor
+        if descriptor is None:
+            raise RuntimeError("this output was already committed or discarded")
+        self._descriptor = None
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as file:
+                file.write(text)
+                file.flush()
+                os.fchmod(file.fileno(), self._mode)
+                os.fsync(file.fileno())
+            os.replace(self._temporary, self.target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                self._temporary.unlink()
+            raise
+
+    def discard(self) -> None:
+        """Remove the temporary file; the target is left as it was. Safe to call more than once."""
+        descriptor, self._descriptor = self._descriptor, None
+        if descriptor is not None:
+            os.close(descriptor)
+            with contextlib.suppress(FileNotFoundError):
+                self._temporary.unlink()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.discard()

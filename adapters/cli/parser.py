@@ -1,0 +1,151 @@
+"""The command's grammar: global options that mean the same before or after the subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, NoReturn
+
+from adapters.offline import SCENARIOS
+
+__all__ = ["FORMATS", "CommandLineError", "parse_arguments", "program_version"]
+
+PROG: Final = "meeting-agents"
+FORMATS: Final = ("text", "json")
+DISTRIBUTION: Final = "meeting-assistant-agents"
+
+EPILOG: Final = """\
+Options before or after the command mean the same; given twice, the later one wins.
+
+Output: stdout carries only the result (text, or one JSON object with --format json). Errors and
+warnings go to stderr, one line each; the endpoint banner and token usage too, when stderr is a
+terminal or with -v.
+
+Exit codes:
+  0    done
+  1    the model or the gateway failed (one line naming what failed and where; -v for details)
+  2    bad input or configuration, found before any request (unreadable or non-UTF-8 file, empty
+       transcript or instruction, unusable --output, bad URL, unknown key or value)
+  3    the model's answer was incomplete: what arrived is printed, stderr says so
+  4    edit-workflow: the instruction was not carried out and the workflow is unchanged; stderr
+       says why (no such step, several steps match, nothing understood)
+  130  interrupted (Ctrl-C)
+
+Without agent.base_url (env AGENT_BASE_URL) the command starts a built-in OFFLINE stand-in:
+a deterministic, rule-based model on 127.0.0.1, not a language model. Point it at a LiteLLM
+proxy with AGENT_BASE_URL=http://127.0.0.1:4000/v1 AGENT_API_KEY=... AGENT_MODEL=...
+
+Offline scenarios (--scenario NAME, several as a+b, NAME*N for the first N requests only):
+"""
+
+
+class CommandLineError(Exception):
+    """The command line itself is wrong (unknown option, missing argument): exit code 2, one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # argparse prints the whole usage first; one line that says what is wrong and where help is
+        # keeps "one line per failure" true for the command line itself.
+        raise CommandLineError(f"{message} (see {PROG} --help)")
+
+
+def program_version() -> str:
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
+    """The options that work anywhere. On a subcommand's copy nothing has a default, so a value
+    given before the subcommand is not overwritten by the copy's default."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if copy else value
+
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", default=default(None), help="a YAML or TOML config file"
+    )
+    parser.add_argument(
+        "--streaming",
+        action=argparse.BooleanOptionalAction,
+        default=default(None),
+        help="the SSE adapter (the default) or, with --no-streaming, the JSON adapter",
+    )
+    parser.add_argument(
+        "--scenario",
+        metavar="NAME",
+        default=default(None),
+        help="a fault scenario of the offline stand-in, e.g. malformed-arguments (listed below)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="log each request, and show the details of a failure",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=default("text"),
+        help="text for people (the default) or one JSON object on stdout",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    scenarios = "\n".join(f"  {name:<22} {text}" for name, text in SCENARIOS.items())
+    parser = _Parser(
+        prog=PROG,
+        description="Meeting Assistant agents over an OpenAI Responses endpoint (a LiteLLM gateway).",
+        epilog=EPILOG + scenarios,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {program_version()}")
+    _add_global_options(parser, copy=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    summarize = commands.add_parser(
+        "summarize",
+        help="summarize a meeting transcript",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Summarize a meeting transcript: summary text, action items and decisions.",
+        epilog="Exit codes: 0 done, 1 model or gateway failed, 2 bad input, 3 incomplete answer, 130 Ctrl-C.",
+    )
+    summarize.add_argument(
+        "transcript", metavar="TRANSCRIPT_FILE", help="a UTF-8 text file (a BOM is fine); - reads stdin"
+    )
+    _add_global_options(summarize, copy=True)
+
+    edit = commands.add_parser(
+        "edit-workflow",
+        help="edit a workflow from a plain instruction",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Edit a workflow (JSON: {name, steps: [{id, name, kind}]}) as a plain instruction says.",
+        epilog=(
+            "Exit codes: 0 done, 1 model or gateway failed, 2 bad input, 3 incomplete answer, "
+            "4 instruction not carried out (workflow unchanged; stderr says why), 130 Ctrl-C.\n"
+            "--output is written only on exit code 0."
+        ),
+    )
+    edit.add_argument("workflow", metavar="WORKFLOW_JSON", help="the workflow file; - reads stdin")
+    edit.add_argument("instruction", metavar="INSTRUCTION", help='e.g. "remove Manual QA sign-off"')
+    edit.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the edited workflow here, atomically (checked before any request)",
+    )
+    edit.add_argument(
+        "--force", action="store_true", help="allow --output to replace the WORKFLOW_JSON file itself"
+    )
+    _add_global_options(edit, copy=True)
+    return parser
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; raises :class:`CommandLineError`, or SystemExit(0) for --help/--version."""
+    return _parser().parse_args(argv)

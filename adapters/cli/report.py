@@ -1,0 +1,147 @@
+"""What the command prints as its result: readable text, or the contract's JSON objects."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from application import MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_to_json
+from domain import Usage, Workflow
+
+__all__ = ["edit_json", "edit_text", "error_code", "summary_json", "summary_text", "usage_line"]
+
+_SHOWN_ARGUMENTS = 100
+
+
+def error_code(record: ToolCallRecord) -> str | None:
+    """The error code the call was answered with (``invalid_tool_arguments``, ``unknown_step``, ...)."""
+    result = record.result
+    if not result.is_error:
+        return None
+    if isinstance(result.result, Mapping) and isinstance(result.result.get("error"), str):
+        return str(result.result["error"])
+    return "error"
+
+
+def _tool_calls_json(records: Sequence[ToolCallRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "call_id": record.call.call_id,
+            "name": record.call.name,
+            "guarded": record.guarded,
+            "error": error_code(record),
+        }
+        for record in records
+    ]
+
+
+def summary_json(summary: MeetingSummary) -> dict[str, Any]:
+    return {
+        "text": summary.text,
+        "action_items": [
+            {"owner": item.owner, "task": item.task, "due": item.due} for item in summary.action_items
+        ],
+        "decisions": list(summary.decisions),
+        "complete": summary.complete,
+        "tool_calls": _tool_calls_json(summary.tool_calls),
+    }
+
+
+def edit_json(edit: WorkflowEdit) -> dict[str, Any]:
+    workflow: dict[str, Any] = json.loads(workflow_to_json(edit.workflow))
+    return {
+        "workflow": workflow,
+        "text": edit.text,
+        "complete": edit.complete,
+        "tool_calls": _tool_calls_json(edit.tool_calls),
+    }
+
+
+def _compact(arguments: Mapping[str, object] | None) -> str:
+    if not arguments:
+        return ""
+    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items())
+    return text if len(text) <= _SHOWN_ARGUMENTS else text[: _SHOWN_ARGUMENTS - 3] + "..."
+
+
+def _replacements(records: Sequence[ToolCallRecord]) -> dict[int, ToolCallRecord]:
+    """For each guarded call (by position), the later call of the same tool that the guard let run."""
+    replaced: dict[int, ToolCallRecord] = {}
+    claimed: set[int] = set()
+    for index, record in enumerate(records):
+        if not record.guarded:
+            continue
+        for later in range(index + 1, len(records)):
+            candidate = records[later]
+            if later not in claimed and not candidate.guarded and candidate.call.name == record.call.name:
+                replaced[index] = candidate
+                claimed.add(later)
+                break
+    return replaced
+
+
+def _tool_lines(records: Sequence[ToolCallRecord]) -> list[str]:
+    guarded = sum(1 for record in records if record.guarded)
+    lines = [f"Tool calls ({len(records)}, {guarded} guarded)"]
+    replacements = _replacements(records)
+    for index, record in enumerate(records):
+        call = record.call
+        if record.guarded:
+            kind = call.parse_error.kind if call.parse_error is not None else error_code(record)
+            replacement = replacements.get(index)
+            then = "; not re-issued"
+            if replacement is not None:
+                again = replacement.call
+                then = f"; re-issued as [{again.call_id}] {again.name}({_compact(again.arguments)})"
+            lines.append(
+                f"  GUARDED {call.name} [{call.call_id}]: arguments rejected ({kind}, "
+                f"{len(call.raw_arguments)} chars); not run, the model got invalid_tool_arguments{then}"
+            )
+        elif record.result.is_error:
+            lines.append(f"  error   {call.name}({_compact(call.arguments)}) -> {error_code(record)}")
+        else:
+            lines.append(f"  ok      {call.name}({_compact(call.arguments)})")
+    return lines
+
+
+def usage_line(usage: Usage | None, turns: int) -> str:
+    if usage is None:
+        return f"Token usage: not reported ({turns} model turns)"
+    parts = [f"input {usage.input_tokens}", f"output {usage.output_tokens}", f"total {usage.total_tokens}"]
+    if usage.reasoning_tokens:
+        parts.append(f"reasoning {usage.reasoning_tokens}")
+    return f"Token usage: {', '.join(parts)} ({turns} model turns)"
+
+
+def summary_text(summary: MeetingSummary) -> str:
+    lines = ["Summary"]
+    lines += [f"  {line}" for line in summary.text.splitlines() or ["(no summary text)"]]
+    lines += ["", f"Action items ({len(summary.action_items)})"]
+    for number, item in enumerate(summary.action_items, 1):
+        due = f" (due {item.due})" if item.due else ""
+        lines.append(f"  {number}. {item.owner}: {item.task}{due}")
+    lines += ["", f"Decisions ({len(summary.decisions)})"]
+    lines += [f"  {number}. {decision}" for number, decision in enumerate(summary.decisions, 1)]
+    lines += ["", *_tool_lines(summary.tool_calls)]
+    return "\n".join(lines) + "\n"
+
+
+def _step_lines(workflow: Workflow) -> list[str]:
+    return [f"name: {workflow.name}"] + [f"{step.id}: {step.name} ({step.kind})" for step in workflow.steps]
+
+
+def edit_text(before: Workflow, edit: WorkflowEdit) -> str:
+    lines = [f"Model: {edit.text or '(no text)'}", "", "Workflow changes"]
+    if edit.workflow == before:
+        lines.append("  (no change)")
+    else:
+        # One line per step, marked "-" (gone or as it was), "+" (new or as it is now), " " (as it was).
+        lines += [
+            f"  {line}"
+            for line in difflib.ndiff(_step_lines(before), _step_lines(edit.workflow))
+            if not line.startswith("?")
+        ]
+    lines += ["", *_tool_lines(edit.tool_calls)]
+    return "\n".join(lines) + "\n"
