@@ -20,6 +20,7 @@ still apply. The front is where the boundary rules that hold for any client a ho
 from __future__ import annotations
 
 import email.utils
+import logging
 import math
 import time
 import zlib
@@ -72,6 +73,19 @@ class AttemptListener(Protocol):
 
 
 LISTENER: Final[ContextVar[AttemptListener | None]] = ContextVar("responses_attempt_listener", default=None)
+
+# True while the front hands an attempt to the original client. Both clients log the same
+# "HTTP Request: ..." line for it; the original client's is dropped so each attempt is logged once.
+_DELEGATING: Final[ContextVar[bool]] = ContextVar("responses_delegating", default=False)
+
+
+class _OneLinePerAttempt(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_DELEGATING.get() and str(record.msg).startswith("HTTP Request:"))
+
+
+for _library_logger in ("httpx", "httpx2"):
+    logging.getLogger(_library_logger).addFilter(_OneLinePerAttempt())
 
 
 def attempts_of(request: Any) -> int:
@@ -228,6 +242,7 @@ class _Delegation:
 
     async def handle_async_request(self, request: Any) -> Any:
         listener = LISTENER.get()
+        delegating = _DELEGATING.set(True)
         try:
             response = await self._inner.send(request, stream=True, follow_redirects=False)
         except Exception as exc:
@@ -238,6 +253,8 @@ class _Delegation:
                 error = openai.APITimeoutError if isinstance(exc, self._library.TimeoutException) else None
                 raise (error(request) if error else openai.APIConnectionError(request=request)) from exc
             raise
+        finally:
+            _DELEGATING.reset(delegating)
         if listener is not None:
             listener.attempt_answered(request, response)
         headers = self._library.Headers(response.headers)
