@@ -15,11 +15,18 @@ the fake received. To test the wire format itself, drive the real adapters over
 
 A script entry may also be a ready ``ChatResponse`` (returned as it is) or a ``ChatError`` (raised).
 When the script runs out, :class:`ScriptExhaustedError` says how many turns were scripted.
+
+``get_streaming_response`` plays the same script as updates (text in a few pieces, each call
+whole, then the status and usage), so code that streams is tested the same way::
+
+    updates = [u async for u in chat.get_streaming_response(messages)]
+    assert ChatResponse.from_updates(updates) == ScriptedTurn(text="Summary ...").response(1)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import TypeAlias
 
@@ -30,6 +37,7 @@ from domain import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
+    ChatResponseUpdate,
     Content,
     FunctionCallContent,
     TextContent,
@@ -39,6 +47,8 @@ from domain import (
 __all__ = ["ScriptExhaustedError", "ScriptedChat", "ScriptedRequest", "ScriptedTurn"]
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+# Each text and reasoning part streams in this many pieces, so a consumer sees it arrive in steps.
+_PIECES = 3
 
 
 def _calls(value: Sequence[tuple[str, str, str]]) -> tuple[tuple[str, str, str], ...]:
@@ -66,7 +76,8 @@ class ScriptedTurn:
             for call_id, name, raw in self.calls
         )
         return ChatResponse(
-            messages=(ChatMessage("assistant", tuple(contents)),),
+            # As the adapters do, an answer with no contents has no message.
+            messages=(ChatMessage("assistant", tuple(contents)),) if contents else (),
             response_id=self.response_id or f"resp_scripted_{number}",
             model_id="scripted",
             created_at=_EPOCH,
@@ -81,10 +92,13 @@ ScriptEntry: TypeAlias = ScriptedTurn | ChatResponse | ChatError
 
 @attrs.frozen
 class ScriptedRequest:
-    """What the fake received: the conversation as sent and the options (None if none were given)."""
+    """What the fake received: the conversation as sent, the options (None if none were given),
+    and whether the answer was asked for as a stream.
+    """
 
     messages: tuple[ChatMessage, ...]
     options: ChatOptions | None
+    stream: bool = False
 
 
 class ScriptExhaustedError(AssertionError):
@@ -111,15 +125,43 @@ class ScriptedChat:
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
-        number = len(self._requests) + 1
-        self._requests.append(ScriptedRequest(tuple(messages), options))
-        if number > len(self._script):
+        return self._play(self._take(ScriptedRequest(tuple(messages), options)))
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """The next scripted answer as updates; the request is recorded now, as ``get_response`` does.
+
+        A ``ChatError`` entry raises from the iterator, after the updates of its ``partial`` (what
+        a real adapter would have streamed before failing); so does :class:`ScriptExhaustedError`.
+        """
+        return self._stream(self._take(ScriptedRequest(tuple(messages), options, stream=True)))
+
+    def _take(self, request: ScriptedRequest) -> tuple[int, ScriptEntry | None]:
+        self._requests.append(request)
+        number = len(self._requests)
+        return number, self._script[number - 1] if number <= len(self._script) else None
+
+    def _play(self, taken: tuple[int, ScriptEntry | None]) -> ChatResponse:
+        number, entry = taken
+        if entry is None:
             raise ScriptExhaustedError(
                 f"request {number} arrived but the script has only {len(self._script)} turn(s)"
             )
-        entry = self._script[number - 1]
         if isinstance(entry, ChatError):
             raise entry
         if isinstance(entry, ChatResponse):
             return entry
         return entry.response(number)
+
+    async def _stream(self, taken: tuple[int, ScriptEntry | None]) -> AsyncIterator[ChatResponseUpdate]:
+        entry = taken[1]
+        failure = entry if isinstance(entry, ChatError) else None
+        streamed = failure.partial if failure is not None else self._play(taken)
+        for update in streamed.to_updates(_PIECES) if streamed is not None else ():
+            # Hand the loop a turn between updates, as a network stream would, so a consumer's
+            # cancellation or early exit lands mid-stream rather than after the last update.
+            await asyncio.sleep(0)
+            yield update
+        if failure is not None:
+            raise failure

@@ -14,8 +14,8 @@ from domain.messages import (
     TextContent,
 )
 from domain.options import ChatOptions, Initiator, ReasoningOptions, ToolChoice, ToolSpec
-from domain.ports import ChatPort, ToolInvokerPort
-from domain.responses import ChatResponse, FinishReason, Usage
+from domain.ports import ChatPort, StreamingChatPort, ToolInvokerPort
+from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage
 from domain.workflow import UnknownStepError, Workflow, WorkflowStep
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ChatOptions",
     "ChatPort",
     "ChatResponse",
+    "ChatResponseUpdate",
     "ChatTransportError",
     "Content",
     "FinishReason",
@@ -39,6 +40,7 @@ __all__ = [
     "ReasoningOptions",
     "ResponseFailedError",
     "Role",
+    "StreamingChatPort",
     "TextContent",
     "ToolChoice",
     "ToolInvokerPort",

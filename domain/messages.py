@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Literal, TypeAlias
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, Literal, TypeAlias
 
 import attrs
 
 from domain.arguments import ArgumentsParseError, parse_arguments
 
 __all__ = [
+    "REASONING_SEPARATOR",
     "ChatMessage",
     "Content",
     "FunctionCallContent",
@@ -36,6 +37,10 @@ class TextContent:
     text: str
 
 
+# Between the parts of one reasoning item in ``ReasoningContent.text``.
+REASONING_SEPARATOR: Final = "\n\n"
+
+
 @attrs.frozen
 class ReasoningContent:
     """The model's reasoning: readable text and, where the provider sent it, the encrypted state.
@@ -48,6 +53,18 @@ class ReasoningContent:
     item_id: str | None = None
     encrypted_content: str | None = None
     summary: tuple[str, ...] = ()
+
+    @classmethod
+    def from_parts(
+        cls,
+        summary: Sequence[str] = (),
+        texts: Sequence[str] = (),
+        *,
+        item_id: str | None = None,
+        encrypted_content: str | None = None,
+    ) -> ReasoningContent:
+        """One reasoning item from its summary parts and its reasoning-text parts, in order."""
+        return cls(REASONING_SEPARATOR.join((*summary, *texts)), item_id, encrypted_content, tuple(summary))
 
 
 @attrs.frozen

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from domain.messages import ChatMessage, FunctionCallContent, FunctionResultContent
 from domain.options import ChatOptions
-from domain.responses import ChatResponse
+from domain.responses import ChatResponse, ChatResponseUpdate
 
-__all__ = ["ChatPort", "ToolInvokerPort"]
+__all__ = ["ChatPort", "StreamingChatPort", "ToolInvokerPort"]
 
 
 class ChatPort(Protocol):
@@ -24,6 +24,21 @@ class ChatPort(Protocol):
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse: ...
+
+
+class StreamingChatPort(ChatPort, Protocol):
+    """A :class:`ChatPort` that can also hand over its answer piece by piece, as it arrives.
+
+    ``get_streaming_response`` yields :class:`ChatResponseUpdate`s; folding them with
+    :meth:`ChatResponse.from_updates` gives what ``get_response`` returns for the same answer.
+    Leaving the iteration early (``break`` then ``aclose()``, or cancellation) releases the
+    connection. Failures raise the same :class:`domain.errors.ChatError` subclasses from the
+    iterator, with what had arrived in ``partial``.
+    """
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]: ...
 
 
 class ToolInvokerPort(Protocol):

@@ -1,16 +1,26 @@
-"""What a model answered: messages, metadata and token usage."""
+"""What a model answered, whole or as streamed updates: messages, metadata and token usage."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Literal
 
 import attrs
 
-from domain.messages import ChatMessage, FunctionCallContent
+from domain.messages import (
+    REASONING_SEPARATOR,
+    ROLES,
+    ChatMessage,
+    Content,
+    FunctionCallContent,
+    ReasoningContent,
+    Role,
+    TextContent,
+)
 
-__all__ = ["ChatResponse", "FinishReason", "Usage"]
+__all__ = ["ChatResponse", "ChatResponseUpdate", "FinishReason", "Usage"]
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
 
@@ -48,6 +58,182 @@ def _messages(value: Iterable[ChatMessage]) -> tuple[ChatMessage, ...]:
     return tuple(value)
 
 
+def _contents(value: Iterable[Content]) -> tuple[Content, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ChatResponseUpdate:
+    """One piece of a streamed answer, as it arrives; :meth:`ChatResponse.from_updates` folds them.
+
+    ``contents`` holds text and reasoning as pieces, and each function call (or other item) once
+    and whole. ``item_index`` and ``part_index`` say where the pieces belong: pieces of the same
+    item and part, in any number of updates, fold into one content.
+
+    - A ``TextContent`` piece continues the text part (``item_index``, ``part_index``); every part
+      becomes one ``TextContent``, the parts of one item in ``part_index`` order.
+    - A ``ReasoningContent`` piece continues part ``part_index`` of the reasoning item
+      ``item_index``: a summary part when the piece's ``summary`` is ``(piece_text,)``, a reasoning
+      text part when it is ``()``. The whole item becomes one ``ReasoningContent``
+      (:meth:`ReasoningContent.from_parts`). A piece with ``part_index`` None adds no part, only
+      its ``item_id`` and ``encrypted_content`` (which usually arrive when the item is done).
+    - With ``item_index`` None, and for any other content (function calls, provider items, a
+      ``ReasoningContent`` whose ``summary`` is neither ``()`` nor ``(text,)``), each content is
+      whole and stands alone. A ``TextContent`` piece with ``part_index`` None belongs to part 0.
+
+    Contents appear in the order their item's first piece arrived; a new message starts when the
+    ``role`` changes. ``response_id``, ``model_id``, ``created_at``, ``status``, ``finish_reason``
+    and ``usage`` are set on the updates where they become known; the last value given wins.
+    """
+
+    contents: tuple[Content, ...] = attrs.field(default=(), converter=_contents)
+    role: Role = attrs.field(default="assistant", validator=attrs.validators.in_(ROLES))
+    item_index: int | None = None
+    part_index: int | None = None
+    response_id: str | None = None
+    model_id: str | None = None
+    created_at: datetime | None = None
+    status: str | None = None
+    finish_reason: FinishReason | None = None
+    usage: Usage | None = None
+
+    @property
+    def text(self) -> str:
+        """The text pieces of this update, joined (reasoning is not text)."""
+        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+    @property
+    def function_calls(self) -> tuple[FunctionCallContent, ...]:
+        return tuple(c for c in self.contents if isinstance(c, FunctionCallContent))
+
+
+class _TextItem:
+    """The text parts of one item, each a list of pieces until the fold is done."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: dict[int, list[str]] = {}
+
+    def contents(self) -> list[Content]:
+        return [TextContent("".join(self.parts[index])) for index in sorted(self.parts)]
+
+
+class _ReasoningItem:
+    """One reasoning item: its summary parts, its text parts, and the item's id and encrypted state."""
+
+    __slots__ = ("encrypted_content", "item_id", "summary", "texts")
+
+    def __init__(self) -> None:
+        self.summary: dict[int, list[str]] = {}
+        self.texts: dict[int, list[str]] = {}
+        self.item_id: str | None = None
+        self.encrypted_content: str | None = None
+
+    def add(self, piece: ReasoningContent, part_index: int | None) -> None:
+        self.item_id = piece.item_id if piece.item_id is not None else self.item_id
+        if piece.encrypted_content is not None:
+            self.encrypted_content = piece.encrypted_content
+        if part_index is not None:
+            parts = self.summary if piece.summary else self.texts
+            parts.setdefault(part_index, []).append(piece.text)
+
+    def contents(self) -> list[Content]:
+        return [
+            ReasoningContent.from_parts(
+                ["".join(self.summary[index]) for index in sorted(self.summary)],
+                ["".join(self.texts[index]) for index in sorted(self.texts)],
+                item_id=self.item_id,
+                encrypted_content=self.encrypted_content,
+            )
+        ]
+
+
+class _Whole:
+    __slots__ = ("content",)
+
+    def __init__(self, content: Content) -> None:
+        self.content = content
+
+    def contents(self) -> list[Content]:
+        return [self.content]
+
+
+_Slot = _TextItem | _ReasoningItem | _Whole
+
+
+def _is_piece(content: ReasoningContent) -> bool:
+    return not content.summary or content.summary == (content.text,)
+
+
+class _Fold:
+    """The state of one :meth:`ChatResponse.from_updates`: contents by item, latest metadata."""
+
+    def __init__(self) -> None:
+        self.slots: list[tuple[Role, _Slot]] = []
+        self.texts: dict[int, _TextItem] = {}
+        self.reasonings: dict[int, _ReasoningItem] = {}
+        self.response_id: str | None = None
+        self.model_id: str | None = None
+        self.created_at: datetime | None = None
+        self.status: str | None = None
+        self.finish_reason: FinishReason | None = None
+        self.usage: Usage | None = None
+
+    def add(self, update: ChatResponseUpdate) -> None:
+        role, item, part = update.role, update.item_index, update.part_index
+        for content in update.contents:
+            if item is not None and isinstance(content, TextContent):
+                text = self.texts.get(item)
+                if text is None:
+                    text = self.texts[item] = _TextItem()
+                    self.slots.append((role, text))
+                text.parts.setdefault(part or 0, []).append(content.text)
+            elif item is not None and isinstance(content, ReasoningContent) and _is_piece(content):
+                reasoning = self.reasonings.get(item)
+                if reasoning is None:
+                    reasoning = self.reasonings[item] = _ReasoningItem()
+                    self.slots.append((role, reasoning))
+                reasoning.add(content, part)
+            else:
+                self.slots.append((role, _Whole(content)))
+        # Metadata arrives as it becomes known; an update that does not know a value leaves it be.
+        if update.response_id is not None:
+            self.response_id = update.response_id
+        if update.model_id is not None:
+            self.model_id = update.model_id
+        if update.created_at is not None:
+            self.created_at = update.created_at
+        if update.status is not None:
+            self.status = update.status
+        if update.finish_reason is not None:
+            self.finish_reason = update.finish_reason
+        if update.usage is not None:
+            self.usage = update.usage
+
+    def response(self) -> ChatResponse:
+        grouped: list[tuple[Role, list[Content]]] = []
+        for role, slot in self.slots:
+            if not grouped or grouped[-1][0] != role:
+                grouped.append((role, []))
+            grouped[-1][1].extend(slot.contents())
+        return ChatResponse(
+            messages=[ChatMessage(role, contents) for role, contents in grouped],
+            response_id=self.response_id,
+            model_id=self.model_id,
+            created_at=self.created_at,
+            status=self.status,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+        )
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    """``text`` cut into at most ``count`` pieces of near-equal length (one piece when empty)."""
+    size = max(1, math.ceil(len(text) / count))
+    return [text[start : start + size] for start in range(0, len(text), size)] or [text]
+
+
 @attrs.frozen
 class ChatResponse:
     """One complete answer (or a whole tool-calling run) with the metadata that came with it."""
@@ -69,3 +255,69 @@ class ChatResponse:
     def function_calls(self) -> tuple[FunctionCallContent, ...]:
         """Every function call of every message, in order."""
         return tuple(call for m in self.messages for call in m.function_calls)
+
+    @classmethod
+    def from_updates(cls, updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
+        """The response that ``updates`` (a whole stream, in order) spell out.
+
+        Folding the updates of a ``get_streaming_response`` call gives what ``get_response``
+        returns for the same answer; see :class:`ChatResponseUpdate` for how pieces are joined.
+        """
+        fold = _Fold()
+        for update in updates:
+            fold.add(update)
+        return fold.response()
+
+    def to_updates(self, pieces: int = 1) -> Iterator[ChatResponseUpdate]:
+        """This response as a stream would deliver it; :meth:`from_updates` folds them back.
+
+        First an update with the ids, then each text and reasoning part in up to ``pieces``
+        pieces and each other content whole, then one with the status, finish reason and usage.
+        Messages without contents are not represented, and neither are consecutive messages of
+        one role: they fold back as one.
+        """
+        if pieces < 1:
+            raise ValueError(f"pieces must be at least 1, not {pieces}")
+        yield ChatResponseUpdate(
+            response_id=self.response_id, model_id=self.model_id, created_at=self.created_at
+        )
+        item = 0
+        for message in self.messages:
+            for content in message.contents:
+                yield from _content_updates(content, message.role, item, pieces)
+                item += 1
+        yield ChatResponseUpdate(status=self.status, finish_reason=self.finish_reason, usage=self.usage)
+
+
+def _reasoning_text_parts(content: ReasoningContent) -> list[str] | None:
+    """The reasoning-text parts that, after the summary, make up ``content.text``; None if none can."""
+    if not content.summary:
+        return [content.text] if content.text else []
+    prefix = REASONING_SEPARATOR.join(content.summary)
+    if content.text == prefix:
+        return []
+    if content.text.startswith(prefix + REASONING_SEPARATOR):
+        return [content.text[len(prefix) + len(REASONING_SEPARATOR) :]]
+    return None
+
+
+def _content_updates(content: Content, role: Role, item: int, pieces: int) -> Iterator[ChatResponseUpdate]:
+    if isinstance(content, TextContent):
+        for piece in _pieces(content.text, pieces):
+            yield ChatResponseUpdate((TextContent(piece),), role, item, 0)
+        return
+    texts = _reasoning_text_parts(content) if isinstance(content, ReasoningContent) else None
+    if not isinstance(content, ReasoningContent) or texts is None:
+        # Function calls and provider items come whole; so does reasoning its parts cannot spell.
+        yield ChatResponseUpdate((content,), role)
+        return
+    for index, summary in enumerate(content.summary):
+        for piece in _pieces(summary, pieces):
+            yield ChatResponseUpdate(
+                (ReasoningContent(piece, content.item_id, summary=(piece,)),), role, item, index
+            )
+    for index, text in enumerate(texts):
+        for piece in _pieces(text, pieces):
+            yield ChatResponseUpdate((ReasoningContent(piece, content.item_id),), role, item, index)
+    # The item's id and encrypted state arrive with the finished item, after its parts.
+    yield ChatResponseUpdate((ReasoningContent("", content.item_id, content.encrypted_content),), role, item)

@@ -1,11 +1,26 @@
-"""ScriptedChat: plays its script in order, records requests, and fails loudly when it runs out."""
+"""ScriptedChat: plays its script (whole or streamed) in order, records requests, fails loudly at its end."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedRequest, ScriptedTurn, ScriptExhaustedError
-from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse, ChatTransportError, TextContent, Usage
+from domain import (
+    ChatMessage,
+    ChatOptions,
+    ChatPort,
+    ChatResponse,
+    ChatResponseUpdate,
+    ChatTransportError,
+    StreamingChatPort,
+    TextContent,
+    Usage,
+)
 
 
 def test_the_fake_satisfies_the_port() -> None:
@@ -83,3 +98,116 @@ async def test_running_out_of_script_is_a_loud_test_failure() -> None:
         await chat.get_response([])
     assert len(chat.requests) == 2
     assert issubclass(ScriptExhaustedError, AssertionError)
+
+
+def test_the_fake_satisfies_the_streaming_port() -> None:
+    port: StreamingChatPort = ScriptedChat()
+    assert isinstance(port, ScriptedChat)
+
+
+async def collect(updates: AsyncIterator[ChatResponseUpdate]) -> list[ChatResponseUpdate]:
+    return [update async for update in updates]
+
+
+@given(
+    text=st.text(max_size=40),
+    calls=st.lists(
+        st.tuples(st.text(min_size=1, max_size=5), st.just("f"), st.text(max_size=12)), max_size=3
+    ),
+)
+async def test_a_streamed_turn_folds_to_what_get_response_returns(
+    text: str, calls: list[tuple[str, str, str]]
+) -> None:
+    turn = ScriptedTurn(text=text, calls=calls, usage=Usage(1, 2, 3))
+
+    updates = await collect(ScriptedChat(turn).get_streaming_response([ChatMessage.user("hi")]))
+
+    assert ChatResponse.from_updates(updates) == await ScriptedChat(turn).get_response(
+        [ChatMessage.user("hi")]
+    )
+    assert "".join(update.text for update in updates) == text
+    assert [c.raw_arguments for u in updates for c in u.function_calls] == [raw for _, _, raw in calls]
+
+
+async def test_a_streamed_turn_is_text_in_pieces_then_each_call_whole_then_the_metadata() -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(text="Let me look at it.", calls=[("c1", "list_steps", "{}"), ("c2", "f", '{"a"')])
+    )
+
+    updates = await collect(chat.get_streaming_response([]))
+
+    first, *middle, last = updates
+    assert (first.response_id, first.model_id, first.contents) == ("resp_scripted_1", "scripted", ())
+    texts = [u.text for u in middle if u.text]
+    assert len(texts) > 1
+    assert "".join(texts) == "Let me look at it."
+    assert [[c.call_id for c in u.function_calls] for u in middle if u.function_calls] == [["c1"], ["c2"]]
+    assert (last.status, last.finish_reason, last.contents) == ("completed", "tool_calls", ())
+
+
+async def test_a_stream_is_recorded_when_asked_for_even_if_never_read() -> None:
+    chat = ScriptedChat(ScriptedTurn(text="a"))
+    options = ChatOptions(initiator="agent")
+
+    stream = chat.get_streaming_response([ChatMessage.user("one")], options)
+
+    assert chat.requests == (ScriptedRequest((ChatMessage.user("one"),), options, stream=True),)
+    assert chat.remaining == 0
+    await collect(stream)
+
+
+async def test_a_scripted_error_raises_from_the_stream_after_its_partial() -> None:
+    partial = ChatResponse(messages=(ChatMessage.assistant("half an ans"),), response_id="r1")
+    failure = ChatTransportError("timed out", partial=partial)
+    chat = ScriptedChat(failure, ChatTransportError("down"))
+
+    seen: list[ChatResponseUpdate] = []
+
+    async def read_all() -> None:
+        async for update in chat.get_streaming_response([]):
+            seen.append(update)
+
+    with pytest.raises(ChatTransportError) as caught:
+        await read_all()
+    assert caught.value is failure
+    assert ChatResponse.from_updates(seen) == partial
+
+    with pytest.raises(ChatTransportError, match="down"):
+        await collect(chat.get_streaming_response([]))
+
+
+async def test_running_out_of_script_raises_from_the_stream() -> None:
+    chat = ScriptedChat()
+    stream = chat.get_streaming_response([])
+    with pytest.raises(ScriptExhaustedError, match="request 1 arrived but the script has only 0 turn"):
+        await collect(stream)
+
+
+async def test_leaving_a_stream_early_closes_it_and_stops_playing() -> None:
+    chat = ScriptedChat(ScriptedTurn(text="a long answer in pieces"))
+    stream = chat.get_streaming_response([])
+    assert isinstance(stream, AsyncGenerator)
+
+    first = await anext(stream)
+    await stream.aclose()
+
+    assert first.response_id == "resp_scripted_1"
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+
+
+async def test_a_stream_lets_other_tasks_run_between_updates() -> None:
+    chat = ScriptedChat(ScriptedTurn(text="abcdef"))
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    updates = await collect(chat.get_streaming_response([]))
+    task.cancel()
+
+    assert ticks >= len(updates) - 1

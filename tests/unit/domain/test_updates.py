@@ -1,0 +1,176 @@
+"""Streamed updates: ChatResponse.from_updates folds pieces back into the whole response."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from domain import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionCallContent,
+    ProviderItemContent,
+    ReasoningContent,
+    TextContent,
+    Usage,
+)
+from tests.unit.domain.strategies import adapter_shaped_responses, streamed_updates
+
+
+def fold(*updates: ChatResponseUpdate) -> ChatResponse:
+    return ChatResponse.from_updates(updates)
+
+
+def assistant(*contents: Content) -> tuple[ChatMessage, ...]:
+    return (ChatMessage("assistant", contents),)
+
+
+@given(data=st.data(), response=adapter_shaped_responses())
+def test_a_response_split_into_stream_updates_folds_back_to_itself(
+    data: st.DataObject, response: ChatResponse
+) -> None:
+    updates = data.draw(streamed_updates(response))
+    assert ChatResponse.from_updates(updates) == response
+
+
+@given(response=adapter_shaped_responses(), pieces=st.integers(min_value=1, max_value=6))
+def test_to_updates_then_from_updates_is_the_identity(response: ChatResponse, pieces: int) -> None:
+    updates = list(response.to_updates(pieces))
+    assert ChatResponse.from_updates(updates) == response
+    assert "".join(update.text for update in updates) == "".join(
+        c.text for m in response.messages for c in m.contents if isinstance(c, TextContent)
+    )
+    assert tuple(call for update in updates for call in update.function_calls) == response.function_calls
+
+
+def test_two_text_parts_of_one_item_stay_two_text_contents() -> None:
+    response = fold(
+        ChatResponseUpdate((TextContent("Hel"),), item_index=0, part_index=0),
+        ChatResponseUpdate((TextContent("lo"),), item_index=0, part_index=0),
+        ChatResponseUpdate((TextContent("Wor"), TextContent("ld")), item_index=0, part_index=1),
+        ChatResponseUpdate((TextContent("again"),), item_index=1, part_index=0),
+    )
+    assert response.messages == assistant(TextContent("Hello"), TextContent("World"), TextContent("again"))
+
+
+def test_interleaved_items_fold_separately_in_the_order_they_started() -> None:
+    response = fold(
+        ChatResponseUpdate(
+            (ReasoningContent("thin", "rs_1", summary=("thin",)),), item_index=4, part_index=0
+        ),
+        ChatResponseUpdate((TextContent("an"),), item_index=2, part_index=0),
+        ChatResponseUpdate((ReasoningContent("king", summary=("king",)),), item_index=4, part_index=0),
+        ChatResponseUpdate((TextContent("swer"),), item_index=2, part_index=0),
+    )
+    assert response.messages == assistant(
+        ReasoningContent("thinking", "rs_1", summary=("thinking",)), TextContent("answer")
+    )
+
+
+def test_parts_fold_in_part_order_whatever_order_they_arrive_in() -> None:
+    response = fold(
+        ChatResponseUpdate((TextContent("second"),), item_index=0, part_index=1),
+        ChatResponseUpdate((TextContent("first"),), item_index=0, part_index=0),
+        ChatResponseUpdate((ReasoningContent("b", summary=("b",)),), item_index=1, part_index=1),
+        ChatResponseUpdate((ReasoningContent("t"),), item_index=1, part_index=0),
+        ChatResponseUpdate((ReasoningContent("a", summary=("a",)),), item_index=1, part_index=0),
+    )
+    assert response.messages == assistant(
+        TextContent("first"), TextContent("second"), ReasoningContent("a\n\nb\n\nt", summary=("a", "b"))
+    )
+
+
+def test_a_reasoning_item_gets_its_id_and_encrypted_state_from_any_piece() -> None:
+    response = fold(
+        ChatResponseUpdate((ReasoningContent("", "rs_1"),), item_index=0),
+        ChatResponseUpdate((ReasoningContent("plan", summary=("plan",)),), item_index=0, part_index=0),
+        ChatResponseUpdate((ReasoningContent("", None, "enc=="),), item_index=0),
+    )
+    assert response.messages == assistant(ReasoningContent("plan", "rs_1", "enc==", ("plan",)))
+
+
+def test_whole_contents_stand_alone_and_keep_their_order() -> None:
+    call = FunctionCallContent.parse(call_id="c1", name="f", raw_arguments='{"a": 1')
+    opaque = ProviderItemContent("compaction", '{"type":"compaction"}', "cmp_1")
+    whole_reasoning = ReasoningContent("a\n\nb", "rs_1", summary=("a", "b"))
+    response = fold(
+        ChatResponseUpdate((TextContent("x"), TextContent("y"))),
+        ChatResponseUpdate((call,), item_index=0),
+        ChatResponseUpdate((whole_reasoning,), item_index=1),
+        ChatResponseUpdate((opaque,)),
+    )
+    assert response.messages == assistant(TextContent("x"), TextContent("y"), call, whole_reasoning, opaque)
+    assert response.function_calls[0].raw_arguments == '{"a": 1'
+
+
+def test_reasoning_whose_parts_cannot_spell_it_streams_whole() -> None:
+    odd = ReasoningContent("not the summary", "rs_1", "enc", summary=("a summary",))
+    response = ChatResponse(messages=assistant(odd))
+    updates = list(response.to_updates(3))
+    assert [u.contents for u in updates if u.contents] == [(odd,)]
+    assert ChatResponse.from_updates(updates) == response
+
+
+def test_a_new_message_starts_when_the_role_changes() -> None:
+    response = fold(
+        ChatResponseUpdate((TextContent("a"),), item_index=0),
+        ChatResponseUpdate((TextContent("b"),), "tool", item_index=1),
+        ChatResponseUpdate((TextContent("c"),), "tool", item_index=2),
+        ChatResponseUpdate((TextContent("d"),), item_index=3),
+    )
+    assert [(m.role, m.text) for m in response.messages] == [
+        ("assistant", "a"),
+        ("tool", "bc"),
+        ("assistant", "d"),
+    ]
+
+
+def test_metadata_is_the_latest_value_given() -> None:
+    created = datetime(2026, 5, 1, tzinfo=UTC)
+    response = fold(
+        ChatResponseUpdate(response_id="resp_1", model_id="m", created_at=created, status="in_progress"),
+        ChatResponseUpdate((TextContent("hi"),), item_index=0, usage=Usage(1)),
+        ChatResponseUpdate(status="incomplete", finish_reason="length", usage=Usage(1, 2, 3)),
+        ChatResponseUpdate(),
+    )
+    assert response == ChatResponse(
+        messages=assistant(TextContent("hi")),
+        response_id="resp_1",
+        model_id="m",
+        created_at=created,
+        status="incomplete",
+        finish_reason="length",
+        usage=Usage(1, 2, 3),
+    )
+
+
+def test_no_updates_fold_to_an_empty_response() -> None:
+    assert ChatResponse.from_updates([]) == ChatResponse()
+    assert ChatResponse.from_updates(iter([ChatResponseUpdate(response_id="r")])) == ChatResponse(
+        response_id="r"
+    )
+
+
+def test_an_update_tells_its_text_and_calls() -> None:
+    call = FunctionCallContent.parse(call_id="c1", name="f", raw_arguments="{}")
+    update = ChatResponseUpdate((TextContent("a"), ReasoningContent("thought"), call, TextContent("b")))
+    assert update.text == "ab"
+    assert update.function_calls == (call,)
+
+
+def test_updates_are_frozen_values_with_a_known_role() -> None:
+    update = ChatResponseUpdate([TextContent("a")])
+    assert update.contents == (TextContent("a"),)
+    assert update.role == "assistant"
+    with pytest.raises(ValueError, match="role"):
+        ChatResponseUpdate(role="robot")  # type: ignore[arg-type]  # the point: an unknown role is refused
+
+
+def test_to_updates_needs_at_least_one_piece() -> None:
+    with pytest.raises(ValueError, match="pieces must be at least 1"):
+        list(ChatResponse().to_updates(0))
