@@ -236,12 +236,8 @@ async def _run(command: str, work: _Work, settings: Settings) -> MeetingSummary 
         return await container.workflow_editor_agent().edit(work.workflow, work.instruction)
 
 
-def _turns(run: ChatResponse) -> int:
-    return sum(1 for message in run.messages if message.role == "assistant")
-
-
-def _incomplete(run: ChatResponse) -> str:
-    reason = _FINISH_REASONS.get(run.finish_reason or "", "")
+def _incomplete(final: ChatResponse) -> str:
+    reason = _FINISH_REASONS.get(final.finish_reason or "", "")
     return (
         "the model's answer is incomplete" + (f" ({reason})" if reason else "") + "; what arrived is printed"
     )
@@ -262,9 +258,10 @@ def _finish(
             console.result_json(edit_json(result))
         else:
             console.result(edit_text(work.workflow, result))
-    console.info(usage_line(result.run.usage, _turns(result.run)))
+    console.info(usage_line(result.run.usage, len(result.run.responses)))
     if not result.complete:
-        console.error(_incomplete(result.run) + ("; --output not written" if work.output is not None else ""))
+        unwritten = "; --output not written" if work.output is not None else ""
+        console.error(_incomplete(result.run.final) + unwritten)
         return EXIT_INCOMPLETE
     if isinstance(result, WorkflowEdit):
         assert work.workflow is not None  # as above

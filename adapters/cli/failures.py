@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Final, TextIO
 
 from adapters.settings import AgentSettings
+from application import ToolRunError
 from domain import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
 
 __all__ = ["describe_failure", "failure_details", "logging_to", "shown_url"]
@@ -75,9 +76,12 @@ def failure_details(error: BaseException) -> list[str]:
     """The lines -v adds: what had arrived, then the traceback with its whole cause chain."""
     lines: list[str] = []
     if isinstance(error, ChatError):
-        partial = error.run or error.partial
-        if partial is not None and partial.text:
-            text = partial.text
+        # The text of the answer that failed, else the last whole answer of the run before it.
+        arrived = error.partial.text if error.partial is not None else ""
+        if not arrived and isinstance(error, ToolRunError):
+            arrived = error.run.text
+        if arrived:
+            text = arrived
             shown = text if len(text) <= _SHOWN_PARTIAL else text[:_SHOWN_PARTIAL] + "..."
             lines.append(f"what had arrived ({len(text)} characters of text): {shown}")
     lines += "".join(traceback.format_exception(error)).rstrip("\n").splitlines()
