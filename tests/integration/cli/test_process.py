@@ -1,0 +1,127 @@
+"""The installed ``meeting-agents`` script in its own process, as a user or a script runs it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.cli import EXIT_INTERRUPTED, EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
+from adapters.offline import OfflineResponsesServer
+from tests.integration.cli.support import (
+    PLANTED_KEY,
+    PROCESS_TIMEOUT,
+    ROOT,
+    SCRIPT,
+    TRANSCRIPT,
+    WORKFLOW,
+    clean_environment,
+    run_process,
+)
+
+OPTIONS = ["--format", "json", "--no-streaming", "--scenario", "malformed-arguments"]
+
+
+def test_options_before_or_after_the_command_and_stdin_give_the_same_json() -> None:
+    before = run_process(*OPTIONS, "summarize", str(TRANSCRIPT))
+    after = run_process("summarize", str(TRANSCRIPT), *OPTIONS)
+    piped = run_process(*OPTIONS, "summarize", "-", stdin=b"\xef\xbb\xbf" + TRANSCRIPT.read_bytes())
+    for ran in (before, after, piped):
+        assert ran.code == EXIT_OK, ran.err
+        assert ran.err == ""  # no banner, no log line: stderr is not a terminal and there is no -v
+    document = before.json()  # the whole of stdout is one JSON object
+    assert after.json() == document
+    assert piped.json() == document
+    assert [call["error"] for call in document["tool_calls"] if call["guarded"]] == ["invalid_tool_arguments"]
+
+
+def test_bad_configuration_is_one_line_and_exit_2() -> None:
+    ran = run_process("summarize", str(TRANSCRIPT), environ={"AGENT_BASE_URL": "not-a-url"})
+    assert ran.code == EXIT_USAGE
+    assert ran.err == (
+        "meeting-agents: error: agent.base_url: expected an http(s) URL with a host, "
+        "e.g. http://127.0.0.1:4000/v1, got 'not-a-url'\n"
+    )
+    assert ran.out == ""
+
+
+def test_verbose_failure_logs_each_request_once_and_never_the_key() -> None:
+    environ = {"AGENT_API_KEY": PLANTED_KEY, "AGENT_MAX_RETRIES": "0"}
+    ran = run_process("-v", "summarize", str(TRANSCRIPT), "--scenario", "http-401", environ=environ)
+    assert ran.code == EXIT_MODEL_FAILED
+    assert PLANTED_KEY not in ran.out + ran.err
+    assert len([line for line in ran.err_lines if "HTTP Request: POST" in line]) == 1
+    assert len([line for line in ran.err_lines if line.startswith("meeting-agents: error: ")]) == 1
+    assert "Traceback (most recent call last):" in ran.err
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "--version"],
+        capture_output=True,
+        text=True,
+        env=clean_environment(),
+        timeout=PROCESS_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == EXIT_OK
+    assert done.stdout.startswith("meeting-agents ")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+def test_ctrl_c_while_waiting_on_a_stalled_gateway_exits_130_with_one_line(tmp_path: Path) -> None:
+    output = tmp_path / "edited.json"
+    with OfflineResponsesServer() as server:
+        environ = clean_environment(
+            {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "offline:stall", "AGENT_API_KEY": PLANTED_KEY}
+        )
+        argv = [str(SCRIPT), "edit-workflow", str(WORKFLOW), "remove Manual QA sign-off", "--output"]
+        process = subprocess.Popen(  # noqa: S603  # our own console script with fixed arguments
+            [*argv, str(output)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environ,
+        )
+        try:
+            deadline = time.monotonic() + PROCESS_TIMEOUT
+            # Ready once the stalled request has reached the server; a bounded wait on the process
+            # between looks notices a command that ended early instead of waiting for nothing.
+            while not server.requests:
+                assert time.monotonic() < deadline, "the command never sent its request"
+                with pytest.raises(subprocess.TimeoutExpired):
+                    process.wait(timeout=0.05)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=PROCESS_TIMEOUT)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=PROCESS_TIMEOUT)
+    assert process.returncode == EXIT_INTERRUPTED
+    assert err.decode() == "meeting-agents: error: interrupted\n"
+    assert out == b""
+    assert list(tmp_path.iterdir()) == []  # the temporary output file went with it
+
+
+def test_the_readme_host_example_runs_as_written(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## In the host application\n") :]
+    code = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+    script = tmp_path / "host.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(  # noqa: S603  # this interpreter running the README's own example
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=clean_environment(),
+        cwd=tmp_path,
+        timeout=PROCESS_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "- Ben: update the changelog (due Thursday)" in done.stdout
+    assert '"name": "Manual QA sign-off"' not in done.stdout
+    assert '"name": "Publish"' in done.stdout
