@@ -44,7 +44,8 @@ def serve(*, port: int, dialect: Literal["openai", "litellm"], stop: threading.E
     with OfflineResponsesServer(port=port, dialect=dialect) as server:
         print(f"Offline Responses endpoint (a rule-based stand-in) listening at {server.base_url}", file=out)
         print(
-            f"Use it with AGENT_BASE_URL={server.base_url} AGENT_MODEL={OFFLINE_MODEL}; stop with Ctrl-C.",
+            f"Use it with AGENT_BASE_URL={server.base_url} AGENT_MODEL={OFFLINE_MODEL} "
+            "AGENT_API_KEY=sk-offline (any key will do); stop with Ctrl-C.",
             file=out,
             flush=True,
         )

@@ -61,7 +61,7 @@ def test_the_process_serves_until_interrupted() -> None:
     assert ready.startswith(
         "Offline Responses endpoint (a rule-based stand-in) listening at http://127.0.0.1:"
     )
-    assert f"AGENT_BASE_URL={base_url} AGENT_MODEL=offline" in hint
+    assert f"AGENT_BASE_URL={base_url} AGENT_MODEL=offline AGENT_API_KEY=sk-offline" in hint
     assert reply.status_code == 200
     assert reply.text.rstrip().endswith("data: [DONE]")
     assert rest == "Stopped after 1 requests.\n"
