@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
-__all__ = ["REDACTED", "Redactor"]
+__all__ = ["REDACTED", "RedactingFilter", "Redactor"]
 
 REDACTED: Final = "[REDACTED]"
 _ELLIPSIS: Final = "..."
 # Python strings can hold code points UTF-8 cannot encode; a log handler or a terminal would then
 # raise while showing an error, so shown text never carries them.
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
+# What every LogRecord has; anything else on a record came in through ``extra``.
+_RECORD_FIELDS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+}
 
 
 def _spellings(secret: str) -> set[str]:
@@ -81,3 +87,34 @@ class Redactor:
     def contains_secret(self, text: str) -> bool:
         """True when ``text`` holds a secret in any of the spellings this redactor cuts."""
         return self._pattern is not None and self._pattern.search(text) is not None
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that cuts secrets out of each record's message as it is emitted.
+
+    ``current`` returns the redactor that applies where the record is logged (for the adapters,
+    the one of the request being sent), or None when no secret is in play there. Records pass
+    unchanged when they hold no secret; a record that does has its message rewritten, formatted
+    and scrubbed, and its string-valued extra fields scrubbed too.
+    """
+
+    def __init__(self, current: Callable[[], Redactor | None]) -> None:
+        super().__init__()
+        self._current = current
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactor = self._current()
+        if not redactor:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:
+            # A record whose arguments do not fit its format: show the format alone, scrubbed.
+            message = str(record.msg)
+        if redactor.contains_secret(message):
+            record.msg = redactor.redact(message)
+            record.args = None
+        for name, value in list(vars(record).items()):
+            if name not in _RECORD_FIELDS and isinstance(value, str) and redactor.contains_secret(value):
+                setattr(record, name, redactor.redact(value))
+        return True

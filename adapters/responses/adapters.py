@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import abc
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextvars import ContextVar
 from typing import Any, Final, cast
 
 import attrs
@@ -14,8 +16,14 @@ import httpx
 import openai
 from openai.types.responses import Response, ResponseStreamEvent
 
-from adapters.responses.attempts import LISTENER, observed
-from adapters.responses.errors import attempts_of, map_error
+from adapters.redaction import RedactingFilter, Redactor
+from adapters.responses.attempts import LISTENER, ResponseTooLargeError, attempts_of, observed
+from adapters.responses.errors import (
+    DeadlineExceededError,
+    UnreadableResponseError,
+    map_error,
+    scrubbed_cause,
+)
 from adapters.responses.folding import EventFolder
 from adapters.responses.mapping import chat_response, provider_failure, raise_if_failed, response_contents
 from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
@@ -26,7 +34,6 @@ from domain import (
     ChatOptions,
     ChatResponse,
     ChatTransportError,
-    MalformedResponseError,
     ResponseFailedError,
 )
 
@@ -35,26 +42,65 @@ __all__ = ["ResponsesJsonAdapter", "ResponsesSseAdapter"]
 _LOGGER: Final = logging.getLogger("adapters.responses")
 REQUEST_ID_HEADER: Final = "x-request-id"
 _SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
-# What map_error turns into domain errors; anything else is a bug and propagates as it is.
-_MAPPED: Final = (openai.OpenAIError, json.JSONDecodeError, httpx.HTTPError, UnicodeEncodeError, ChatError)
+# The replayed body is already decoded: these headers described the bytes as they came over the wire.
+_WIRE_HEADERS: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+_MAX_LOGGED_ID: Final = 200
+# The secrets of the request being sent in this context, for the libraries' own log records.
+_REDACTOR: Final[ContextVar[Redactor | None]] = ContextVar("responses_redactor", default=None)
+_LIBRARY_LOGGERS: Final = ("openai", "httpx", "httpx2", "httpcore")
+# Loggers the libraries log on while a request is sent (httpcore's carry the response headers).
+_KNOWN_LIBRARY_LOGGERS: Final = (
+    "openai._base_client",
+    "openai._response",
+    "openai._legacy_response",
+    "openai._streaming",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+_LIBRARY_FILTER: Final = RedactingFilter(_REDACTOR.get)
+
+
+def _guard_library_logs() -> None:
+    """Put the redacting filter on every logger the HTTP stack logs a request on.
+
+    A gateway can echo a secret in a response header (a request id, ``www-authenticate``), which
+    the SDK and httpcore log at DEBUG. A filter applies to the records of the logger it is on, not
+    to its children's, hence each one; it only acts inside a request, with that request's secrets.
+    """
+    names = {
+        name
+        for name in (*logging.root.manager.loggerDict, *_KNOWN_LIBRARY_LOGGERS)
+        if name.split(".")[0] in _LIBRARY_LOGGERS
+    } | set(_LIBRARY_LOGGERS)
+    for name in names:
+        logger = logging.getLogger(name)
+        if _LIBRARY_FILTER not in logger.filters:
+            logger.addFilter(_LIBRARY_FILTER)
 
 
 @attrs.define
 class _Exchange:
     """What is known about one request so far, for the logs and for the error that may follow.
 
-    It is also the request's attempt listener: each failed attempt is logged as it happens.
+    It is also the request's attempt listener: each failed attempt is logged as it happens, and
+    the transport asks it how long the request may still take.
     """
 
     digest: RequestDigest
     logger: logging.Logger
     stream: bool
+    redactor: Redactor
+    # time.monotonic() at which the request must have its whole answer; None for no deadline.
+    deadline: float | None = None
     folder: EventFolder = attrs.field(factory=EventFolder)
     request_id: str | None = None
     attempts: int = 1
     status_code: int | None = None
-    # time.monotonic() at which the request must have its whole answer; None for no deadline.
-    deadline: float | None = None
+    # True once a successful response has started: a failure after it is in reading the body.
+    answered: bool = False
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -63,13 +109,26 @@ class _Exchange:
         self.request_id = response.headers.get(REQUEST_ID_HEADER)
         self.attempts = attempts_of(response.request)
         self.status_code = response.status_code
+        self.answered = True
+
+    def partial(self) -> ChatResponse | None:
+        """What had arrived, or None; never raises, since it is asked while handling a failure."""
+        try:
+            return self.folder.partial()
+        except Exception:
+            # A folder state no response can be built from: the error still goes out, without it.
+            return None
+
+    def shown(self, value: str | None) -> str | None:
+        """A gateway-supplied id fit for a log record: scrubbed and bounded."""
+        return None if value is None else self.redactor.redact(value, limit=_MAX_LOGGED_ID)
 
     def log_extra(self, response_id: str | None = None) -> dict[str, object]:
         return {
             "attempts": self.attempts,
             "status_code": self.status_code,
-            "request_id": self.request_id,
-            "response_id": response_id,
+            "request_id": self.shown(self.request_id),
+            "response_id": self.shown(response_id),
             "request_digest": self.digest.as_log_extra(),
             "stream": self.stream,
         }
@@ -78,11 +137,15 @@ class _Exchange:
         # The headers are in even if the body then breaks inside the SDK (a JSON body is read within
         # its retry loop, so the error it raises has no response): keep the latest attempt's id.
         self.request_id = response.headers.get(REQUEST_ID_HEADER, self.request_id)
+        self.attempts = attempts_of(request)
+        self.status_code = response.status_code
         if response.is_success:
+            self.answered = True
             return
         self._log_attempt(request, response.status_code, response.headers.get(REQUEST_ID_HEADER), None)
 
     def attempt_raised(self, request: httpx.Request, error: Exception) -> None:
+        self.attempts = attempts_of(request)
         self._log_attempt(request, None, None, type(error).__name__)
 
     def _log_attempt(
@@ -96,7 +159,7 @@ class _Exchange:
             extra={
                 "attempt": attempt,
                 "status_code": status_code,
-                "request_id": request_id,
+                "request_id": self.shown(request_id),
                 "error_type": error_type,
                 "request_digest": self.digest.as_log_extra(),
                 "stream": self.stream,
@@ -108,24 +171,64 @@ def _is_event_stream(content_type: str) -> bool:
     return "text/event-stream" in content_type.lower()
 
 
-def _is_response_document(data: object) -> bool:
-    return isinstance(data, dict) and (
-        data.get("object") == "response" or "output" in data or "status" in data
-    )
+def _is_stream_body(head: bytes, content_type: str) -> bool:
+    """Whether a body is an event stream, from its first bytes rather than its label: gateways and
+    proxies mislabel both shapes. A body that says neither goes by its label."""
+    start = head.lstrip()[:8]
+    if start.startswith(b"{"):
+        return False
+    return start.startswith(_SSE_STARTS) or _is_event_stream(content_type)
+
+
+async def _head(chunks: AsyncIterator[bytes]) -> bytes:
+    """The body's first bytes, up to and including the first chunk that is not blank."""
+    seen = []
+    async for chunk in chunks:
+        seen.append(chunk)
+        if chunk.strip():
+            break
+    return b"".join(seen)
+
+
+class _Rest(httpx.AsyncByteStream):
+    """A body whose first bytes were already read to tell its shape: those, then the rest as it comes."""
+
+    def __init__(self, head: bytes, rest: AsyncIterator[bytes], original: httpx.Response) -> None:
+        self._head = head
+        self._rest = rest
+        self._original = original
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._head:
+            yield self._head
+        async for chunk in self._rest:
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._original.aclose()
+
+
+def _plain_headers(http: httpx.Response) -> list[tuple[str, str]]:
+    # What is replayed is already decoded: these headers described the bytes on the wire.
+    return [(k, v) for k, v in http.headers.multi_items() if k.lower() not in _WIRE_HEADERS]
+
+
+def _is_response_document(data: dict[str, Any]) -> bool:
+    return data.get("object") == "response" or "output" in data or "status" in data
 
 
 def _from_document(data: dict[str, Any]) -> ChatResponse:
     if not _is_response_document(data):
         error = data.get("error")
         if isinstance(error, dict):
-            raise provider_failure(error, "the provider returned an error object")
-        raise MalformedResponseError("the JSON body is not a Responses object (no output, status or object)")
+            raise provider_failure(error, "the provider returned an error object", None)
+        raise UnreadableResponseError("the JSON body is not a Responses object (no output, status or object)")
     response = Response.construct(**data)
     return raise_if_failed(chat_response(response, response_contents(response)), response)
 
 
 class _ResponsesAdapter(abc.ABC):
-    """What both adapters share: the builder, the error mapping and the diagnostics."""
+    """What both adapters share: the builder, the deadline, the exception firewall and the diagnostics."""
 
     _stream: bool
 
@@ -138,10 +241,12 @@ class _ResponsesAdapter(abc.ABC):
     ) -> None:
         # A copy of the client through which each HTTP attempt can be logged; the given one is untouched.
         self._client = observed(client, max_response_bytes=settings.max_response_bytes)
-        self._secret = client.api_key if isinstance(client.api_key, str) else None
+        api_key = client.api_key if isinstance(client.api_key, str) else None
+        self._redactor = Redactor([api_key, *settings.extra_headers.values()])
         self._settings = settings
         self._builder = ResponsesPayloadBuilder(settings)
         self._logger = logger or _LOGGER
+        _guard_library_logs()
 
     def __repr__(self) -> str:
         # The client holds the API key; a repr names only what is safe to show.
@@ -150,29 +255,42 @@ class _ResponsesAdapter(abc.ABC):
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
-        """Send the conversation and return the whole answer; raises only ChatError subclasses."""
+        """Send the conversation and return the whole answer.
+
+        Raises only ChatError subclasses (cancellation aside), built once with what had arrived,
+        and within ``deadline_seconds`` of the call, retries and Retry-After waits included.
+        """
         request = self._builder.build(messages, options)
-        exchange = _Exchange(request.digest, self._logger, self._stream)
+        seconds = self._settings.deadline_seconds
+        exchange = _Exchange(
+            request.digest, self._logger, self._stream, self._redactor, deadline=time.monotonic() + seconds
+        )
         listening = LISTENER.set(exchange)
+        redacting = _REDACTOR.set(self._redactor)
+        failure: ChatError | None = None
+        cause: BaseException | None = None
         try:
-            result = await self._exchange(request, exchange)
-        except _MAPPED as exc:
-            error = map_error(
-                exc,
-                partial=exchange.folder.partial(),
+            async with asyncio.timeout(seconds) as scope:
+                result = await self._exchange(request, exchange)
+        except Exception as exc:
+            # The firewall: whatever the SDK, httpx, json or the folding raised becomes one ChatError.
+            raised: Exception = DeadlineExceededError(seconds) if scope.expired() else exc
+            failure = map_error(
+                raised,
+                partial=exchange.partial(),
                 request_id=exchange.request_id,
-                secret=self._secret,
+                attempts=exchange.attempts,
+                answered=exchange.answered,
+                redactor=self._redactor,
             )
-            self._fill_context(error, exchange)
-            self._log_failure(error, exchange)
-            if error is exc:
-                raise
-            if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
-                # The SDK's exception quotes the provider's body, which may echo credentials.
-                raise error from None
-            raise error from exc
+            cause = scrubbed_cause(raised, self._redactor)
         finally:
+            _REDACTOR.reset(redacting)
             LISTENER.reset(listening)
+        if failure is not None:
+            self._log_failure(failure, exchange)
+            # Raised outside the handler so that the provider's own exception is not its __context__.
+            raise failure from cause
         if exchange.attempts > 1:
             self._logger.info(
                 "Responses request succeeded after %d attempts",
@@ -193,47 +311,66 @@ class _ResponsesAdapter(abc.ABC):
             arguments["extra_body"] = extra_body
         return arguments
 
+    async def _fold_response(self, http: httpx.Response, exchange: _Exchange) -> ChatResponse:
+        """An answer whose body is still unread: its first bytes tell its shape, whatever its label.
+        An event stream is folded as it arrives; a JSON document is read whole, then mapped."""
+        exchange.saw(http)
+        content_type = http.headers.get("content-type", "")
+        chunks = http.aiter_bytes()
+        head = await _head(chunks)
+        if not _is_stream_body(head, content_type):
+            body = b"".join([head, *[chunk async for chunk in chunks]])
+            return await self._fold_body(body, content_type, http, exchange)
+        live = httpx.Response(
+            http.status_code,
+            headers=_plain_headers(http),
+            stream=_Rest(head, chunks, http),
+            request=http.request,
+        )
+        return await self._fold_stream(live, exchange)
+
     async def _fold_body(
         self, body: bytes, content_type: str, http: httpx.Response, exchange: _Exchange
     ) -> ChatResponse:
         """A whole body of either shape: an event stream goes through the folder, JSON the mapping."""
-        head = body.lstrip()[:8]
-        if _is_event_stream(content_type) or head.startswith(_SSE_STARTS):
+        if len(body) > self._settings.max_response_bytes:
+            # The transport counts as the body arrives; this holds for a client that does not.
+            raise ResponseTooLargeError(self._settings.max_response_bytes)
+        if _is_stream_body(body[:64], content_type):
+            # ``body`` is already decoded, so the replay must not say it is compressed (decoded once).
             replay = httpx.Response(
-                http.status_code, headers=http.headers, content=body, request=http.request
+                http.status_code, headers=_plain_headers(http), content=body, request=http.request
             )
-            # The SDK's own stream reader, so that a buffered event stream folds exactly like a live one.
-            stream = openai.AsyncStream(
-                cast_to=cast(Any, ResponseStreamEvent), response=cast(Any, replay), client=self._client
-            )
-            feed = exchange.folder.feed
-            async for event in stream:
-                feed(event)
-            return exchange.folder.result()
+            return await self._fold_stream(replay, exchange)
         try:
             data = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise MalformedResponseError(
-                "the body is neither a JSON Response nor an event stream", request_id=exchange.request_id
-            ) from None
+            raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
         if not isinstance(data, dict):
-            raise MalformedResponseError("the JSON body is not an object", request_id=exchange.request_id)
+            raise UnreadableResponseError("the JSON body is not an object")
         return _from_document(data)
 
-    @staticmethod
-    def _fill_context(error: ChatError, exchange: _Exchange) -> None:
-        if error.request_id is None:
-            error.request_id = exchange.request_id
-        if error.partial is None:
-            error.partial = exchange.folder.partial()
-        if error.partial is not None:
-            error.response_id = error.response_id or error.partial.response_id
-            error.model_id = error.model_id or error.partial.model_id
+    async def _fold_stream(self, http: httpx.Response, exchange: _Exchange) -> ChatResponse:
+        """An event stream read with the SDK's own stream reader, so that a buffered or re-wrapped
+        stream folds exactly like the SDK's live one."""
+        stream = openai.AsyncStream(
+            cast_to=cast(Any, ResponseStreamEvent), response=cast(Any, http), client=self._client
+        )
+        folder = exchange.folder
+        feed = folder.feed
+        try:
+            async for event in stream:
+                feed(event)
+        finally:
+            await stream.close()
+        return folder.result()
 
     def _log_failure(self, error: ChatError, exchange: _Exchange) -> None:
-        extra = exchange.log_extra(error.response_id)
-        extra["error_type"] = type(error).__name__
+        # Every field comes from the error, whose provider text and ids are already scrubbed.
+        extra = exchange.log_extra()
+        extra["response_id"] = error.response_id
         extra["request_id"] = error.request_id
+        extra["error_type"] = type(error).__name__
         extra["error_code"] = error.code if isinstance(error, ResponseFailedError) else None
         if isinstance(error, ChatTransportError):
             extra["attempts"] = error.attempts
@@ -244,24 +381,15 @@ class _ResponsesAdapter(abc.ABC):
 class ResponsesSseAdapter(_ResponsesAdapter):
     """A ChatPort that asks for an event stream (``stream=True``) and folds it as it arrives.
 
-    A JSON Response where a stream was asked for is read as JSON.
+    A JSON Response where a stream was asked for is read as JSON, whatever its label says.
     """
 
     _stream = True
 
     async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
         stream = await self._client.responses.create(stream=True, **self._create_arguments(request))
-        http = cast(httpx.Response, stream.response)
-        exchange.saw(http)
         try:
-            content_type = http.headers.get("content-type", "")
-            if not _is_event_stream(content_type):
-                return await self._fold_body(await http.aread(), content_type, http, exchange)
-            folder = exchange.folder
-            feed = folder.feed
-            async for event in stream:
-                feed(event)
-            return folder.result()
+            return await self._fold_response(cast(httpx.Response, stream.response), exchange)
         finally:
             await stream.close()
 
@@ -270,15 +398,14 @@ class ResponsesJsonAdapter(_ResponsesAdapter):
     """A ChatPort that asks for JSON (``stream=False``).
 
     An event stream where JSON was asked for (some gateway routes answer that way) goes through
-    the same folder as a live stream.
+    the same folder as a live stream, as it arrives, so that a deadline still finds what came.
     """
 
     _stream = False
 
     async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
-        raw = await self._client.responses.with_raw_response.create(
+        # The streaming wrapper leaves the body unread, so that its shape decides how it is read.
+        async with self._client.responses.with_streaming_response.create(
             stream=False, **self._create_arguments(request)
-        )
-        http = cast(httpx.Response, raw.http_response)
-        exchange.saw(http)
-        return await self._fold_body(http.content, http.headers.get("content-type", ""), http, exchange)
+        ) as raw:
+            return await self._fold_response(cast(httpx.Response, raw.http_response), exchange)

@@ -1,12 +1,21 @@
-"""One mapping from the SDK's Responses objects (items, usage, a whole Response) to domain values."""
+"""One mapping from the SDK's Responses objects (items, usage, a whole Response) to domain values.
+
+The SDK builds its models without validation, so any field can hold any JSON value (or be
+missing); every read of a provider object goes through :func:`field`, and a value of the wrong
+type reads as absent.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from adapters.responses.errors import ProviderFailureError
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -15,7 +24,6 @@ from domain import (
     FunctionCallContent,
     ProviderItemContent,
     ReasoningContent,
-    ResponseFailedError,
     TextContent,
     Usage,
 )
@@ -23,57 +31,110 @@ from domain import (
 __all__ = [
     "chat_response",
     "created_at",
+    "field",
     "finish_reason",
+    "integer",
+    "is_object",
     "item_contents",
+    "item_identity",
+    "items_of",
+    "mend_surrogates",
     "provider_failure",
     "raise_if_failed",
     "reasoning_content",
     "response_contents",
+    "text",
     "usage",
 ]
 
-# Gateways omit optional fields; the SDK builds its models without validation, so a missing field
-# is a missing attribute. Every read of a provider object therefore goes through getattr.
+_LOGGER: Final = logging.getLogger("adapters.responses.mapping")
 _INCOMPLETE_REASONS: Final[dict[str, FinishReason]] = {
     "max_output_tokens": "length",
     "content_filter": "content_filter",
 }
 _TEXT_PARTS: Final = frozenset({"output_text", "refusal"})
+_SCALARS: Final = (str, bytes, int, float, bool, list, tuple, type(None))
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 REASONING_SEPARATOR: Final = "\n\n"
 
 
-def created_at(value: object) -> datetime | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, tz=UTC)
-    return None
+def field(obj: Any, name: str) -> Any:
+    """``obj``'s field ``name`` (an SDK model's attribute or a mapping's key), or None."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    if isinstance(obj, _SCALARS):
+        return None
+    return getattr(obj, name, None)
 
 
-def _int(value: object) -> int | None:
+def is_object(value: object) -> bool:
+    """True for what a JSON object became: an SDK model or a mapping."""
+    return not isinstance(value, _SCALARS)
+
+
+def text(value: object) -> str | None:
+    """``value`` if it is a string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def integer(value: object) -> int | None:
+    """``value`` if it is an integer (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def items_of(value: object) -> Sequence[Any]:
+    """A list field's items; anything that is not a list reads as empty."""
+    return value if isinstance(value, list | tuple) else ()
+
+
+def mend_surrogates(value: str) -> str:
+    """``value`` with each high+low surrogate pair joined into the character it encodes.
+
+    Text joined from deltas can hold a pair split across two events as two code points; joined
+    they are the character the model wrote. Unpaired surrogates stay as they are.
+    """
+    if _SURROGATE.search(value) is None:
+        return value
+    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def created_at(value: object) -> datetime | None:
+    """Epoch seconds as a UTC datetime; anything else, or a number no datetime can hold, is None."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
 def usage(value: Any) -> Usage | None:
-    """Token counts as reported; details a gateway left out stay None."""
-    if value is None:
+    """Token counts as reported; details a gateway left out (or sent as the wrong type) stay None."""
+    if not is_object(value):
         return None
     return Usage(
-        input_tokens=_int(getattr(value, "input_tokens", None)),
-        output_tokens=_int(getattr(value, "output_tokens", None)),
-        total_tokens=_int(getattr(value, "total_tokens", None)),
-        cached_input_tokens=_int(
-            getattr(getattr(value, "input_tokens_details", None), "cached_tokens", None)
-        ),
-        reasoning_tokens=_int(
-            getattr(getattr(value, "output_tokens_details", None), "reasoning_tokens", None)
-        ),
+        input_tokens=integer(field(value, "input_tokens")),
+        output_tokens=integer(field(value, "output_tokens")),
+        total_tokens=integer(field(value, "total_tokens")),
+        cached_input_tokens=integer(field(field(value, "input_tokens_details"), "cached_tokens")),
+        reasoning_tokens=integer(field(field(value, "output_tokens_details"), "reasoning_tokens")),
     )
 
 
-def _raw_json(item: Any) -> str:
-    """The item as the provider sent it (fields it set, extras included), as compact JSON."""
+def _raw_json(item: Any) -> str | None:
+    """The item as the provider sent it (fields it set, extras included), as compact JSON; None
+    when it cannot be written back as a JSON object (not an object, NaN, too deep, ...)."""
     to_dict = getattr(item, "to_dict", None)
-    data = to_dict(mode="json", warnings=False) if callable(to_dict) else item
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    try:
+        data = to_dict(mode="json", warnings=False) if callable(to_dict) else item
+        if not isinstance(data, dict):
+            return None
+        # allow_nan=False: the SDK refuses NaN when it sends the item back, so refuse it here.
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
 
 
 def reasoning_content(
@@ -90,43 +151,58 @@ def reasoning_content(
     )
 
 
-def _part_texts(parts: Iterable[Any] | None, kinds: frozenset[str]) -> list[str]:
+def _part_texts(parts: object, kinds: frozenset[str]) -> list[str]:
     texts = []
-    for part in parts or ():
-        kind = getattr(part, "type", None)
-        if kind in kinds:
-            text = getattr(part, "refusal" if kind == "refusal" else "text", None)
-            texts.append(text if isinstance(text, str) else "")
+    for part in items_of(parts):
+        kind = field(part, "type")
+        if isinstance(kind, str) and kind in kinds:
+            texts.append(text(field(part, "refusal" if kind == "refusal" else "text")) or "")
     return texts
 
 
+def item_identity(item: Any) -> str | None:
+    """What tells one output item from another: its id, else a call's call_id."""
+    return text(field(item, "id")) or text(field(item, "call_id"))
+
+
 def item_contents(item: Any) -> list[Content]:
-    """The contents of one finished output item, in the order they appear in it."""
-    kind = getattr(item, "type", None)
-    item_id = getattr(item, "id", None)
+    """The contents of one finished output item, in the order they appear in it.
+
+    An item that is not a JSON object, or a provider item that cannot be written back as one,
+    is left out (and logged): it could not go back to the provider in the next request.
+    """
+    if not is_object(item):
+        _LOGGER.warning("An output item that is not a JSON object (%s) was left out", type(item).__name__)
+        return []
+    kind = field(item, "type")
+    item_id = text(field(item, "id"))
     if kind == "message":
-        return [TextContent(text) for text in _part_texts(getattr(item, "content", None), _TEXT_PARTS)]
+        return [TextContent(part) for part in _part_texts(field(item, "content"), _TEXT_PARTS)]
     if kind == "function_call":
-        arguments = getattr(item, "arguments", None)
         return [
             FunctionCallContent.parse(
-                call_id=str(getattr(item, "call_id", None) or item_id or ""),
-                name=str(getattr(item, "name", None) or ""),
-                raw_arguments=arguments if isinstance(arguments, str) else "",
+                call_id=text(field(item, "call_id")) or item_id or "",
+                name=text(field(item, "name")) or "",
+                raw_arguments=text(field(item, "arguments")) or "",
                 item_id=item_id,
             )
         ]
     if kind == "reasoning":
-        summary = _part_texts(getattr(item, "summary", None), frozenset({"summary_text"}))
-        texts = _part_texts(getattr(item, "content", None), frozenset({"reasoning_text"}))
-        return [reasoning_content(item_id, summary, texts, getattr(item, "encrypted_content", None))]
-    return [ProviderItemContent(type=str(kind), raw_json=_raw_json(item), item_id=item_id)]
+        summary = _part_texts(field(item, "summary"), frozenset({"summary_text"}))
+        texts = _part_texts(field(item, "content"), frozenset({"reasoning_text"}))
+        return [reasoning_content(item_id, summary, texts, text(field(item, "encrypted_content")))]
+    raw_json = _raw_json(item) if isinstance(kind, str) and kind else None
+    if raw_json is None:
+        # Without a type the provider cannot read the item back; without JSON it cannot be sent.
+        _LOGGER.warning("An output item without a type, or not writable back as JSON, was left out")
+        return []
+    return [ProviderItemContent(type=kind, raw_json=raw_json, item_id=item_id)]
 
 
-def finish_reason(status: str | None, incomplete_reason: str | None, has_calls: bool) -> FinishReason | None:
+def finish_reason(status: object, incomplete_reason: object, has_calls: bool) -> FinishReason | None:
     """Why the model stopped; None while it has not (queued, in progress, a partial answer)."""
     if status == "incomplete":
-        return _INCOMPLETE_REASONS.get(incomplete_reason or "")
+        return _INCOMPLETE_REASONS.get(incomplete_reason) if isinstance(incomplete_reason, str) else None
     if status != "completed":
         return None
     return "tool_calls" if has_calls else "stop"
@@ -134,58 +210,36 @@ def finish_reason(status: str | None, incomplete_reason: str | None, has_calls: 
 
 def chat_response(response: Any, contents: Sequence[Content], *, status: str | None = None) -> ChatResponse:
     """The ChatResponse for ``contents`` with the metadata of ``response`` (a Response or a snapshot)."""
-    status = status if status is not None else getattr(response, "status", None)
-    reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
+    status = status if status is not None else text(field(response, "status"))
+    reason = field(field(response, "incomplete_details"), "reason")
     has_calls = any(isinstance(c, FunctionCallContent) for c in contents)
     return ChatResponse(
         messages=(ChatMessage("assistant", contents),) if contents else (),
-        response_id=getattr(response, "id", None),
-        model_id=getattr(response, "model", None),
-        created_at=created_at(getattr(response, "created_at", None)),
+        response_id=text(field(response, "id")),
+        model_id=text(field(response, "model")),
+        created_at=created_at(field(response, "created_at")),
         status=status,
         finish_reason=finish_reason(status, reason, has_calls),
-        usage=usage(getattr(response, "usage", None)),
+        usage=usage(field(response, "usage")),
     )
 
 
 def response_contents(response: Any) -> list[Content]:
-    return [content for item in getattr(response, "output", None) or () for content in item_contents(item)]
+    return [content for item in items_of(field(response, "output")) for content in item_contents(item)]
 
 
-def provider_failure(
-    error: Any,
-    fallback: str,
-    *,
-    response_id: str | None = None,
-    model_id: str | None = None,
-    partial: ChatResponse | None = None,
-) -> ResponseFailedError:
-    """The provider's own ``code`` and ``message`` from an error object, event or JSON mapping.
-
-    Anything that is not a non-empty string is dropped, so a provider's odd shapes cannot reach
-    the error; ``fallback`` then says what happened.
-    """
-    if isinstance(error, dict):
-        code, message = error.get("code"), error.get("message")
-    else:
-        code, message = getattr(error, "code", None), getattr(error, "message", None)
-    return ResponseFailedError(
-        message if isinstance(message, str) and message else fallback,
-        code=code if isinstance(code, str) else None,
-        response_id=response_id,
-        model_id=model_id,
-        partial=partial,
-    )
+def provider_failure(error: Any, fallback: str, partial: ChatResponse | None) -> ProviderFailureError:
+    """The finding for a provider's error object, event or JSON mapping, with its own code and message."""
+    return ProviderFailureError(field(error, "code"), field(error, "message"), fallback, partial)
 
 
 def raise_if_failed(result: ChatResponse, response: Any) -> ChatResponse:
     """``result`` unless the provider marked the response failed, which raises with it as partial."""
     if result.status != "failed":
         return result
-    raise provider_failure(
-        getattr(response, "error", None),
-        "the provider reported the response failed",
-        response_id=result.response_id,
-        model_id=result.model_id,
-        partial=result,
-    )
+    raise provider_failure(field(response, "error"), "the provider reported the response failed", result)
+
+
+def joined(parts: Iterable[str]) -> str:
+    """Pieces of one text, joined, with surrogate pairs split between pieces mended."""
+    return mend_surrogates("".join(parts))

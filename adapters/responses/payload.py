@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
+import re
 import types
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -12,6 +14,7 @@ from typing import Any, Final
 import attrs
 from openai.resources.responses import AsyncResponses
 
+from adapters.responses.mapping import mend_surrogates
 from adapters.responses.settings import ResponsesSettings
 from domain import (
     ChatMessage,
@@ -39,6 +42,42 @@ SDK_KEYWORDS: Final[frozenset[str]] = frozenset(inspect.signature(AsyncResponses
 }
 
 _ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
+_LOGGER: Final = logging.getLogger("adapters.responses.payload")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _json_text_encodable(text: str) -> str:
+    """JSON text (a call's arguments, a result's JSON) that UTF-8 can carry, meaning unchanged.
+
+    A split surrogate pair is joined into its character; an unpaired surrogate, which UTF-8
+    cannot encode, is written as its ``\\uXXXX`` escape, which a JSON parser reads back as the
+    very same string. Text without surrogates is returned as it is, byte for byte.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", mend_surrogates(text))
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` (the request body, recursively) with every string UTF-8 can carry.
+
+    Split surrogate pairs are joined; an unpaired surrogate left in plain text becomes U+FFFD,
+    the replacement character. Strings without surrogates, and containers holding none, are
+    returned unchanged.
+    """
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value
+        return _SURROGATE.sub("\ufffd", mend_surrogates(value))
+    if isinstance(value, dict):
+        return {_encodable(key): _encodable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_encodable(item) for item in value]
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _plain(value: object) -> Any:
@@ -60,7 +99,7 @@ def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def tool_output(result: JsonValue) -> str:
     """A tool result as it goes on the wire: strings as they are, anything else compact JSON."""
-    return result if isinstance(result, str) else _compact_json(result)
+    return result if isinstance(result, str) else _json_text_encodable(_compact_json(result))
 
 
 @attrs.frozen
@@ -147,6 +186,7 @@ class ResponsesPayloadBuilder:
                 raise ValueError("extra_body cannot set stream: the adapter chosen decides it")
             body.update(_plain(options.extra_body))
         headers = {**settings.extra_headers, "X-Initiator": options.initiator}
+        body = _encodable(body)
         return ResponsesRequest(body, headers, self.digest(body, options.initiator))
 
     @staticmethod
@@ -211,16 +251,28 @@ class ResponsesPayloadBuilder:
             }
         if isinstance(content, ReasoningContent):
             return self.reasoning_item(content)
-        item = json.loads(content.raw_json)
+        return self.provider_item(content)
+
+    @staticmethod
+    def provider_item(content: ProviderItemContent) -> dict[str, Any] | None:
+        """The provider's item as it sent it, or None (logged) when its JSON is not an object the
+        provider could take back: the rest of the conversation still goes."""
+        try:
+            item = json.loads(content.raw_json, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            item = None
         if not isinstance(item, dict):
-            raise ValueError(f"provider item {content.type!r} is not a JSON object")
+            _LOGGER.warning("A provider item whose JSON is not an object was left out of the request")
+            return None
         return item
 
     def function_call(self, call: FunctionCallContent) -> dict[str, Any]:
         """A call in history; its arguments are the model's own string unless the wrap policy applies."""
-        arguments = call.raw_arguments
+        arguments = _json_text_encodable(call.raw_arguments)
         if call.parse_error is not None and self._settings.malformed_arguments_in_history == "wrap":
-            arguments = json.dumps({"INVALID_JSON": call.raw_arguments}, ensure_ascii=False)
+            arguments = _json_text_encodable(
+                json.dumps({"INVALID_JSON": call.raw_arguments}, ensure_ascii=False)
+            )
         return {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": arguments}
 
     def reasoning_item(self, reasoning: ReasoningContent) -> dict[str, Any] | None:
