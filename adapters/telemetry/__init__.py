@@ -10,7 +10,12 @@ from adapters.telemetry.agents import (
     InstrumentedSummaryAgent,
     InstrumentedWorkflowEditorAgent,
 )
-from adapters.telemetry.chat import InstrumentedChat, instrument_http_client
+from adapters.telemetry.chat import (
+    InstrumentedChat,
+    InstrumentedStreamingChat,
+    instrument_chat,
+    instrument_http_client,
+)
 from adapters.telemetry.instruments import Telemetry, server_of
 from adapters.telemetry.tools import InstrumentedToolInvoker
 
@@ -21,11 +26,13 @@ __all__ = [
     "MEETING_SUMMARY",
     "WORKFLOW_EDITOR",
     "InstrumentedChat",
+    "InstrumentedStreamingChat",
     "InstrumentedSummaryAgent",
     "InstrumentedToolInvoker",
     "InstrumentedWorkflowEditorAgent",
     "Telemetry",
     "TracingUnavailableError",
+    "instrument_chat",
     "instrument_http_client",
     "server_of",
     "span_tree_recorder",

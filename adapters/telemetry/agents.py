@@ -1,8 +1,8 @@
-"""Agent pipeline decorators: one ``invoke_agent`` span per run, holding the run's chat and tool spans."""
+"""The agent pipelines with telemetry: an ``invoke_agent`` span per run, holding its chat and tool spans."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
@@ -11,23 +11,32 @@ from opentelemetry.util.types import AttributeValue
 
 from adapters.telemetry import conventions as c
 from adapters.telemetry.instruments import Telemetry
-from application import LoopSettings, MeetingSummary, SummaryAgent, WorkflowEdit, WorkflowEditorAgent
-from domain import ChatResponse, Usage, Workflow
+from application import (
+    LoopSettings,
+    MeetingSummary,
+    SummaryAgent,
+    ToolInvokerDecorator,
+    ToolRun,
+    WorkflowEdit,
+    WorkflowEditorAgent,
+)
+from domain import ChatOptions, ChatPort, Workflow
 
 __all__ = [
     "MEETING_SUMMARY",
     "WORKFLOW_EDITOR",
-    "AgentRunSpan",
     "InstrumentedSummaryAgent",
     "InstrumentedWorkflowEditorAgent",
 ]
 
 MEETING_SUMMARY: Final = "meeting_summary"
 WORKFLOW_EDITOR: Final = "workflow_editor"
+# The agent whose run span is current: a run method that calls another of the same agent opens no second span.
+_AGENT_KEY: Final = context.create_key("meeting-assistant-agents.agent-run")
 
 
-class AgentRunSpan:
-    """The span of one pipeline run; ``finished`` adds what the run produced (ids, summed usage)."""
+class _AgentRun:
+    """The span of one pipeline run; :meth:`finished` adds what the run produced."""
 
     __slots__ = ("span", "telemetry")
 
@@ -35,105 +44,121 @@ class AgentRunSpan:
         self.telemetry = telemetry
         self.span = span
 
-    def finished(self, run: ChatResponse) -> None:
-        text = self.telemetry.text
-        if run.response_id is not None:
-            self.span.set_attribute(c.GEN_AI_RESPONSE_ID, text(run.response_id))
-        if run.model_id is not None:
-            self.span.set_attribute(c.GEN_AI_RESPONSE_MODEL, text(run.model_id))
-        if run.finish_reason is not None:
-            self.span.set_attribute(c.GEN_AI_RESPONSE_FINISH_REASONS, (run.finish_reason,))
-        _set_usage(self.span, run.usage)
+    def finished(self, run: ToolRun) -> None:
+        final, text, span = run.final, self.telemetry.text, self.span
+        if final.response_id is not None:
+            span.set_attribute(c.GEN_AI_RESPONSE_ID, text(final.response_id))
+        if final.model_id is not None:
+            span.set_attribute(c.GEN_AI_RESPONSE_MODEL, text(final.model_id))
+        if final.finish_reason is not None:
+            span.set_attribute(c.GEN_AI_RESPONSE_FINISH_REASONS, (final.finish_reason,))
+        usage = run.usage
+        if usage is not None and usage.input_tokens is not None:
+            span.set_attribute(c.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens)
+        if usage is not None and usage.output_tokens is not None:
+            span.set_attribute(c.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
 
 
-def _set_usage(span: trace.Span, usage: Usage | None) -> None:
-    if usage is None:
-        return
-    if usage.input_tokens is not None:
-        span.set_attribute(c.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens)
-    if usage.output_tokens is not None:
-        span.set_attribute(c.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
+class _Traced:
+    """What both instrumented pipelines share: the telemetry, the agent's name and its run spans."""
 
+    _agent_name: str
 
-@contextmanager
-def agent_run(telemetry: Telemetry, agent_name: str, model: str) -> Iterator[AgentRunSpan]:
-    """An INTERNAL ``invoke_agent {agent_name}`` span, current for the duration of the block.
-
-    An exception leaving the block marks the span (status ERROR, ``error.type`` its class name)
-    and propagates unchanged.
-    """
-    attributes: dict[str, AttributeValue] = {
-        c.GEN_AI_OPERATION_NAME: c.OPERATION_INVOKE_AGENT,
-        c.GEN_AI_PROVIDER_NAME: c.PROVIDER_OPENAI,
-        c.GEN_AI_AGENT_NAME: agent_name,
-        c.GEN_AI_REQUEST_MODEL: telemetry.text(model),
-        **telemetry.server_attributes(),
-    }
-    span = telemetry.tracer.start_span(
-        f"{c.OPERATION_INVOKE_AGENT} {agent_name}", kind=trace.SpanKind.INTERNAL, attributes=attributes
-    )
-    token = context.attach(trace.set_span_in_context(span))
-    try:
-        yield AgentRunSpan(telemetry, span)
-    except BaseException as exc:
-        error_type = type(exc).__name__
-        span.set_attribute(c.ERROR_TYPE, error_type)
-        span.set_status(trace.StatusCode.ERROR, error_type)
-        raise
-    finally:
-        context.detach(token)
-        span.end()
-
-
-class InstrumentedSummaryAgent:
-    """A :class:`SummaryAgent` whose every run is an ``invoke_agent meeting_summary`` span."""
-
-    def __init__(self, inner: SummaryAgent, telemetry: Telemetry, *, model: str) -> None:
-        self._inner = inner
+    def _init_telemetry(self, telemetry: Telemetry, model: str) -> None:
         self._telemetry = telemetry
         self._model = model
 
-    def __repr__(self) -> str:
-        return f"InstrumentedSummaryAgent({self._inner!r})"
+    @contextmanager
+    def _agent_run(self) -> Iterator[_AgentRun | None]:
+        """An INTERNAL ``invoke_agent {name}`` span, current for the block; None inside a run of this agent.
 
-    @property
-    def inner(self) -> SummaryAgent:
-        return self._inner
+        An exception leaving the block marks the span (status ERROR, ``error.type`` its class name)
+        and propagates unchanged.
+        """
+        if context.get_value(_AGENT_KEY) is self:
+            yield None
+            return
+        telemetry = self._telemetry
+        attributes: dict[str, AttributeValue] = {
+            c.GEN_AI_OPERATION_NAME: c.OPERATION_INVOKE_AGENT,
+            c.GEN_AI_PROVIDER_NAME: c.PROVIDER_OPENAI,
+            c.GEN_AI_AGENT_NAME: self._agent_name,
+            c.GEN_AI_REQUEST_MODEL: telemetry.text(self._model),
+            **telemetry.server_attributes(),
+        }
+        span = telemetry.tracer.start_span(
+            f"{c.OPERATION_INVOKE_AGENT} {self._agent_name}",
+            kind=trace.SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        token = context.attach(context.set_value(_AGENT_KEY, self, trace.set_span_in_context(span)))
+        try:
+            yield _AgentRun(telemetry, span)
+        except BaseException as exc:
+            error_type = type(exc).__name__
+            span.set_attribute(c.ERROR_TYPE, error_type)
+            span.set_status(trace.StatusCode.ERROR, error_type)
+            raise
+        finally:
+            context.detach(token)
+            span.end()
 
-    @property
-    def settings(self) -> LoopSettings:
-        return self._inner.settings
+
+class InstrumentedSummaryAgent(_Traced, SummaryAgent):
+    """A :class:`SummaryAgent` whose every run is an ``invoke_agent meeting_summary`` span.
+
+    Built like a ``SummaryAgent``, plus the ``telemetry`` and the ``model`` the runs ask for. Hand it
+    an instrumented chat and tool-invoker decorator for the run's chat and tool spans to appear
+    inside the agent span.
+    """
+
+    _agent_name = MEETING_SUMMARY
+
+    def __init__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings | None = None,
+        *,
+        telemetry: Telemetry,
+        model: str,
+        options: ChatOptions | None = None,
+        decorators: Sequence[ToolInvokerDecorator] = (),
+    ) -> None:
+        super().__init__(chat, settings, options=options, decorators=decorators)
+        self._init_telemetry(telemetry, model)
 
     async def summarize(self, transcript: str) -> MeetingSummary:
-        """:meth:`SummaryAgent.summarize`, traced."""
-        with agent_run(self._telemetry, MEETING_SUMMARY, self._model) as run:
-            summary = await self._inner.summarize(transcript)
-            run.finished(summary.run)
+        with self._agent_run() as run:
+            summary = await super().summarize(transcript)
+            if run is not None:
+                run.finished(summary.run)
         return summary
 
 
-class InstrumentedWorkflowEditorAgent:
-    """A :class:`WorkflowEditorAgent` whose every run is an ``invoke_agent workflow_editor`` span."""
+class InstrumentedWorkflowEditorAgent(_Traced, WorkflowEditorAgent):
+    """A :class:`WorkflowEditorAgent` whose every run is an ``invoke_agent workflow_editor`` span.
 
-    def __init__(self, inner: WorkflowEditorAgent, telemetry: Telemetry, *, model: str) -> None:
-        self._inner = inner
-        self._telemetry = telemetry
-        self._model = model
+    Built like a ``WorkflowEditorAgent``, plus the ``telemetry`` and the ``model`` the runs ask for.
+    """
 
-    def __repr__(self) -> str:
-        return f"InstrumentedWorkflowEditorAgent({self._inner!r})"
+    _agent_name = WORKFLOW_EDITOR
 
-    @property
-    def inner(self) -> WorkflowEditorAgent:
-        return self._inner
-
-    @property
-    def settings(self) -> LoopSettings:
-        return self._inner.settings
+    def __init__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings | None = None,
+        *,
+        telemetry: Telemetry,
+        model: str,
+        options: ChatOptions | None = None,
+        decorators: Sequence[ToolInvokerDecorator] = (),
+    ) -> None:
+        super().__init__(chat, settings, options=options, decorators=decorators)
+        self._init_telemetry(telemetry, model)
 
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
-        """:meth:`WorkflowEditorAgent.edit`, traced."""
-        with agent_run(self._telemetry, WORKFLOW_EDITOR, self._model) as run:
-            edit = await self._inner.edit(workflow, instruction)
-            run.finished(edit.run)
-        return edit
+        with self._agent_run() as run:
+            edited = await super().edit(workflow, instruction)
+            if run is not None:
+                run.finished(edited.run)
+        return edited

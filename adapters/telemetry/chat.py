@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import AsyncIterator, Sequence
+from typing import Final, cast, overload
 
 import httpx
 from opentelemetry import context, trace
@@ -13,13 +13,25 @@ from opentelemetry.util.types import AttributeValue
 from adapters.telemetry import conventions as c
 from adapters.telemetry.content import input_messages, output_messages, system_instructions
 from adapters.telemetry.instruments import Telemetry
-from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse, ChatTransportError, Usage
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatOptions,
+    ChatPort,
+    ChatResponse,
+    ChatResponseUpdate,
+    ChatTransportError,
+    StreamingChatPort,
+    Usage,
+)
 
-__all__ = ["InstrumentedChat", "instrument_http_client"]
+__all__ = ["InstrumentedChat", "InstrumentedStreamingChat", "instrument_chat", "instrument_http_client"]
 
 # The request being traced in this context, for the HTTP client's event hooks.
 _REQUEST_KEY: Final = context.create_key("meeting-assistant-agents.chat-request")
 ATTEMPT_EVENT: Final = "http.attempt"
+# A stream its caller stopped reading before it ended: not an error, but the span says why it is short.
+ABANDONED_EVENT: Final = "stream.abandoned"
 # error.type of an attempt the HTTP client got no answer for (it raised) when a later one followed.
 NO_RESPONSE: Final = "no_response"
 
@@ -27,7 +39,17 @@ NO_RESPONSE: Final = "no_response"
 class _ChatRequest:
     """One traced request: its span, its start, its metric attributes and the HTTP attempts seen."""
 
-    __slots__ = ("answered", "attempts", "context", "metric_attributes", "span", "started", "telemetry")
+    __slots__ = (
+        "answered",
+        "attempts",
+        "context",
+        "metric_attributes",
+        "span",
+        "started",
+        "stream",
+        "telemetry",
+        "updates",
+    )
 
     def __init__(self, telemetry: Telemetry, span: trace.Span, metric_attributes: dict[str, AttributeValue]):
         self.telemetry = telemetry
@@ -37,6 +59,9 @@ class _ChatRequest:
         self.attempts = 0
         self.answered = 0
         self.context = context.set_value(_REQUEST_KEY, self, trace.set_span_in_context(span))
+        # A streamed answer: what its updates said so far (all of them only when content is captured).
+        self.stream: ChatResponse | None = None
+        self.updates: list[ChatResponseUpdate] = []
 
     # ------------------------------------------------------------ attempts (from the HTTP client's hooks)
     def attempt_started(self) -> None:
@@ -52,6 +77,38 @@ class _ChatRequest:
         attributes: dict[str, AttributeValue] = {"attempt": attempt, c.HTTP_REQUEST_RESEND_COUNT: attempt - 1}
         self.span.add_event(ATTEMPT_EVENT, {**attributes, **outcome})
 
+    # ------------------------------------------------------------ a streamed answer
+    def received(self, update: ChatResponseUpdate) -> None:
+        known = self.stream
+        if known is None:
+            waited = time.perf_counter() - self.started
+            self.span.set_attribute(c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, waited)
+            self.telemetry.time_to_first_chunk.record(waited, self.metric_attributes)
+            known = ChatResponse()
+        # Only the metadata is kept as it goes; the contents are kept only to be captured.
+        self.stream = ChatResponse(
+            response_id=update.response_id or known.response_id,
+            model_id=update.model_id or known.model_id,
+            finish_reason=update.finish_reason or known.finish_reason,
+            usage=update.usage or known.usage,
+        )
+        if self.telemetry.capture_content:
+            self.updates.append(update)
+
+    def stream_ended(self) -> None:
+        self.succeeded(self._streamed())
+
+    def stream_abandoned(self) -> None:
+        self.span.add_event(ABANDONED_EVENT)
+        streamed = self._streamed()
+        self._describe(streamed)
+        self._finish(streamed.usage)
+
+    def _streamed(self) -> ChatResponse:
+        if self.updates:
+            return ChatResponse.from_updates(self.updates)
+        return self.stream or ChatResponse()
+
     # ------------------------------------------------------------ outcome
     def succeeded(self, response: ChatResponse) -> None:
         self._describe(response)
@@ -64,12 +121,14 @@ class _ChatRequest:
         error_type = type(error).__name__
         if self.attempts > self.answered:
             self._attempt_event(self.attempts, {c.ERROR_TYPE: error_type})
-        usage: Usage | None = None
+        usage: Usage | None = self.stream.usage if self.stream is not None else None
+        if self.stream is not None:
+            self._describe(self.stream)
         if isinstance(error, ChatError):
             partial = error.partial
             if partial is not None:
                 self._describe(partial)
-                usage = partial.usage
+                usage = partial.usage or usage
             self._set_text(c.GEN_AI_RESPONSE_ID, error.response_id)
             self._set_text(c.GEN_AI_RESPONSE_MODEL, error.model_id, metric=True)
             if isinstance(error, ChatTransportError) and error.status_code is not None:
@@ -148,6 +207,7 @@ class InstrumentedChat:
         return response
 
     def _begin(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> _ChatRequest:
+        """Start the request's span (not yet current) with what is known before it is sent."""
         telemetry = self._telemetry
         model = telemetry.text(options.model if options is not None and options.model else self._model)
         attributes: dict[str, AttributeValue] = {
@@ -200,3 +260,77 @@ def instrument_http_client(client: httpx.AsyncClient) -> httpx.AsyncClient:
             "response": [*hooks["response"], _on_response],
         }
     return client
+
+
+class InstrumentedStreamingChat(InstrumentedChat):
+    """An :class:`InstrumentedChat` over a ``StreamingChatPort``: streamed requests are traced too.
+
+    The span of ``get_streaming_response`` starts with the call and ends when the stream ends, fails
+    (status ERROR and ``error.type``) or is abandoned by its caller (a ``stream.abandoned`` event),
+    whichever comes first. It records the time to the first update
+    (``gen_ai.response.time_to_first_chunk``, and the ``gen_ai.client.operation.time_to_first_chunk``
+    histogram). The span is current only while the inner stream is being read, so what the caller
+    does between updates is not inside it.
+    """
+
+    def __init__(self, inner: StreamingChatPort, telemetry: Telemetry, *, model: str) -> None:
+        super().__init__(inner, telemetry, model=model)
+        self._streaming = inner
+
+    @property
+    def inner(self) -> StreamingChatPort:
+        return self._streaming
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        request = self._begin(messages, options)
+        token = context.attach(request.context)
+        try:
+            updates = self._streaming.get_streaming_response(messages, options)
+        except BaseException as exc:
+            request.failed(exc)
+            raise
+        finally:
+            context.detach(token)
+        try:
+            while True:
+                token = context.attach(request.context)
+                try:
+                    update = await anext(updates)
+                except StopAsyncIteration:
+                    break
+                finally:
+                    context.detach(token)
+                request.received(update)
+                yield update
+        except GeneratorExit:
+            request.stream_abandoned()
+            raise
+        except BaseException as exc:
+            request.failed(exc)
+            raise
+        else:
+            request.stream_ended()
+        finally:
+            close = getattr(updates, "aclose", None)
+            if close is not None:
+                # Closing the inner stream releases its connection; its own spans and hooks still see ours.
+                token = context.attach(request.context)
+                try:
+                    await close()
+                finally:
+                    context.detach(token)
+
+
+@overload
+def instrument_chat(
+    inner: StreamingChatPort, telemetry: Telemetry, *, model: str
+) -> InstrumentedStreamingChat: ...
+@overload
+def instrument_chat(inner: ChatPort, telemetry: Telemetry, *, model: str) -> InstrumentedChat: ...
+def instrument_chat(inner: ChatPort, telemetry: Telemetry, *, model: str) -> InstrumentedChat:
+    """The instrumented ``inner``: an :class:`InstrumentedStreamingChat` when ``inner`` can stream."""
+    if callable(getattr(inner, "get_streaming_response", None)):
+        return InstrumentedStreamingChat(cast(StreamingChatPort, inner), telemetry, model=model)
+    return InstrumentedChat(inner, telemetry, model=model)

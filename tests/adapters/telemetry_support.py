@@ -48,8 +48,8 @@ class Otel:
     def named(self, prefix: str) -> list[ReadableSpan]:
         return [span for span in self.spans() if (span.name or "").startswith(prefix)]
 
-    def points(self, metric: str) -> list[HistogramDataPoint]:
-        """Every histogram data point recorded under ``metric`` so far (collected once per test)."""
+    def _collected(self) -> dict[str, list[HistogramDataPoint]]:
+        # A reader hands out each data point once, so the first look collects them all for the test.
         if self._points is None:
             self._points = {}
             data = self.reader.get_metrics_data()
@@ -58,12 +58,18 @@ class Otel:
                     for found in scope.metrics:
                         points = self._points.setdefault(found.name, [])
                         points.extend(p for p in found.data.data_points if isinstance(p, HistogramDataPoint))
-        return self._points.get(metric, [])
+        return self._points
+
+    def points(self, metric: str) -> list[HistogramDataPoint]:
+        """Every histogram data point recorded under ``metric``."""
+        return self._collected().get(metric, [])
 
     def metric_names(self) -> set[str]:
-        self.points("")
-        assert self._points is not None
-        return {name for name, points in self._points.items() if points}
+        """The metrics that recorded at least one data point."""
+        return {name for name, points in self._collected().items() if points}
+
+    def all_points(self) -> list[HistogramDataPoint]:
+        return [point for points in self._collected().values() for point in points]
 
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
@@ -86,8 +92,5 @@ def every_text(otel: Otel) -> Iterator[str]:
         for event in span.events:
             yield event.name
             yield from values(event.attributes)
-    otel.points("")
-    assert otel._points is not None
-    for points in otel._points.values():
-        for point in points:
-            yield from values(point.attributes)
+    for point in otel.all_points():
+        yield from values(point.attributes)

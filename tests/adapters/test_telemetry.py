@@ -23,6 +23,7 @@ from adapters.telemetry import (
     InstrumentedToolInvoker,
     InstrumentedWorkflowEditorAgent,
     Telemetry,
+    instrument_chat,
     instrument_http_client,
 )
 from application import LoopSettings, SummaryAgent, WorkflowEditorAgent
@@ -68,12 +69,13 @@ def otel() -> Iterator[Otel]:
 
 
 def summary_agent(chat: ChatPort, telemetry: Telemetry, **settings: Any) -> InstrumentedSummaryAgent:
-    pipeline = SummaryAgent(
-        InstrumentedChat(chat, telemetry, model=MODEL),
+    return InstrumentedSummaryAgent(
+        instrument_chat(chat, telemetry, model=MODEL),
         LoopSettings(**settings),
+        telemetry=telemetry,
+        model=MODEL,
         decorators=(InstrumentedToolInvoker.decorator(telemetry),),
     )
-    return InstrumentedSummaryAgent(pipeline, telemetry, model=MODEL)
 
 
 def malformed_then_valid(**turn: Any) -> ScriptedChat:
@@ -148,19 +150,18 @@ async def test_a_run_with_one_malformed_and_one_valid_call_is_one_agent_span_ove
 async def test_the_workflow_editor_run_is_an_invoke_agent_workflow_editor_span(otel: Otel) -> None:
     telemetry = otel.telemetry()
     chat = ScriptedChat(ScriptedTurn(calls=(("c1", "list_steps", ""),)), ScriptedTurn(text="Nothing to do."))
-    pipeline = WorkflowEditorAgent(
-        InstrumentedChat(chat, telemetry, model=MODEL),
-        LoopSettings(),
+    agent = InstrumentedWorkflowEditorAgent(
+        instrument_chat(chat, telemetry, model=MODEL),
+        telemetry=telemetry,
+        model=MODEL,
         decorators=(InstrumentedToolInvoker.decorator(telemetry),),
     )
-    agent = InstrumentedWorkflowEditorAgent(pipeline, telemetry, model=MODEL)
     workflow = Workflow("release", (WorkflowStep("s1", "Build", "build"),))
 
     edit = await agent.edit(workflow, "Tidy up")
 
     assert edit.workflow == workflow
-    assert agent.settings == pipeline.settings
-    assert agent.inner is pipeline
+    assert isinstance(agent, WorkflowEditorAgent)
     (run,) = otel.named("invoke_agent")
     assert run.name == "invoke_agent workflow_editor"
     assert attributes(run)["gen_ai.agent.name"] == "workflow_editor"
@@ -182,7 +183,7 @@ async def test_a_failed_run_marks_its_agent_span_and_the_failed_chat_span(otel: 
         assert span.status.status_code is StatusCode.ERROR
         assert attributes(span)["error.type"] == "ChatTransportError"
     assert attributes(chat)["http.response.status_code"] == 503
-    assert agent.settings == agent.inner.settings
+    assert isinstance(agent, SummaryAgent)
     (duration,) = otel.points("gen_ai.client.operation.duration")
     assert dict(duration.attributes or {})["error.type"] == "ChatTransportError"
 

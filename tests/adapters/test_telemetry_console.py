@@ -18,7 +18,7 @@ from adapters.telemetry import (
     span_tree_recorder,
 )
 from adapters.telemetry.console import SpanTreeRecorder, render_span_tree
-from application import LoopSettings, SummaryAgent
+from application import LoopSettings
 from domain import Usage
 
 # A line is the label padded to the widest one, two spaces, then the duration and the details.
@@ -42,13 +42,15 @@ async def test_a_run_is_drawn_as_its_agent_span_over_its_chats_and_tools_in_orde
         ),
         ScriptedTurn(text="Done.", usage=Usage(200, 40, 240)),
     )
-    pipeline = SummaryAgent(
+    agent = InstrumentedSummaryAgent(
         InstrumentedChat(chat, telemetry, model="offline"),
         LoopSettings(concurrent_invocation=False),
+        telemetry=telemetry,
+        model="offline",
         decorators=(InstrumentedToolInvoker.decorator(telemetry),),
     )
 
-    await InstrumentedSummaryAgent(pipeline, telemetry, model="offline").summarize(TRANSCRIPT)
+    await agent.summarize(TRANSCRIPT)
     lines = recorder.render().splitlines()
     recorder.shutdown()
 
