@@ -132,9 +132,17 @@ class _Known(TypedDict):
     partial: ChatResponse | None
 
 
+def _attribute(obj: object, name: str) -> object:
+    """``obj.name``, or None: httpx exceptions raise RuntimeError for a request or response never set."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
+
+
 def _request_of(exc: BaseException) -> httpx.Request | None:
     # The SDK types its exceptions with httpx2; with a legacy httpx client they hold httpx objects.
-    request = getattr(exc, "request", None)
+    request = _attribute(exc, "request")
     return request if isinstance(request, httpx.Request) else None
 
 
@@ -272,11 +280,26 @@ def map_error(
     ``partial`` is what had arrived (a finding's own partial takes precedence), ``request_id`` the
     gateway's id for the request, ``attempts`` how many HTTP requests were sent (when ``exc``
     cannot tell), ``answered`` whether a successful response had started, and ``redactor`` cuts
-    the secrets out of every provider text and id the error carries.
+    the secrets out of every provider text and id the error carries. Never raises.
     """
+    try:
+        return _mapped(exc, partial, request_id, attempts, answered, redactor)
+    except Exception:
+        # The firewall must hold even if an exception's own attributes misbehave while mapped.
+        return ChatError(f"the request failed ({type(exc).__name__})")
+
+
+def _mapped(
+    exc: BaseException,
+    partial: ChatResponse | None,
+    request_id: str | None,
+    attempts: int | None,
+    answered: bool,
+    redactor: Redactor,
+) -> ChatError:
     if isinstance(exc, ChatError):
         return exc
-    found = getattr(exc, "partial", None)
+    found = _attribute(exc, "partial")
     arrived = scrubbed_response(found if isinstance(found, ChatResponse) else partial, redactor)
     known_request_id = _shown(request_id, redactor, _MAX_ID)
     context = _Known(
@@ -350,8 +373,7 @@ def map_error(
         return MalformedResponseError("the response body nests too deeply to be read", **context)
     kinds = _httpx_kinds(exc)
     if "HTTPStatusError" in kinds:
-        response = getattr(exc, "response", None)
-        status = getattr(response, "status_code", None)
+        status = _attribute(_attribute(exc, "response"), "status_code")
         return ChatTransportError(
             f"HTTP {status} from the Responses endpoint",
             status_code=status if isinstance(status, int) else None,

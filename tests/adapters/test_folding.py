@@ -424,3 +424,79 @@ async def test_thousands_of_deltas_fold_to_exactly_the_text_they_carry() -> None
     assert message_text == TextContent(text)
     assert isinstance(call, FunctionCallContent)
     assert call.raw_arguments == arguments
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_an_item_that_streamed_but_is_missing_from_the_terminal_output_is_kept(dialect: str) -> None:
+    litellm = dialect == "litellm"
+    reasoning = reasoning_item("rs_1", summary=("Thinking",), encrypted="enc")
+    message = message_item("msg_1", "Two decisions.")
+    call = call_item("fc_1", "call_1", "record_decision", '{"decision": "ship"}')
+    document = response_document([reasoning, message, call], litellm=litellm)
+    events = stream_events(document, litellm=litellm)
+    # The terminal event lists the reasoning and the call, but not the message that streamed between them.
+    events[-1]["response"] = {**document, "output": [reasoning, call]}
+    body = sse(events, litellm=litellm)
+    (complete, *_) = await fold_all_ways(document, litellm=litellm)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        result = await ask(adapter)
+        assert result.messages == complete.messages
+        assert [type(c) for c in result.messages[0].contents] == [
+            ReasoningContent,
+            TextContent,
+            FunctionCallContent,
+        ]
+        assert result.text == "Two decisions."
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("terminal_output", [True, False])
+async def test_two_items_streamed_on_one_output_index_are_both_kept(
+    dialect: str, terminal_output: bool
+) -> None:
+    litellm = dialect == "litellm"
+    first = call_item("fc_1", "call_1", "record_decision", '{"decision": "ship"}')
+    second = call_item("fc_2", "call_2", "record_decision", '{"decision": "hire"}')
+    events = stream_events(response_document([first, second], litellm=litellm), litellm=litellm)
+    for event in events:
+        if event.get("output_index") == 1:
+            event["output_index"] = 0
+    if not terminal_output:
+        events[-1]["response"] = {**events[-1]["response"], "output": []}
+    body = sse(events, litellm=litellm)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        result = await ask(adapter)
+        assert [(c.call_id, c.raw_arguments) for c in result.function_calls] == [
+            ("call_1", '{"decision": "ship"}'),
+            ("call_2", '{"decision": "hire"}'),
+        ]
+
+
+async def test_a_repeated_done_event_is_one_item_not_two() -> None:
+    document = response_document([message_item("msg_1", "once")])
+    events = stream_events(document, terminal_output=False)
+    done = next(e for e in events if e["type"] == "response.output_item.done")
+    late_delta = {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "!"}
+    events[-1:-1] = [dict(done), late_delta, dict(done)]
+
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        result = await ask(adapter)
+        assert result.messages == (ChatMessage("assistant", (TextContent("once"),)),)
+
+
+async def test_a_surrogate_pair_split_across_two_deltas_is_one_character() -> None:
+    at = {"output_index": 0, "content_index": 0, "item_id": "msg_1"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "response.output_text.delta", **at, "delta": "smile \ud83d"},
+        {"type": "response.output_text.delta", **at, "delta": "\ude00"},
+        {"type": "response.completed", "response": response_document([])},
+    ]
+    # ensure_ascii (the default) writes each half as its own \u escape, as a gateway splitting the pair would.
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        result = await ask(adapter)
+        assert result.text == "smile \U0001f600"
