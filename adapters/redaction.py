@@ -109,8 +109,10 @@ class RedactingFilter(logging.Filter):
         try:
             message = record.getMessage()
         except Exception:
-            # A record whose arguments do not fit its format: show the format alone, scrubbed.
-            message = str(record.msg)
+            # Arguments that do not fit the format: logging would print them raw in its error report,
+            # so the record becomes its format and its arguments, side by side, scrubbed.
+            message = f"{record.msg} (arguments: {record.args!r})"
+            record.msg, record.args = message, None
         if redactor.contains_secret(message):
             record.msg = redactor.redact(message)
             record.args = None
