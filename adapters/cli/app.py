@@ -32,7 +32,15 @@ from adapters.settings import (
     load_config_file,
     resolve_settings,
 )
-from application import MeetingSummary, WorkflowEdit, WorkflowJsonError, workflow_from_json, workflow_to_json
+from application import (
+    MeetingSummary,
+    SummaryAgent,
+    WorkflowEdit,
+    WorkflowEditorAgent,
+    WorkflowJsonError,
+    workflow_from_json,
+    workflow_to_json,
+)
 from domain import ChatError, ChatResponse, Workflow
 
 __all__ = [
@@ -91,10 +99,9 @@ class _Console:
         self.stdout.flush()
 
     def result_json(self, document: Mapping[str, Any]) -> None:
-        encoding = getattr(self.stdout, "encoding", None) or "ascii"
         try:
-            utf8 = codecs.lookup(encoding).name == "utf-8"
-        except LookupError:
+            utf8 = codecs.lookup(self.stdout.encoding).name == "utf-8"
+        except (AttributeError, TypeError, LookupError):  # a stream that names no usable encoding
             utf8 = False
         # Escapes keep the JSON whole on a stream that cannot carry every character.
         self.result(json.dumps(document, ensure_ascii=not utf8) + "\n")
@@ -231,9 +238,11 @@ async def _run(command: str, work: _Work, settings: Settings) -> MeetingSummary 
     container.settings.override(providers.Object(settings))
     async with container:
         if command == "summarize":
-            return await container.summary_agent().summarize(work.text)
+            summarizer: SummaryAgent = container.summary_agent()
+            return await summarizer.summarize(work.text)
         assert work.workflow is not None  # _work reads a workflow for edit-workflow
-        return await container.workflow_editor_agent().edit(work.workflow, work.instruction)
+        editor: WorkflowEditorAgent = container.workflow_editor_agent()
+        return await editor.edit(work.workflow, work.instruction)
 
 
 def _incomplete(final: ChatResponse) -> str:
@@ -295,18 +304,22 @@ def _command(args: argparse.Namespace, console: _Console, environ: Mapping[str, 
                 f"the transcript is {length:,} characters (about {length // _CHARS_PER_TOKEN:,} tokens), "
                 f"over agent.transcript_warning_chars={limit}; the model may cut it short or refuse it"
             )
-        with _endpoint(settings, console) as running:
-            console.info(_mode_line(running))
-            try:
-                result = asyncio.run(_run(args.command, work, running))
-            except ChatError as exc:
-                console.error(describe_failure(exc, running.agent))
-                console.details(failure_details(exc))
-                return EXIT_MODEL_FAILED
-            except ConfigurationError as exc:
-                console.error(str(exc))
-                return EXIT_USAGE
-        return _finish(args, work, result, console)
+        # The endpoint, the run and the report all happen in one event-loop run: nothing is left for
+        # this frame to do afterwards (coverage's tracer loses frames that wait across real socket I/O).
+        return asyncio.run(_session(args, work, console))
+
+
+async def _session(args: argparse.Namespace, work: _Work, console: _Console) -> int:
+    """Start the endpoint, run the command and report: the exit code."""
+    with _endpoint(work.settings, console) as running:
+        console.info(_mode_line(running))
+        try:
+            result = await _run(args.command, work, running)
+        except ChatError as exc:
+            console.error(describe_failure(exc, running.agent))
+            console.details(failure_details(exc))
+            return EXIT_MODEL_FAILED
+    return _finish(args, work, result, console)
 
 
 def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int:
@@ -323,7 +336,7 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
         return EXIT_USAGE
     except SystemExit as done:  # --help and --version print and stop
         return done.code if isinstance(done.code, int) else EXIT_OK
-    chatty = args.verbose or _is_terminal(stderr)
+    chatty = args.verbose or stderr.isatty()
     console = _Console(stdout, stderr, verbose=args.verbose, chatty=chatty, environ=environ)
     redact: Callable[[str], str] = console.redact
     with logging_to(stderr, verbose=args.verbose, redact=redact):
@@ -337,10 +350,3 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
             console.error(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
             console.details(failure_details(exc))
             return EXIT_MODEL_FAILED
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False

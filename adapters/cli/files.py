@@ -83,8 +83,10 @@ class AtomicOutput:
         """Check ``path`` and make the temporary file beside it.
 
         ``inputs`` are ``(name, argument)`` pairs of the command's input files: replacing one of them
-        needs ``force``. Raises :class:`InputError` for a folder, a missing folder, a place that
-        cannot be written, or an input file without ``force``.
+        needs ``force``. Raises :class:`InputError` for a folder, a missing folder, something that
+        is not a regular file, a folder that cannot be written, or an input file without ``force``.
+        Like ``mv``, replacing needs the folder to be writable, not the file; the file's permissions
+        carry over to its replacement.
         """
         where = f"--output {str(path)!r}"
         # Writing through a symbolic link is what the user asked for; replacing the link would not be.
@@ -102,8 +104,6 @@ class AtomicOutput:
             existing = target.stat()
         if existing is not None and not stat.S_ISREG(existing.st_mode):
             raise InputError(f"{where}: is not a regular file")
-        if existing is not None and not os.access(target, os.W_OK):
-            raise InputError(f"{where}: the file is read-only")
         mode = stat.S_IMODE(existing.st_mode) if existing is not None else _default_mode()
         try:
             descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")

@@ -89,16 +89,19 @@ def _tool_lines(records: Sequence[ToolCallRecord]) -> list[str]:
     for index, record in enumerate(records):
         call = record.call
         if record.guarded:
-            kind = call.parse_error.kind if call.parse_error is not None else error_code(record)
+            # The guard answers a call whose arguments did not parse, and a call id seen before.
+            why = (
+                f"arguments rejected ({call.parse_error.kind}, {len(call.raw_arguments)} chars)"
+                if call.parse_error is not None
+                else "refused"
+            )
             replacement = replacements.get(index)
             then = "; not re-issued"
             if replacement is not None:
                 again = replacement.call
                 then = f"; re-issued as [{again.call_id}] {again.name}({_compact(again.arguments)})"
-            lines.append(
-                f"  GUARDED {call.name} [{call.call_id}]: arguments rejected ({kind}, "
-                f"{len(call.raw_arguments)} chars); not run, the model got invalid_tool_arguments{then}"
-            )
+            answer = f"not run, the model got {error_code(record)}"
+            lines.append(f"  GUARDED {call.name} [{call.call_id}]: {why}; {answer}{then}")
         elif record.result.is_error:
             lines.append(f"  error   {call.name}({_compact(call.arguments)}) -> {error_code(record)}")
         else:

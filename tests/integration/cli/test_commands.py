@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import socket
@@ -14,11 +16,15 @@ import pytest
 
 from adapters.cli import (
     EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
     EXIT_MODEL_FAILED,
     EXIT_NOT_CARRIED_OUT,
     EXIT_OK,
     EXIT_USAGE,
+    main,
 )
+from adapters.cli import app as cli_app
+from adapters.cli.files import AtomicOutput
 from adapters.offline import OfflineResponsesServer
 from application import workflow_from_json
 from tests.integration.cli.echo_gateway import EchoGateway
@@ -580,3 +586,71 @@ def test_a_planted_key_never_appears_even_when_the_gateway_echoes_it(
     assert PLANTED_KEY not in ran.out + ran.err
     if model == "echo-text":
         assert "Your key is [REDACTED]." in ran.out
+
+
+# ---------------------------------------------------------------- the streams and the unexpected
+
+
+@pytest.mark.parametrize(("encoding", "escaped"), [("utf-8", False), ("latin-1", True)])
+def test_json_survives_any_stdout_encoding(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, encoding: str, escaped: bool
+) -> None:
+    transcript = tmp_path / "t.txt"
+    transcript.write_text("Zoë: I'll book Ōsaka by Friday.\n", encoding="utf-8")
+    raw = io.BytesIO()
+    stdout = io.TextIOWrapper(raw, encoding=encoding, write_through=True)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert main(["summarize", str(transcript), "--format", "json"], environ={}) == EXIT_OK
+    written = raw.getvalue().decode(encoding)
+    assert ("\\u014csaka" in written) is escaped
+    assert json.loads(written)["action_items"][0]["task"] == "book Ōsaka"
+
+
+def test_no_standard_input_at_all_is_an_empty_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", None)
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main(["summarize", "-"], environ={}) == EXIT_USAGE
+    assert "TRANSCRIPT_FILE (stdin): empty" in err.getvalue()
+
+
+def test_an_output_that_cannot_be_written_at_the_end_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def disk_full(self: AtomicOutput, text: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(AtomicOutput, "commit", disk_full)
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(tmp_path / "out.json"))
+    assert ran.code == EXIT_USAGE
+    assert "cannot be written (No space left on device)" in one_error_line(ran)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_bug_of_ours_is_still_one_line(monkeypatch: pytest.MonkeyPatch, verbose: bool) -> None:
+    def broken(*args: object) -> int:
+        raise RuntimeError(f"broken with {PLANTED_KEY}")
+
+    monkeypatch.setattr(cli_app, "_work", broken)
+    verbosity = ["-v"] if verbose else []
+    ran = run("summarize", str(TRANSCRIPT), *verbosity, environ={"AGENT_API_KEY": PLANTED_KEY})
+    assert ran.code == EXIT_MODEL_FAILED
+    assert PLANTED_KEY not in ran.err
+    lines = [line for line in ran.err_lines if line.startswith("meeting-agents: ")]
+    assert lines == [
+        "meeting-agents: error: internal error: RuntimeError: broken with [REDACTED] "
+        "(run with -v for the traceback)"
+    ]
+    assert ("Traceback (most recent call last):" in ran.err) is verbose
+
+
+def test_an_interrupt_before_the_request_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def interrupted(*args: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_app, "_work", interrupted)
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(tmp_path / "out.json"))
+    assert ran.code == EXIT_INTERRUPTED
+    assert ran.err == "meeting-agents: error: interrupted\n"
+    assert list(tmp_path.iterdir()) == []
