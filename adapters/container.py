@@ -12,12 +12,21 @@ import httpx
 import openai
 from dependency_injector import containers, providers
 
+from adapters.redaction import Redactor
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from adapters.settings import ConfigurationError, Settings, resolve_settings
-from application import LoopSettings, SummaryAgent, ToolLoop, WorkflowEditorAgent
+from adapters.telemetry import (
+    InstrumentedSummaryAgent,
+    InstrumentedToolInvoker,
+    InstrumentedWorkflowEditorAgent,
+    Telemetry,
+    instrument_chat,
+    instrument_http_client,
+)
+from application import LoopSettings, SummaryAgent, ToolInvokerDecorator, ToolLoop, WorkflowEditorAgent
 from domain import ChatPort
 
-__all__ = ["ChatDecorator", "Container", "chat_key"]
+__all__ = ["ChatDecorator", "Container", "chat_key", "telemetry_key"]
 
 ChatDecorator: TypeAlias = Callable[[ChatPort], ChatPort]
 """Wraps a ``ChatPort`` in another (telemetry, caching, rate limits): see ``Container.chat_decorators``."""
@@ -100,6 +109,77 @@ def _chat_chain(adapter: ChatPort, decorators: Sequence[ChatDecorator]) -> ChatP
     return chat
 
 
+def telemetry_key(settings: Settings) -> str:
+    """The telemetry selectors' key: ``on`` or ``off``, from ``agent.telemetry``."""
+    return "on" if settings.agent.telemetry else "off"
+
+
+def _model(settings: Settings) -> str:
+    return settings.agent.model
+
+
+def _telemetry(
+    settings: Settings,
+    responses_settings: ResponsesSettings,
+    tracer_provider: Any,
+    meter_provider: Any,
+) -> Telemetry:
+    agent = settings.agent
+    return Telemetry(
+        capture_content=agent.telemetry_capture_content,
+        redactor=Redactor([agent.api_key.reveal(), *responses_settings.extra_headers.values()]),
+        base_url=agent.base_url,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+    )
+
+
+def _sdk_http_client(http_client: httpx.AsyncClient, settings: Settings) -> httpx.AsyncClient:
+    # Each HTTP attempt of a traced request becomes an event on its span.
+    return instrument_http_client(http_client) if settings.agent.telemetry else http_client
+
+
+def _traced_chat(chat: ChatPort, telemetry: Telemetry | None, model: str) -> ChatPort:
+    return chat if telemetry is None else instrument_chat(chat, telemetry, model=model)
+
+
+def _traced_tool_decorators(
+    decorators: Sequence[ToolInvokerDecorator], telemetry: Telemetry | None
+) -> list[ToolInvokerDecorator]:
+    if telemetry is None:
+        return list(decorators)
+    # Outermost, so that its spans see every answer, the host decorators' own refusals included.
+    return [*decorators, InstrumentedToolInvoker.decorator(telemetry)]
+
+
+def _summary_agent(
+    *,
+    chat: ChatPort,
+    settings: LoopSettings,
+    decorators: Sequence[ToolInvokerDecorator],
+    telemetry: Telemetry | None,
+    model: str,
+) -> SummaryAgent:
+    if telemetry is None:
+        return SummaryAgent(chat, settings, decorators=decorators)
+    return InstrumentedSummaryAgent(chat, settings, decorators=decorators, telemetry=telemetry, model=model)
+
+
+def _workflow_editor_agent(
+    *,
+    chat: ChatPort,
+    settings: LoopSettings,
+    decorators: Sequence[ToolInvokerDecorator],
+    telemetry: Telemetry | None,
+    model: str,
+) -> WorkflowEditorAgent:
+    if telemetry is None:
+        return WorkflowEditorAgent(chat, settings, decorators=decorators)
+    return InstrumentedWorkflowEditorAgent(
+        chat, settings, decorators=decorators, telemetry=telemetry, model=model
+    )
+
+
 def _loop_settings(settings: Settings) -> LoopSettings:
     agent = settings.agent
     return LoopSettings(
@@ -156,6 +236,14 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     overriding ``chat`` swaps the whole chain. ``await container.tool_loop().run(messages, options,
     tools)`` runs a host's own tools (an :class:`application.ToolRegistry`, say) through the same
     chains and guard as the pipelines and returns an :class:`application.ToolRun`.
+
+    Telemetry (``agent.telemetry``, on by default): ``summary_agent``, ``workflow_editor_agent`` and
+    ``tool_loop`` talk through ``traced_chat`` and ``traced_tool_invoker_decorators``, the two chains
+    with the OpenTelemetry decorators outermost, and the pipelines are their ``Instrumented``
+    subclasses (one ``invoke_agent`` span per run). ``chat`` itself stays the chain as configured.
+    Spans and metrics go to the global providers unless ``tracer_provider``/``meter_provider`` are
+    overridden; content is captured only with ``agent.telemetry_capture_content``. With telemetry
+    off, nothing is added anywhere.
     """
 
     instance_type = _ContainerInstance
@@ -169,12 +257,22 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     # Transport
     closables = providers.Singleton(_Closables)
     http_client = providers.Singleton(_build_http_client, settings=settings, closables=closables)
+    # Telemetry (agent.telemetry): the global OpenTelemetry providers unless these are overridden.
+    tracer_provider: providers.Object[Any] = providers.Object(None)
+    meter_provider: providers.Object[Any] = providers.Object(None)
+    sdk_http_client = providers.Callable(_sdk_http_client, http_client, settings)
     openai_client = providers.Singleton(
-        _build_openai_client, settings=settings, http_client=http_client, closables=closables
+        _build_openai_client, settings=settings, http_client=sdk_http_client, closables=closables
     )
 
     # Adapters
     responses_settings = providers.Callable(_responses_settings, settings)
+    # None when agent.telemetry is off: then nothing below adds any instrumentation.
+    telemetry = providers.Selector(
+        providers.Callable(telemetry_key, settings),
+        on=providers.Singleton(_telemetry, settings, responses_settings, tracer_provider, meter_provider),
+        off=providers.Object(None),
+    )
     chat_adapter = providers.Selector(
         providers.Callable(chat_key, settings),
         streaming=providers.Singleton(ResponsesSseAdapter, openai_client, responses_settings),
@@ -185,15 +283,31 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     chat_decorators = providers.List()
     tool_invoker_decorators = providers.List()
     chat = providers.Callable(_chat_chain, chat_adapter, chat_decorators)
+    # What the pipelines and tool_loop use: the chains, with telemetry outermost when it is on.
+    model = providers.Callable(_model, settings)
+    traced_chat = providers.Callable(_traced_chat, chat, telemetry, model)
+    traced_tool_invoker_decorators = providers.Callable(
+        _traced_tool_decorators, tool_invoker_decorators, telemetry
+    )
 
     # Pipelines
     loop_settings = providers.Callable(_loop_settings, settings)
     tool_loop = providers.Factory(
-        ToolLoop, chat=chat, settings=loop_settings, decorators=tool_invoker_decorators
+        ToolLoop, chat=traced_chat, settings=loop_settings, decorators=traced_tool_invoker_decorators
     )
     summary_agent = providers.Factory(
-        SummaryAgent, chat=chat, settings=loop_settings, decorators=tool_invoker_decorators
+        _summary_agent,
+        chat=traced_chat,
+        settings=loop_settings,
+        decorators=traced_tool_invoker_decorators,
+        telemetry=telemetry,
+        model=model,
     )
     workflow_editor_agent = providers.Factory(
-        WorkflowEditorAgent, chat=chat, settings=loop_settings, decorators=tool_invoker_decorators
+        _workflow_editor_agent,
+        chat=traced_chat,
+        settings=loop_settings,
+        decorators=traced_tool_invoker_decorators,
+        telemetry=telemetry,
+        model=model,
     )
