@@ -30,7 +30,7 @@ Exit codes:
        transcript or instruction, unusable --output, bad URL, unknown key or value)
   3    the model's answer was incomplete: what arrived is printed, stderr says so
   4    edit-workflow: the instruction was not carried out and the workflow is unchanged; stderr
-       says why (no such step, several steps match, nothing understood)
+       says why (no such step, several steps match, the model's edits all failed, nothing understood)
   130  interrupted (Ctrl-C)
 
 Without agent.base_url (env AGENT_BASE_URL) the command starts a built-in OFFLINE stand-in:
@@ -79,7 +79,7 @@ def _add_global_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
         "--scenario",
         metavar="NAME",
         default=default(None),
-        help="a fault scenario of the offline stand-in, e.g. malformed-arguments (listed below)",
+        help=f"a fault scenario of the offline stand-in, e.g. malformed-arguments ({PROG} --help lists them)",
     )
     parser.add_argument(
         "-v",
