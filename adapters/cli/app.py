@@ -267,7 +267,7 @@ def _finish(
             console.result_json(edit_json(result))
         else:
             console.result(edit_text(work.workflow, result))
-    console.info(usage_line(result.run.usage, len(result.run.responses)))
+    console.info("\n" + usage_line(result.run.usage, len(result.run.responses)))
     if not result.complete:
         unwritten = "; --output not written" if work.output is not None else ""
         console.error(_incomplete(result.run.final) + unwritten)
@@ -312,7 +312,7 @@ def _command(args: argparse.Namespace, console: _Console, environ: Mapping[str, 
 async def _session(args: argparse.Namespace, work: _Work, console: _Console) -> int:
     """Start the endpoint, run the command and report: the exit code."""
     with _endpoint(work.settings, console) as running:
-        console.info(_mode_line(running))
+        console.info(_mode_line(running) + "\n")
         try:
             result = await _run(args.command, work, running)
         except ChatError as exc:

@@ -42,12 +42,17 @@ def _what_failed(error: ChatError) -> str:
     return "the request failed"
 
 
-def _root_cause(error: BaseException) -> BaseException:
+def _root_cause(error: BaseException) -> BaseException | None:
+    """The deepest exception under ``error`` that is not itself a ChatError (a run's error is
+    chained from the adapter's), or None when the chain holds nothing else."""
     seen = {id(error)}
+    root = None
     while (cause := error.__cause__ or error.__context__) is not None and id(cause) not in seen:
         seen.add(id(cause))
         error = cause
-    return error
+        if not isinstance(cause, ChatError):
+            root = cause
+    return root
 
 
 def describe_failure(error: ChatError, agent: AgentSettings) -> str:
@@ -63,8 +68,8 @@ def describe_failure(error: ChatError, agent: AgentSettings) -> str:
         if error.status_code is None and "timed out" in error.message:
             where.append(f"idle timeout agent.timeout_seconds={agent.timeout_seconds:g} s")
         root = _root_cause(error)
-        if error.status_code is None and root is not error and str(root):
-            where.append(f"cause {type(root).__module__}.{type(root).__name__}: {str(root)[:_SHOWN_CAUSE]}")
+        if error.status_code is None and root is not None and str(root):
+            where.append(f"cause {type(root).__name__}: {str(root)[:_SHOWN_CAUSE]}")
     if error.request_id:
         where.append(f"request id {error.request_id}")
     if error.response_id:

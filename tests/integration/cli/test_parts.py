@@ -224,7 +224,7 @@ def test_a_transport_failure_names_its_root_cause() -> None:
             raise ChatTransportError("the connection failed", attempts=2) from cause
     except ChatTransportError as error:
         described = describe_failure(error, AGENT)
-    assert "2 attempts; cause builtins.ConnectionRefusedError: [Errno 111] Connection refused]" in described
+    assert "2 attempts; cause ConnectionRefusedError: [Errno 111] Connection refused]" in described
 
 
 def test_details_show_what_had_arrived_before_the_traceback() -> None:
@@ -287,3 +287,15 @@ def test_an_error_result_that_is_not_an_object_still_has_a_code() -> None:
         == "error"
     )
     assert usage_line(None, 2) == "Token usage: not reported (2 model turns)"
+
+
+def test_a_run_error_chained_from_the_adapters_names_no_cause_twice() -> None:
+    try:
+        try:
+            raise ChatTransportError("no complete answer within agent.deadline_seconds=1 s")
+        except ChatTransportError as adapter_error:
+            raise ChatTransportError(adapter_error.message) from adapter_error
+    except ChatTransportError as error:
+        described = describe_failure(error, AGENT)
+    assert "cause" not in described
+    assert described.count("deadline_seconds") == 1
