@@ -57,6 +57,16 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
         ("domain.errors", "import application.guard", "Layers: adapters -> application -> domain BROKEN"),
         ("application.loop", "import adapters.container", "Layers: adapters -> application -> domain BROKEN"),
         (
+            "adapters.container",
+            "from adapters.offline import OfflineResponsesServer",
+            "adapters.container is not allowed to import adapters.offline",
+        ),
+        (
+            "adapters.responses.folding",
+            "from adapters.offline.render import sse",
+            "adapters.responses is not allowed to import adapters.offline",
+        ),
+        (
             "domain.ports",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import openai",
             "domain is not allowed to import openai",

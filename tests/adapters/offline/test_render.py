@@ -1,4 +1,4 @@
-"""Rendering turns as Responses bodies: checked against the SDK's own (strict) models, without sockets."""
+"""The one Responses body renderer: any output, in either dialect, against the SDK's own (strict) models."""
 
 from __future__ import annotations
 
@@ -7,222 +7,114 @@ import typing
 from typing import Any
 
 import pydantic
-import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
-from adapters.offline.model import ModelRequest, respond
-from adapters.offline.render import Dialect, Reply, render
-from adapters.offline.scenarios import parse_model
+from adapters.offline.render import response_document, sse, stream_events, usage
+from tests.strategies import model_outputs
 
 # The SDK's event models by their ``type``, so a failure names the one model the event should match.
 EVENT_MODELS: dict[str, type[pydantic.BaseModel]] = {
     typing.get_args(model.model_fields["type"].annotation)[0]: model
     for model in typing.get_args(typing.get_args(ResponseStreamEvent)[0])
 }
-TRANSCRIPT = "Ana: Ben will draft the budget by Friday.\nBen: I'll book the room.\nAna: We agreed to go."
-TOOLS = [
-    {"type": "function", "name": name, "parameters": {"type": "object"}, "strict": False}
-    for name in ("list_participants", "record_action_item", "record_decision")
-]
-SHAPES: list[dict[str, Any]] = [{}, {"reasoning": {"effort": "low", "summary": "auto"}}, {"tools": TOOLS}]
+TEXT_DELTAS = {
+    "response.output_text.delta": "content_index",
+    "response.reasoning_summary_text.delta": "summary_index",
+    "response.reasoning_text.delta": "content_index",
+}
+chunks = st.none() | st.integers(min_value=1, max_value=8)
+statuses = st.sampled_from(["completed", "incomplete", "failed"])
 
 
-def reply_for(model: str, *, stream: bool, dialect: Dialect = "openai", **extra: Any) -> Reply:
-    body = {"model": model, "input": TRANSCRIPT, "stream": stream, **extra}
-    turn = respond(ModelRequest.from_body(body))
-    return render(
-        turn, body=body, scenarios=parse_model(model), dialect=dialect, seed="seed", created_at=1_700_000_000
+def document_of(output: list[dict[str, Any]], status: str, litellm: bool) -> dict[str, Any]:
+    return response_document(
+        output,
+        response_id="resp_render",
+        model="gpt-render",
+        created_at=1_700_000_000,
+        status=status,
+        usage=usage(12, 5, cached_tokens=2, reasoning_tokens=1, litellm=litellm),
+        error={"code": "server_error", "message": "boom"} if status == "failed" else None,
+        incomplete_reason="max_output_tokens" if status == "incomplete" else None,
     )
 
 
-def data_lines(reply: Reply) -> list[str]:
-    text = b"".join(piece for piece in reply.body if isinstance(piece, bytes)).decode()
-    return [line.removeprefix("data: ") for line in text.split("\n") if line.startswith("data: ")]
+def texts_of(item: dict[str, Any]) -> dict[tuple[str, int], str]:
+    """Each text an item streams, by the delta event that carries it and the part's index."""
+    if item["type"] == "message":
+        parts = [("response.output_text.delta", part["text"]) for part in item["content"]]
+    elif item["type"] == "reasoning":
+        parts = [("response.reasoning_summary_text.delta", part["text"]) for part in item["summary"]]
+        parts += [("response.reasoning_text.delta", part["text"]) for part in item.get("content", ())]
+    elif item["type"] == "function_call":
+        parts = [("response.function_call_arguments.delta", item["arguments"])]
+    else:
+        parts = []
+    indexed: dict[tuple[str, int], str] = {}
+    for kind, text in parts:
+        index = sum(1 for key in indexed if key[0] == kind)
+        indexed[kind, index] = text
+    return indexed
 
 
-def events_of(reply: Reply) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in data_lines(reply) if line != "[DONE]"]
-
-
-def missing_fields(error: pydantic.ValidationError) -> set[str]:
-    return {str(detail["loc"][-1]) for detail in error.errors() if detail["type"] == "missing"}
-
-
-@pytest.mark.parametrize("extra", SHAPES)
-@pytest.mark.parametrize(
-    "model",
-    [
-        "offline",
-        "offline:incomplete",
-        "offline:response-failed",
-        "offline:error-event",
-        "offline:huge-arguments",
-    ],
-)
-def test_openai_dialect_events_validate_strictly_against_the_sdk_models(
-    model: str, extra: dict[str, Any]
+@given(model_outputs(), statuses, chunks)
+def test_openai_events_and_documents_validate_strictly_and_are_numbered(
+    output: list[dict[str, Any]], status: str, chunk: int | None
 ) -> None:
-    events = events_of(reply_for(model, stream=True, **extra))
+    document = document_of(output, status, litellm=False)
 
+    events = stream_events(document, chunk=chunk)
+
+    Response.model_validate(document, strict=True)
     for event in events:
-        EVENT_MODELS[event["type"]].model_validate(event)
+        EVENT_MODELS[event["type"]].model_validate(event, strict=True)
     assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    assert events[-1] == {
+        "type": f"response.{status}",
+        "response": document,
+        "sequence_number": len(events) - 1,
+    }
 
 
-@pytest.mark.parametrize("extra", SHAPES)
-@pytest.mark.parametrize("model", ["offline", "offline:incomplete", "offline:response-failed"])
-def test_openai_dialect_json_documents_validate_strictly(model: str, extra: dict[str, Any]) -> None:
-    reply = reply_for(model, stream=False, **extra)
+@given(model_outputs(), chunks, st.booleans())
+def test_the_deltas_of_every_part_add_up_to_its_text(
+    output: list[dict[str, Any]], chunk: int | None, litellm: bool
+) -> None:
+    events = stream_events(document_of(output, "completed", litellm), chunk=chunk, litellm=litellm)
 
-    (body,) = reply.body
-    assert isinstance(body, bytes)
-    assert dict(reply.headers)["content-length"] == str(len(body))
-    Response.model_validate_json(body)
-
-
-def test_litellm_dialect_departs_from_the_schema_only_where_litellm_does() -> None:
-    events = events_of(reply_for("offline", stream=True, dialect="litellm"))
-    departures: set[str] = set()
+    streamed: dict[tuple[int, str, int], str] = {}
     for event in events:
-        try:
-            EVENT_MODELS[event["type"]].model_validate(event)
-        except pydantic.ValidationError as error:
-            departures |= missing_fields(error)
-
-    assert departures == {"logprobs", "input_tokens_details", "output_tokens_details"}
-    assert data_lines(reply_for("offline", stream=True, dialect="litellm"))[-1] == "[DONE]"
-
-
-def test_streamed_pieces_add_up_to_the_finished_items() -> None:
-    events = events_of(reply_for("offline", stream=True, tools=TOOLS, reasoning={"effort": "low"}))
-    output = events[-1]["response"]["output"]
-
-    reasoning = "".join(e["delta"] for e in events if e["type"] == "response.reasoning_summary_text.delta")
-    assert reasoning == output[0]["summary"][0]["text"]
-    for index, item in enumerate(output[1:], start=1):
-        arguments = "".join(
-            e["delta"]
-            for e in events
-            if e["type"] == "response.function_call_arguments.delta" and e["output_index"] == index
-        )
-        assert arguments == item["arguments"]
-    assert [item["type"] for item in output] == ["reasoning", *["function_call"] * 4]
-
-
-def test_text_deltas_keep_every_character_of_the_text() -> None:
-    body = {"model": "offline", "input": "  spaced   out\ttext \n", "stream": True}
-    events = events_of(
-        render(
-            respond(ModelRequest.from_body(body)),
-            body=body,
-            scenarios=parse_model("offline"),
-            dialect="openai",
-            seed="s",
-            created_at=1,
-        )
-    )
-
-    text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
-    assert text == events[-1]["response"]["output"][0]["content"][0]["text"]
-    assert text.endswith("“spaced out text”.")
-
-
-def test_request_fields_are_echoed_and_response_ids_differ_per_seed() -> None:
-    body = {
-        "model": "offline",
-        "input": "x",
-        "instructions": "Be brief.",
-        "max_output_tokens": 50,
-        "store": True,
+        if event["type"] in TEXT_DELTAS or event["type"] == "response.function_call_arguments.delta":
+            index = event.get(TEXT_DELTAS.get(event["type"], ""), 0)
+            key = (event["output_index"], event["type"], index)
+            streamed[key] = streamed.get(key, "") + event["delta"]
+            assert chunk is None or len(event["delta"]) <= chunk
+    expected = {
+        (position, kind, index): text
+        for position, item in enumerate(output)
+        for (kind, index), text in texts_of(item).items()
     }
-    turn = respond(ModelRequest.from_body(body))
-    documents = []
-    for seed in ("a", "b"):
-        reply = render(
-            turn, body=body, scenarios=parse_model("offline"), dialect="openai", seed=seed, created_at=5
-        )
-        documents.append(json.loads(b"".join(piece for piece in reply.body if isinstance(piece, bytes))))
-    first, second = documents
-
-    assert first["instructions"] == "Be brief."
-    assert first["max_output_tokens"] == 50
-    assert first["store"] is True
-    assert first["created_at"] == 5
-    assert first["id"] != second["id"]
-    assert first["output"][0]["id"] != second["output"][0]["id"]
+    assert streamed == expected
 
 
-def test_faults_cut_json_bodies_as_documented() -> None:
-    truncated = reply_for("offline:truncated-stream", stream=False)
-    reset = reply_for("offline:connection-reset", stream=False)
-    stall = reply_for("offline:stall", stream=False)
-    garbage = reply_for("offline:garbage-data", stream=False)
+@given(model_outputs(), st.booleans())
+def test_a_stream_is_framed_in_its_dialect(output: list[dict[str, Any]], litellm: bool) -> None:
+    events = stream_events(document_of(output, "completed", litellm), litellm=litellm)
 
-    (cut,) = truncated.body
-    assert isinstance(cut, bytes)
-    assert cut.startswith(b'{"id": "resp_')
-    assert dict(truncated.headers)["content-length"] == str(len(cut))
-    head, marker = reset.body
-    assert isinstance(head, bytes)
-    assert marker == "reset"
-    assert int(dict(reset.headers)["content-length"]) in (2 * len(head), 2 * len(head) + 1)
-    assert stall.body[-1] == "stall"
-    for spoiled in (cut, b"".join(piece for piece in garbage.body if isinstance(piece, bytes))):
-        with pytest.raises(json.JSONDecodeError):
-            json.loads(spoiled)
+    frames = sse(events, litellm=litellm).split("\n\n")
 
-
-def test_error_scenarios_on_json_answer_a_failed_response() -> None:
-    for model in ("offline:error-event", "offline:error-event-nested", "offline:response-failed"):
-        (body,) = reply_for(model, stream=False).body
-        assert isinstance(body, bytes)
-        document = Response.model_validate_json(body)
-        assert document.status == "failed"
-        assert document.error is not None
-        assert document.error.code == "server_error"
-
-
-def test_stream_faults_end_the_body_as_documented() -> None:
-    assert reply_for("offline:connection-reset", stream=True).body[-1] == "reset"
-    assert reply_for("offline:stall", stream=True).body[-1] == "stall"
-    truncated = events_of(reply_for("offline:truncated-stream", stream=True))
-    assert truncated[-1]["type"] in {"response.output_text.delta", "response.content_part.added"}
-    nested = events_of(reply_for("offline:error-event-nested", stream=True))[-1]
-    assert nested == {
-        "type": "error",
-        "error": {
-            "type": "server_error",
-            "code": "server_error",
-            "message": "The offline model failed on purpose (scenario error-event-nested).",
-            "param": None,
-        },
-    }
-    garbage = data_lines(reply_for("offline:garbage-data", stream=True))
-    with pytest.raises(json.JSONDecodeError):
-        [json.loads(line) for line in garbage]
-
-
-def test_huge_arguments_leave_a_later_tool_turn_alone() -> None:
-    first_call = {"type": "function_call", "call_id": "c", "name": "list_participants", "arguments": "{}"}
-    history = [
-        {"role": "user", "content": TRANSCRIPT},
-        first_call,
-        {"type": "function_call_output", "call_id": "c", "output": "ok"},
-    ]
-
-    later = reply_for("offline:huge-arguments", stream=False, tools=TOOLS, input=history)
-    text_turn = reply_for("offline:huge-arguments", stream=False, tools=TOOLS[:1], input=history)
-
-    assert all(len(piece) < 100_000 for piece in later.body)
-    assert all(len(piece) < 100_000 for piece in text_turn.body)
-
-
-@pytest.mark.parametrize(("limit", "status"), [(4, "incomplete"), (10_000, "completed"), (None, "completed")])
-def test_max_output_tokens_below_the_answer_ends_it_incomplete(limit: int | None, status: str) -> None:
-    (body,) = reply_for("offline", stream=False, max_output_tokens=limit).body
-    assert isinstance(body, bytes)
-
-    document = Response.model_validate_json(body)
-
-    assert document.status == status
-    assert (document.incomplete_details is not None) is (status == "incomplete")
+    assert frames.pop() == ""
+    if litellm:
+        assert frames.pop() == "data: [DONE]"
+    decoded = []
+    for frame in frames:
+        *named, data = frame.split("\n")
+        event = json.loads(data.removeprefix("data: "))
+        assert named == ([] if litellm else [f"event: {event['type']}"])
+        decoded.append(event)
+    assert decoded == events
+    assert all(("model" in event) is litellm for event in events)
+    text_deltas = [event for event in events if event["type"] == "response.output_text.delta"]
+    assert all(("logprobs" in event) is not litellm for event in text_deltas)

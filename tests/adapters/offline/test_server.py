@@ -528,7 +528,7 @@ async def test_unknown_scenario_is_a_400_naming_the_known_ones(client: AsyncOpen
         ("POST", "/v1/responses", b"{not json", 400, "We could not parse the JSON body of your request."),
         ("POST", "/v1/responses", b'{"input": "x"}', 400, "Missing required parameter: 'model'."),
         ("POST", "/v1/responses", b'{"model": "offline", "input": 5}', 400, "'input' must be a non-empty"),
-        ("POST", "/v1/chat/completions", b"{}", 404, "Unknown request URL: POST /v1/chat/completions."),
+        ("POST", "/v1/chat/completions?x=1", b"{}", 404, "Unknown request URL: POST /v1/chat/completions."),
         ("GET", "/v1/responses", b"", 405, "Method GET is not allowed on /v1/responses; use POST."),
     ],
 )
@@ -546,7 +546,7 @@ async def test_requests_the_endpoint_cannot_serve(
     assert reply.status_code == status
     assert reply.headers["x-request-id"].startswith("req_")
     assert reply.json()["error"]["message"].startswith(message)
-    assert server.requests[-1].status == status
+    assert (server.requests[-1].path, server.requests[-1].status) == (path, status)
 
 
 async def test_a_chunked_request_body_is_read_whole(
@@ -561,17 +561,6 @@ async def test_a_chunked_request_body_is_read_whole(
     assert reply.status_code == 200
     assert server.requests[-1].headers["transfer-encoding"] == "chunked"
     assert reply.json()["output"][0]["content"][0]["text"] == ECHO
-
-
-def test_a_bad_content_length_is_refused_and_the_connection_closed(server: OfflineResponsesServer) -> None:
-    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
-        sock.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: offline\r\nContent-Length: many\r\n\r\n{}")
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-
-    assert answer.startswith(b"HTTP/1.1 400 ")
-    assert b"We could not parse the JSON body of your request." in answer
 
 
 # ---------------------------------------------------------------- recording

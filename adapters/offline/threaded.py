@@ -1,0 +1,205 @@
+"""uvicorn serving an ASGI app on a loopback port from a thread of its own, for synchronous callers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self
+
+import attrs
+
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = ["ASGIApp", "Receive", "Request", "Scope", "Send", "ThreadedServer", "read_request"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_STARTUP_SECONDS: Final = 10.0
+_POLL_SECONDS: Final = 0.005
+_JOIN_SECONDS: Final = 10.0
+# How long uvicorn lets unfinished replies run once stop() begins, before it cancels them.
+_GRACE_SECONDS: Final = 5
+# The load suite opens a couple of hundred connections at once; a short backlog would make most of
+# them wait for SYN retransmits.
+_BACKLOG: Final = 512
+_MISSING_UVICORN: Final = (
+    "serving on 127.0.0.1 needs uvicorn, which the offline extra installs: "
+    "pip install 'meeting-assistant-agents[offline]'"
+)
+
+
+@attrs.frozen
+class Request:
+    """One request as an ASGI app received it: header names lower-cased, the body read whole."""
+
+    method: str
+    path: str
+    """The path with its query string, as the request line wrote it."""
+    headers: dict[str, str]
+    body: bytes
+
+
+async def read_request(scope: Scope, receive: Receive) -> Request:
+    """The request ``scope`` opens, with its whole body (sent in one piece or many)."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    query = scope.get("query_string", b"").decode("latin-1")
+    return Request(
+        method=scope["method"],
+        path=scope["path"] + (f"?{query}" if query else ""),
+        headers={name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]},
+        body=bytes(body),
+    )
+
+
+class ThreadedServer:
+    """An ASGI app served by uvicorn on ``host`` in a daemon thread with its own event loop.
+
+    ``start()`` binds in the caller's thread (so a taken port fails there) and returns once uvicorn
+    accepts connections; ``stop()`` sets :attr:`stopping`, lets uvicorn close every connection and
+    joins the thread. Nothing blocks on the caller's event loop, so both work from sync code and
+    from inside a running loop. uvicorn is imported on ``start()``: importing this module needs none.
+    """
+
+    def __init__(self, app: ASGIApp, *, name: str, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._app = app
+        self._name = name
+        self._address = (host, port)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._port: int | None = None
+        self._stopped = False
+        self._failure: BaseException | None = None
+        self.stopping = asyncio.Event()
+        """Set (on the server's loop) when ``stop()`` begins: a response that waits on purpose ends then."""
+
+    def start(self) -> Self:
+        """Bind, listen and serve; returns once connections are accepted. Idempotent while running."""
+        if self._stopped:
+            raise RuntimeError(f"{self._name} cannot be restarted once stopped; make a new one")
+        if self._thread is not None:
+            return self
+        try:
+            # Imported here: the CLI imports the stand-in on every run, and runs without uvicorn
+            # when a real gateway is configured.
+            import uvicorn
+        except ImportError as exc:
+            raise ModuleNotFoundError(_MISSING_UVICORN, name="uvicorn") from exc
+        listener = socket.create_server(self._address, backlog=_BACKLOG)
+        self._port = int(listener.getsockname()[1])
+        config = uvicorn.Config(
+            self._app,
+            interface="asgi3",
+            http="h11",
+            loop="asyncio",
+            lifespan="off",
+            # No logging setup of uvicorn's own: the process's (a host's, a test's) stays as it was.
+            log_config=None,
+            # scope["client"] must stay the socket's peer: reset() finds the connection by it.
+            proxy_headers=False,
+            timeout_graceful_shutdown=_GRACE_SECONDS,
+        )
+        self._server = server = uvicorn.Server(config)
+        self._thread = thread = threading.Thread(
+            target=self._run, args=(listener,), name=self._name, daemon=True
+        )
+        thread.start()
+        deadline = time.monotonic() + _STARTUP_SECONDS
+        while not server.started:
+            if not thread.is_alive():
+                self._stopped = True
+                raise RuntimeError(f"{self._name} stopped before it started serving") from self._failure
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"{self._name} did not start serving within {_STARTUP_SECONDS:.0f} s")
+            thread.join(_POLL_SECONDS)  # returns at once if the thread has ended
+        return self
+
+    def _run(self, listener: socket.socket) -> None:
+        assert self._server is not None
+        try:
+            with asyncio.Runner() as runner:
+                self._loop = runner.get_loop()
+                runner.run(self._server.serve(sockets=[listener]))
+        except BaseException as exc:
+            if self._server.started:
+                raise
+            self._failure = exc  # start() raises it, in the caller's thread
+        finally:
+            listener.close()
+
+    def stop(self) -> None:
+        """Stop serving, close every connection and join the thread; safe to call more than once."""
+        server, thread, loop = self._server, self._thread, self._loop
+        if server is None or thread is None:
+            return
+        self._stopped = True
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing is waiting any more
+                loop.call_soon_threadsafe(self.stopping.set)
+        server.should_exit = True
+        thread.join(_JOIN_SECONDS)
+        self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def state(self) -> str:
+        """``not started``, ``running`` or ``stopped``."""
+        return "stopped" if self._stopped else "running" if self._server is not None else "not started"
+
+    @property
+    def port(self) -> int:
+        if self._server is None or self._port is None:
+            raise RuntimeError(f"{self._name} is not running")
+        return self._port
+
+    @property
+    def open_connections(self) -> int:
+        """Connections open on the server side now."""
+        server = self._server
+        return 0 if server is None else len(server.server_state.connections)
+
+    def wait_for_connections(self, count: int = 0, timeout: float = 5.0) -> bool:
+        """Wait until at most ``count`` connections are open; False if that did not happen in ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while self.open_connections > count:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_SECONDS)
+        return True
+
+    def reset(self, scope: Scope) -> None:
+        """Drop the connection ``scope`` came on with a TCP reset, as a crashed proxy would.
+
+        Call it from the app (the server's loop); the app then sees ``http.disconnect`` on receive.
+        """
+        assert self._server is not None
+        for connection in list(self._server.server_state.connections):
+            # Every HTTP/1.1 protocol of uvicorn keeps its peer and transport under these names.
+            transport: asyncio.Transport | None = getattr(connection, "transport", None)
+            if transport is not None and getattr(connection, "client", None) == scope["client"]:
+                sock = transport.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                transport.abort()
