@@ -8,12 +8,13 @@ a test knows what the proxy must hand back.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
+
+from adapters.offline.render import event_frame, message_item, response_document, stream_events, usage
+from adapters.offline.threaded import Receive, Scope, Send, ThreadedServer, read_request
 
 __all__ = [
     "CHATGPT_ACCESS_TOKEN",
@@ -24,6 +25,7 @@ __all__ = [
     "TEXT_REPLY",
     "WORKFLOW_TEXT",
     "WORKFLOW_TOOL_ROUNDS",
+    "Answer",
     "FakeServer",
     "RecordedRequest",
     "Route",
@@ -62,100 +64,44 @@ class RecordedRequest:
     path: str
     headers: Mapping[str, str]
     body: Mapping[str, Any]
+    method: str = "POST"
 
     def mentions(self, needle: str) -> bool:
         return needle in json.dumps(self.body)
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
+@attrs.frozen
+class Answer:
+    """What a fake sends back: a status, a content type and the body in pieces, each sent as it comes."""
 
-    def add(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def snapshot(self) -> tuple[RecordedRequest, ...]:
-        with self._lock:
-            return tuple(self._requests)
+    status: int
+    content_type: str
+    pieces: Iterable[str]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.0: every answer closes its connection, so a streamed body needs no chunked framing.
-    protocol_version = "HTTP/1.0"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request stderr line; the recorder keeps what a test needs."""
-
-    def _record(self, body: Mapping[str, Any]) -> None:
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        self.server.recorder.add(RecordedRequest(self.path, headers, body))
-
-    def _read_json(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            decoded = json.loads(raw or b"{}")
-        except ValueError:
-            decoded = {"_undecodable": raw.decode("utf-8", "replace")}
-        body = decoded if isinstance(decoded, dict) else {"_not_an_object": decoded}
-        self._record(body)
-        return body
-
-    def send_json(self, status: int, payload: Mapping[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def send_sse(self, frames: Iterator[str]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()
-        for frame in frames:
-            self.wfile.write(frame.encode())
-            self.wfile.flush()
-
-    def do_GET(self) -> None:
-        self._record({})
-        self.server.route(self, {})
-
-    def do_POST(self) -> None:
-        self.server.route(self, self._read_json())
-
-    def do_CONNECT(self) -> None:
-        self._record({})
-        self.server.route(self, {})
+def _json(status: int, payload: Mapping[str, Any]) -> Answer:
+    return Answer(status, "application/json", [json.dumps(payload)])
 
 
-# What a fake answers: called with the request's handler and its decoded JSON body ({} for GET/CONNECT).
-Route = Callable[["_Handler", dict[str, Any]], None]
+def _sse(frames: Iterable[str]) -> Answer:
+    return Answer(200, "text/event-stream", frames)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, route: Route) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.recorder = _Recorder()
-        self.route = route
+# What a fake answers, given the request (its body decoded, {} when there was none).
+Route = Callable[[RecordedRequest], Answer]
 
 
 class FakeServer:
-    """A stdlib HTTP server on 127.0.0.1 and an ephemeral port, serving in a daemon thread until stopped."""
+    """A fake on 127.0.0.1 and an ephemeral port: uvicorn in a thread of its own until stopped."""
 
     def __init__(self, route: Route) -> None:
-        self._server = _Server(route)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-server", daemon=True)
+        self._route = route
+        self._requests: list[RecordedRequest] = []
+        self._http = ThreadedServer(self._serve, name="fake-server")
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return self._http.port
 
     @property
     def base_url(self) -> str:
@@ -163,16 +109,30 @@ class FakeServer:
 
     @property
     def requests(self) -> tuple[RecordedRequest, ...]:
-        return self._server.recorder.snapshot()
+        return tuple(self._requests)
 
     def start(self) -> FakeServer:
-        self._thread.start()
+        self._http.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        self._http.stop()
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = await read_request(scope, receive)
+        try:
+            decoded = json.loads(request.body or b"{}")
+        except ValueError:
+            decoded = {"_undecodable": request.body.decode("utf-8", "replace")}
+        body = decoded if isinstance(decoded, dict) else {"_not_an_object": decoded}
+        recorded = RecordedRequest(request.path, request.headers, body, request.method)
+        self._requests.append(recorded)
+        answer = self._route(recorded)
+        headers = [(b"content-type", answer.content_type.encode()), (b"cache-control", b"no-cache")]
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        for piece in answer.pieces:
+            await send({"type": "http.response.body", "body": piece.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
 
 
 # ---------------------------------------------------------------- chat-completions upstream
@@ -272,23 +232,20 @@ def _chat_json(body: Mapping[str, Any], text: str, calls: tuple[tuple[str, str],
     }
 
 
-def _upstream(handler: _Handler, body: dict[str, Any]) -> None:
-    if handler.command == "GET" and handler.path.rstrip("/").endswith("/models"):
+def _upstream(request: RecordedRequest) -> Answer:
+    path, body = request.path.rstrip("/"), request.body
+    if request.method == "GET" and path.endswith("/models"):
         # The proxy lists the upstream's models while it starts; an honest list keeps its log quiet.
         models = [{"id": name, "object": "model", "owned_by": "fake"} for name in _UPSTREAM_MODELS]
-        handler.send_json(200, {"object": "list", "data": models})
-        return
-    if not handler.path.rstrip("/").endswith("/chat/completions"):
-        handler.send_json(404, {"error": {"message": f"no route {handler.path}", "type": "not_found"}})
-        return
+        return _json(200, {"object": "list", "data": models})
+    if not path.endswith("/chat/completions"):
+        return _json(404, {"error": {"message": f"no route {request.path}", "type": "not_found"}})
     if body.get("model") == "scripted-500":
-        handler.send_json(500, {"error": {"message": "upstream exploded", "type": "server_error"}})
-        return
+        return _json(500, {"error": {"message": "upstream exploded", "type": "server_error"}})
     text, calls = _plan(body)
     if body.get("stream"):
-        handler.send_sse(_chat_stream(body, text, calls))
-    else:
-        handler.send_json(200, _chat_json(body, text, calls))
+        return _sse(_chat_stream(body, text, calls))
+    return _json(200, _chat_json(body, text, calls))
 
 
 def upstream_handler() -> Route:
@@ -305,89 +262,19 @@ def upstream_handler() -> Route:
 # ---------------------------------------------------------------- Codex-style /responses
 
 
-def _codex_events(body: Mapping[str, Any]) -> Iterator[str]:
-    response_id = "resp_codex_1"
-    model = str(body.get("model", ""))
-    shell = {"id": response_id, "object": "response", "created_at": 1_700_000_000, "model": model}
-    item_id = "msg_codex_1"
-
-    def event(payload: Mapping[str, Any]) -> str:
-        return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n"
-
-    yield event(
-        {
-            "type": "response.created",
-            "sequence_number": 0,
-            "response": {**shell, "status": "in_progress", "output": []},
-        }
+def _codex(request: RecordedRequest) -> Answer:
+    if not request.path.rstrip("/").endswith("/responses"):
+        return _json(404, {"detail": f"no route {request.path}"})
+    if request.headers.get("authorization") != f"Bearer {CHATGPT_ACCESS_TOKEN}":
+        return _json(401, {"detail": "missing the ChatGPT access token"})
+    document = response_document(
+        [message_item("msg_codex_1", CODEX_TEXT)],
+        response_id="resp_codex_1",
+        model=str(request.body.get("model", "")),
+        created_at=1_700_000_000,
+        usage=usage(21, 9),
     )
-    item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
-    yield event({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item})
-    part = {"type": "output_text", "text": "", "annotations": []}
-    yield event(
-        {
-            "type": "response.content_part.added",
-            "sequence_number": 2,
-            "item_id": item_id,
-            "output_index": 0,
-            "content_index": 0,
-            "part": part,
-        }
-    )
-    sequence = 3
-    for piece in _chunks(CODEX_TEXT, 6):
-        yield event(
-            {
-                "type": "response.output_text.delta",
-                "sequence_number": sequence,
-                "item_id": item_id,
-                "output_index": 0,
-                "content_index": 0,
-                "delta": piece,
-                "logprobs": [],
-            }
-        )
-        sequence += 1
-    done_part = {**part, "text": CODEX_TEXT}
-    yield event(
-        {
-            "type": "response.output_text.done",
-            "sequence_number": sequence,
-            "item_id": item_id,
-            "output_index": 0,
-            "content_index": 0,
-            "text": CODEX_TEXT,
-            "logprobs": [],
-        }
-    )
-    done_item = {**item, "status": "completed", "content": [done_part]}
-    yield event(
-        {
-            "type": "response.output_item.done",
-            "sequence_number": sequence + 1,
-            "output_index": 0,
-            "item": done_item,
-        }
-    )
-    usage = {
-        "input_tokens": 21,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 9,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 30,
-    }
-    completed = {**shell, "status": "completed", "output": [done_item], "usage": usage}
-    yield event({"type": "response.completed", "sequence_number": sequence + 2, "response": completed})
-
-
-def _codex(handler: _Handler, body: dict[str, Any]) -> None:
-    if not handler.path.rstrip("/").endswith("/responses"):
-        handler.send_json(404, {"detail": f"no route {handler.path}"})
-        return
-    if handler.headers.get("Authorization") != f"Bearer {CHATGPT_ACCESS_TOKEN}":
-        handler.send_json(401, {"detail": "missing the ChatGPT access token"})
-        return
-    handler.send_sse(_codex_events(body))
+    return _sse(event_frame(event) for event in stream_events(document, chunk=6))
 
 
 def codex_handler() -> Route:
@@ -398,8 +285,8 @@ def codex_handler() -> Route:
 # ---------------------------------------------------------------- tripwire
 
 
-def _tripwire(handler: _Handler, body: dict[str, Any]) -> None:
-    handler.send_json(403, {"error": "the gateway tier allows no outbound traffic"})
+def _tripwire(request: RecordedRequest) -> Answer:
+    return _json(403, {"error": "the gateway tier allows no outbound traffic"})
 
 
 def tripwire_handler() -> Route:
