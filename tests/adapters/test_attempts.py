@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import logging
+import zlib
+from collections.abc import AsyncIterator
 
 import httpx
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from adapters.responses.attempts import observed
-from domain import ChatMessage
-from tests.adapters.support import API_KEY, BASE_URL, JSON, Recorder, answer, message_item, response_document
+from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
+from tests.adapters.support import (
+    API_KEY,
+    BASE_URL,
+    JSON,
+    SSE,
+    Recorder,
+    adapters_for,
+    answer,
+    message_item,
+    response_document,
+    sse,
+    stream_events,
+)
 
 OK = json.dumps(response_document([message_item("msg_1", "ok")]))
 
@@ -100,3 +117,131 @@ async def test_closing_the_adapters_copy_leaves_the_given_client_open() -> None:
         model="m", input="outside any adapter"
     )
     assert response.id == "resp_test"
+
+
+# ---------------------------------------------------------------- bodies: decoded once, counted when decoded
+
+
+class _Chunked(httpx.AsyncByteStream):
+    """A body that arrives in pieces, as from a socket (MockTransport reads a ``content=`` body at once)."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self._data = data
+        self._size = size
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for start in range(0, len(self._data), self._size):
+            yield self._data[start : start + self._size]
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _encoded(data: bytes, coding: str) -> bytes:
+    if coding == "gzip":
+        return gzip.compress(data)
+    if coding == "deflate":
+        return zlib.compress(data)
+    # deflate without the zlib header: servers send both.
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _streamed(body: bytes, content_type: str, chunk: int, **headers: str) -> httpx.Response:
+    return httpx.Response(
+        200,
+        headers={"content-type": content_type, "x-request-id": "req_1", **headers},
+        stream=_Chunked(body, chunk),
+    )
+
+
+TEXT = "Decoded once, whatever the label says. " * 40
+DOCUMENT = response_document([message_item("msg_1", TEXT)], response_id="resp_zipped")
+BODIES = {"sse": sse(stream_events(DOCUMENT)).encode(), "json": json.dumps(DOCUMENT).encode()}
+LABELS = ["text/event-stream", "application/json", "text/plain", "application/octet-stream", ""]
+
+
+@settings(max_examples=60)
+@given(
+    shape=st.sampled_from(sorted(BODIES)),
+    coding=st.sampled_from(["gzip", "deflate", "raw-deflate"]),
+    label=st.sampled_from(LABELS),
+    chunk=st.integers(min_value=1, max_value=4096),
+    streaming=st.booleans(),
+)
+async def test_a_compressed_body_folds_on_either_adapter_under_any_label(
+    shape: str, coding: str, label: str, chunk: int, streaming: bool
+) -> None:
+    body = _encoded(BODIES[shape], coding)
+    encoding = "deflate" if coding == "raw-deflate" else coding
+    recorder = Recorder([lambda _: _streamed(body, label, chunk, **{"content-encoding": encoding})])
+    sse_adapter, json_adapter = adapters_for(recorder)
+    adapter = sse_adapter if streaming else json_adapter
+
+    response = await adapter.get_response([ChatMessage.user("hi")])
+
+    assert response.text == TEXT
+    assert response.response_id == "resp_zipped"
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
+async def test_a_corrupt_compressed_body_is_a_malformed_response(streaming: bool) -> None:
+    body = gzip.compress(BODIES["sse"])[:-40] + b"\x00" * 40
+    recorder = Recorder([lambda _: _streamed(body, SSE, 512, **{"content-encoding": "gzip"})])
+    adapter = adapters_for(recorder)[0 if streaming else 1]
+
+    with pytest.raises(ChatError) as caught:
+        await adapter.get_response([ChatMessage.user("hi")])
+
+    assert isinstance(caught.value, MalformedResponseError | ChatTransportError)
+
+
+LIMIT = 256 * 1024
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
+@pytest.mark.parametrize("coding", ["identity", "gzip"])
+@pytest.mark.parametrize("shape", sorted(BODIES))
+async def test_a_body_over_the_cap_is_refused_with_what_had_arrived(
+    streaming: bool, coding: str, shape: str
+) -> None:
+    big = response_document([message_item("msg_1", "z" * (4 * LIMIT))], response_id="resp_big")
+    plain = sse(stream_events(big, chunk=4096)).encode() if shape == "sse" else json.dumps(big).encode()
+    body = gzip.compress(plain) if coding == "gzip" else plain
+    stream = _Chunked(body, 16 * 1024)
+    response = httpx.Response(
+        200,
+        headers={"content-type": SSE if shape == "sse" else JSON, "content-encoding": coding},
+        stream=stream,
+    )
+    recorder = Recorder([response])
+    adapter = adapters_for(recorder, ResponsesSettings(model="gpt-test", max_response_bytes=LIMIT))[
+        0 if streaming else 1
+    ]
+
+    with pytest.raises(MalformedResponseError) as caught:
+        await adapter.get_response([ChatMessage.user("hi")])
+
+    assert "max_response_bytes" in caught.value.message
+    assert stream.closed
+    if shape == "sse" and streaming:
+        # A live stream keeps what had arrived; the cap cut it before the end.
+        assert caught.value.partial is not None
+        assert caught.value.partial.response_id == "resp_big"
+        assert 0 < len(caught.value.partial.text) < 4 * LIMIT
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
+async def test_a_gzip_bomb_stops_at_the_cap(streaming: bool) -> None:
+    bomb = gzip.compress(b"data: " + b"0" * (64 * 1024 * 1024), compresslevel=9)
+    assert len(bomb) < 100 * 1024
+    recorder = Recorder([lambda _: _streamed(bomb, SSE, 16 * 1024, **{"content-encoding": "gzip"})])
+    adapter = adapters_for(recorder, ResponsesSettings(model="gpt-test", max_response_bytes=LIMIT))[
+        0 if streaming else 1
+    ]
+
+    with pytest.raises(MalformedResponseError) as caught:
+        await adapter.get_response([ChatMessage.user("hi")])
+
+    assert "max_response_bytes" in caught.value.message

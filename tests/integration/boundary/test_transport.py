@@ -1,0 +1,251 @@
+"""The transport promises over real sockets: an overall deadline, Retry-After against it, no redirects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Final
+
+import httpx
+import openai
+import pytest
+
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from domain import ChatMessage, ChatPort, ChatTransportError
+from tests.adapters.support import message_item, response_document, stream_events
+from tests.support.local_server import Received, Sender, serve
+
+API_KEY: Final = "sk-boundary-transport-test"
+# Long enough that a test which waited for it would show, short enough that the suite stays quick.
+DEADLINE: Final = 0.6
+# A peer that never finishes stops by itself after this long, whatever the client does.
+PEER_LIMIT: Final = 20.0
+ADAPTERS = pytest.mark.parametrize(
+    "adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter], ids=["sse", "json"]
+)
+AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
+Handler = Callable[[Received, Sender], Awaitable[None]]
+
+
+def _sse(event: dict[str, object]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+CREATED: Final = {
+    "type": "response.created",
+    "sequence_number": 0,
+    "response": {
+        "id": "resp_slow",
+        "object": "response",
+        "model": "gpt-slow",
+        "status": "in_progress",
+        "output": [],
+    },
+}
+
+
+@asynccontextmanager
+async def adapter_on(
+    base_url: str,
+    adapter_type: AdapterType,
+    *,
+    deadline: float = DEADLINE,
+    max_retries: int = 0,
+    follow_redirects: bool = False,
+) -> AsyncIterator[ChatPort]:
+    async with httpx.AsyncClient(follow_redirects=follow_redirects) as http_client:
+        client = openai.AsyncOpenAI(
+            api_key=API_KEY,
+            base_url=base_url,
+            http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
+            max_retries=max_retries,
+            timeout=5.0,
+        )
+        yield adapter_type(client, ResponsesSettings(model="gpt-slow", deadline_seconds=deadline))
+
+
+async def _until_gone(sender: Sender, piece: bytes, every: float) -> None:
+    """Send ``piece`` every ``every`` seconds until the client leaves (or the peer's own limit)."""
+    loop = asyncio.get_running_loop()
+    stop = loop.time() + PEER_LIMIT
+    while not sender.disconnected.is_set() and loop.time() < stop:
+        try:
+            await sender.body(piece)
+        except OSError:
+            return
+        await asyncio.sleep(every)
+
+
+async def _keep_alive(_: Received, sender: Sender) -> None:
+    await sender.start(200, {"content-type": "text/event-stream"})
+    await sender.body(_sse(CREATED))
+    await _until_gone(sender, b": keep-alive\n\n", 0.05)
+
+
+async def _endless_deltas(_: Received, sender: Sender) -> None:
+    await sender.start(200, {"content-type": "text/event-stream"})
+    await sender.body(_sse(CREATED))
+    added = {
+        "type": "response.output_item.added",
+        "sequence_number": 1,
+        "output_index": 0,
+        "item": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        },
+    }
+    await sender.body(_sse(added))
+    delta = {
+        "type": "response.output_text.delta",
+        "sequence_number": 2,
+        "item_id": "msg_1",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "x",
+        "logprobs": [],
+    }
+    await _until_gone(sender, _sse(delta), 0.02)
+
+
+async def _trickled_json(_: Received, sender: Sender) -> None:
+    body = json.dumps(response_document([message_item("msg_1", "never whole")], response_id="resp_trickle"))
+    await sender.start(200, {"content-type": "application/json"})
+    for byte in body.encode():
+        if sender.disconnected.is_set():
+            return
+        try:
+            await sender.body(bytes([byte]))
+        except OSError:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def _expect_deadline(handler: Handler, adapter_type: AdapterType) -> tuple[ChatTransportError, float]:
+    async with serve(handler) as server, adapter_on(server.base_url, adapter_type) as chat:
+        started = time.monotonic()
+        with pytest.raises(ChatTransportError) as caught:
+            await chat.get_response([ChatMessage.user("hello")])
+        elapsed = time.monotonic() - started
+    return caught.value, elapsed
+
+
+@ADAPTERS
+async def test_a_stream_of_keep_alive_comments_ends_at_the_deadline(adapter_type: AdapterType) -> None:
+    error, elapsed = await _expect_deadline(_keep_alive, adapter_type)
+
+    assert "deadline" in error.message
+    assert error.status_code is None
+    assert error.partial is not None
+    assert error.partial.response_id == "resp_slow"
+    # Bounded, not hung: the peer would have gone on for PEER_LIMIT seconds.
+    assert elapsed < PEER_LIMIT / 4
+
+
+@ADAPTERS
+async def test_an_endless_run_of_deltas_ends_at_the_deadline_with_the_text_that_arrived(
+    adapter_type: AdapterType,
+) -> None:
+    error, elapsed = await _expect_deadline(_endless_deltas, adapter_type)
+
+    assert "deadline" in error.message
+    assert error.partial is not None
+    assert error.partial.text
+    assert set(error.partial.text) == {"x"}
+    assert elapsed < PEER_LIMIT / 4
+
+
+@ADAPTERS
+async def test_a_json_body_trickled_a_byte_at_a_time_ends_at_the_deadline(adapter_type: AdapterType) -> None:
+    error, elapsed = await _expect_deadline(_trickled_json, adapter_type)
+
+    assert "deadline" in error.message
+    assert elapsed < PEER_LIMIT / 4
+
+
+def _rate_limited_then_ok(retry_after: dict[str, str]) -> Handler:
+    async def handler(request: Received, sender: Sender) -> None:
+        if request.headers.get("x-stainless-retry-count", "0") == "0":
+            error = {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limited"}}
+            await sender.whole(
+                429, json.dumps(error).encode(), {"content-type": "application/json", **retry_after}
+            )
+            return
+        events = stream_events(
+            response_document([message_item("msg_1", "after the wait")], response_id="resp_ok")
+        )
+        if request.json().get("stream"):
+            await sender.whole(
+                200, b"".join(_sse(event) for event in events), {"content-type": "text/event-stream"}
+            )
+        else:
+            await sender.whole(
+                200, json.dumps(events[-1]["response"]).encode(), {"content-type": "application/json"}
+            )
+
+    return handler
+
+
+@ADAPTERS
+async def test_a_retry_after_that_would_pass_the_deadline_is_not_waited(adapter_type: AdapterType) -> None:
+    handler = _rate_limited_then_ok({"retry-after": "30"})
+    async with (
+        serve(handler) as server,
+        adapter_on(server.base_url, adapter_type, deadline=5, max_retries=2) as chat,
+    ):
+        started = time.monotonic()
+        with pytest.raises(ChatTransportError) as caught:
+            await chat.get_response([ChatMessage.user("hello")])
+        elapsed = time.monotonic() - started
+
+    assert caught.value.status_code == 429
+    assert caught.value.attempts == 1
+    assert len(server.received) == 1
+    assert elapsed < 5
+
+
+@ADAPTERS
+async def test_a_retry_after_within_the_deadline_is_waited_and_retried(adapter_type: AdapterType) -> None:
+    handler = _rate_limited_then_ok({"retry-after-ms": "20"})
+    async with (
+        serve(handler) as server,
+        adapter_on(server.base_url, adapter_type, deadline=5, max_retries=2) as chat,
+    ):
+        response = await chat.get_response([ChatMessage.user("hello")])
+
+    assert response.text == "after the wait"
+    assert len(server.received) == 2
+
+
+@ADAPTERS
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_a_redirect_is_refused_and_its_target_receives_nothing(
+    adapter_type: AdapterType, status: int
+) -> None:
+    async def elsewhere(_: Received, sender: Sender) -> None:
+        events = stream_events(response_document([message_item("msg_1", "answer from an impostor")]))
+        await sender.whole(
+            200, b"".join(_sse(event) for event in events), {"content-type": "text/event-stream"}
+        )
+
+    async with serve(elsewhere) as impostor:
+
+        async def redirecting(_: Received, sender: Sender) -> None:
+            await sender.whole(status, b"", {"location": f"{impostor.base_url}/responses"})
+
+        async with (
+            serve(redirecting) as gateway,
+            # A host's client that follows redirects: the adapter refuses them all the same.
+            adapter_on(gateway.base_url, adapter_type, follow_redirects=True, max_retries=2) as chat,
+        ):
+            with pytest.raises(ChatTransportError) as caught:
+                await chat.get_response([ChatMessage.user("the whole transcript")])
+
+    assert caught.value.status_code == status
+    assert len(gateway.received) == 1
+    assert impostor.received == []
