@@ -15,7 +15,7 @@ from typing import Any
 from benchmarks.suite import Check, Sizes, profile_fold, run_suite
 
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
-QUICK = Sizes(fold=200, scaling=(50, 200, 800), memory=800, tool_calls=200, runs=2)
+QUICK = Sizes(fold=200, scaling=(50, 200, 800), memory=800, tool_calls=200, runs=2, body_cap=256 * 1024)
 
 
 def _parser() -> argparse.ArgumentParser:

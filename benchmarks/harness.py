@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ import attrs
 import httpx
 import openai
 
-__all__ = ["CHUNK_BYTES", "Samples", "interleaved", "serve"]
+__all__ = ["CHUNK_BYTES", "Check", "Samples", "Sizes", "interleaved", "peak_bytes", "serve"]
 
 # Bytes per chunk handed to the SDK: what a socket read typically yields, so the SSE decoder sees
 # events split across chunk boundaries as it would on the network.
@@ -29,11 +30,15 @@ class _ChunkedBody(httpx.AsyncByteStream):
             yield bytes(view[start : start + CHUNK_BYTES])
 
 
-def serve(body: bytes, content_type: str) -> tuple[openai.AsyncOpenAI, httpx.AsyncClient]:
+def serve(
+    body: bytes, content_type: str, headers: Mapping[str, str] | None = None
+) -> tuple[openai.AsyncOpenAI, httpx.AsyncClient]:
     """An SDK client whose every request is answered with ``body``, in chunks, without any socket."""
 
     def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": content_type}, stream=_ChunkedBody(body))
+        return httpx.Response(
+            200, headers={"content-type": content_type, **(headers or {})}, stream=_ChunkedBody(body)
+        )
 
     http_client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
     client = openai.AsyncOpenAI(
@@ -86,3 +91,42 @@ async def interleaved(
             cpu[name].append(time.process_time() - started_cpu)
             wall[name].append(time.perf_counter() - started_wall)
     return {name: Samples(tuple(cpu[name]), tuple(wall[name])) for name in variants}
+
+
+@attrs.frozen
+class Sizes:
+    """How big and how often: text deltas per body for each measurement, and runs per variant."""
+
+    fold: int = 20_000
+    scaling: tuple[int, int, int] = (5_000, 20_000, 80_000)
+    memory: int = 80_000
+    tool_calls: int = 20_000
+    runs: int = 5
+    body_cap: int = 8 * 1024 * 1024
+
+
+@attrs.frozen
+class Check:
+    """One line of the report: a measured figure, the target it is held to and whether it met it."""
+
+    name: str
+    value: float
+    unit: str
+    target: str
+    met: bool | None
+    detail: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+async def peak_bytes(run: Callable[[], Awaitable[object]]) -> int:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        await run()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - before

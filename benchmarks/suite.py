@@ -6,7 +6,6 @@ import cProfile
 import io
 import pstats
 import time
-import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,7 +14,8 @@ import attrs
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
-from benchmarks.harness import Samples, interleaved, serve
+from benchmarks.boundary import body_cap
+from benchmarks.harness import Check, Samples, Sizes, interleaved, peak_bytes, serve
 from domain import ChatMessage, FunctionCallContent
 
 __all__ = ["Check", "Sizes", "profile_fold", "run_suite"]
@@ -25,32 +25,6 @@ PROMPT = "Summarize the meeting."
 MESSAGES = (ChatMessage.user(PROMPT),)
 SSE = "text/event-stream"
 JSON = "application/json"
-
-
-@attrs.frozen
-class Sizes:
-    """How big and how often: text deltas per body for each measurement, and runs per variant."""
-
-    fold: int = 20_000
-    scaling: tuple[int, int, int] = (5_000, 20_000, 80_000)
-    memory: int = 80_000
-    tool_calls: int = 20_000
-    runs: int = 5
-
-
-@attrs.frozen
-class Check:
-    """One line of the report: a measured figure, the target it is held to and whether it met it."""
-
-    name: str
-    value: float
-    unit: str
-    target: str
-    met: bool | None
-    detail: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
 
 
 class _WrongOutputError(AssertionError):
@@ -169,18 +143,6 @@ async def scaling(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     ]
 
 
-async def _peak_bytes(run: Callable[[], Awaitable[object]]) -> int:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before, _ = tracemalloc.get_traced_memory()
-        await run()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak - before
-
-
 async def memory(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     """tracemalloc peak while the SSE adapter folds a large body (the body itself is not counted).
 
@@ -191,8 +153,8 @@ async def memory(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
         body = make_body(sizes.memory, ascii_only=ascii_only)
         adapter = await _adapter(body, streaming=True)
         raw = await _sdk_iterate(body)
-        peak = await _peak_bytes(adapter)
-        raw_peak = await _peak_bytes(raw)
+        peak = await peak_bytes(adapter)
+        raw_peak = await peak_bytes(raw)
         limit = 4 * body.output_bytes + 2 * 1024 * 1024
         text = "ASCII text" if ascii_only else "text with non-Latin-1 characters"
         timings[f"memory_{body.events}_events{'_ascii' if ascii_only else ''}"] = {
@@ -317,7 +279,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
     checks: list[Check] = []
     timings: dict[str, Any] = {}
     started = time.perf_counter()
-    for benchmark in (fold_overhead, scaling, memory, tool_call_overhead, json_vs_sse):
+    for benchmark in (fold_overhead, scaling, memory, tool_call_overhead, json_vs_sse, body_cap):
         checks.extend(await benchmark(sizes, timings))
     timings["wall_s"] = time.perf_counter() - started
     return checks, timings

@@ -12,7 +12,7 @@ import benchmarks.__main__ as bench_cli
 from benchmarks.bodies import make_body
 from benchmarks.suite import Check, Sizes
 
-TINY = Sizes(fold=20, scaling=(10, 20, 40), memory=40, tool_calls=10, runs=1)
+TINY = Sizes(fold=20, scaling=(10, 20, 40), memory=40, tool_calls=10, runs=1, body_cap=64 * 1024)
 
 
 def test_an_ascii_body_has_one_byte_per_character() -> None:
@@ -41,7 +41,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
 
     report = json.loads(output.read_text())
     names = [check["name"] for check in report["checks"]]
-    assert len(names) == 7
+    assert len(names) == 11
     for expected in (
         "fold overhead",
         "responses.stream()",
@@ -49,6 +49,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "memory peak",
         "guard",
         "JSON",
+        "max_response_bytes",
     ):
         assert any(expected in name for name in names), expected
     assert all(math.isfinite(check["value"]) for check in report["checks"])
