@@ -14,14 +14,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, Final, TextIO
 
 import attrs
-from dependency_injector import providers
 
 from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
 from adapters.cli.files import AtomicOutput, InputError, read_text
 from adapters.cli.instruction import why_not_carried_out
 from adapters.cli.parser import PROG, CommandLineError, parse_arguments
 from adapters.cli.report import edit_json, edit_text, summary_json, summary_text, usage_line
-from adapters.container import Container
 from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError
 from adapters.offline.scenarios import parse_model
 from adapters.redaction import Redactor
@@ -233,6 +231,12 @@ def _mode_line(settings: Settings) -> str:
 
 
 async def _run(command: str, work: _Work, settings: Settings) -> MeetingSummary | WorkflowEdit:
+    # Imported only now: the SDK and the container take seconds to import on a busy machine, and
+    # --help, --version and every bad-input error need neither.
+    from dependency_injector import providers
+
+    from adapters.container import Container
+
     container = Container()
     # Settings were resolved and checked once, above; the container builds everything else from them.
     container.settings.override(providers.Object(settings))
