@@ -1,5 +1,6 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
 
+from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
 from application.guard import GuardedToolInvoker
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
 from application.run import ToolCallRecord, ToolRun, ToolRunError
@@ -15,7 +16,13 @@ __all__ = [
     "LoopSettings",
     "MeetingSummary",
     "ParameterError",
+    "RoundFinished",
+    "RoundStarted",
+    "RunEvent",
+    "RunFinished",
     "SummaryAgent",
+    "TextDelta",
+    "ToolCallFinished",
     "ToolCallRecord",
     "ToolError",
     "ToolInvokerDecorator",

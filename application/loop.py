@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import TypeAlias
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from typing import TypeAlias, TypeGuard
 
 import attrs
 
+from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
 from application.guard import GuardedToolInvoker
 from application.run import ToolCallRecord, ToolRun, ToolRunError
 from application.tools import DUPLICATE_CALL_ID, error_result
@@ -17,8 +19,10 @@ from domain import (
     ChatOptions,
     ChatPort,
     ChatResponse,
+    ChatResponseUpdate,
     FunctionCallContent,
     FunctionResultContent,
+    StreamingChatPort,
     ToolInvokerPort,
 )
 
@@ -53,8 +57,8 @@ class ToolLoop:
     call order. A call id runs at most once per run: a call whose id was already answered (earlier
     in the same response or in an earlier round) gets a ``duplicate_call_id`` error result and
     never reaches the invoker chain. The first request of a run goes with initiator ``user``, every
-    later one with ``agent``. When a request fails, the adapter's :class:`ChatError` is re-raised with ``run``
-    set to the run so far.
+    later one with ``agent``. When a request fails, the run raises a :class:`ToolRunError` of the
+    adapter error's class, carrying the run so far and chained from the adapter's error.
 
     The invoker chain: hand :meth:`run` the raw tools (a :class:`ToolRegistry` or any
     ``ToolInvokerPort``); each run builds ``decorators[-1](... decorators[0](GuardedToolInvoker(tools)))``
@@ -62,6 +66,9 @@ class ToolLoop:
     decorator (the first innermost, the last outermost) sees every call the guard sees, refused ones
     included. A decorator is any ``Callable[[ToolInvokerPort], ToolInvokerPort]``; it is applied
     once per run, so it may keep per-run state. What a decorator raises ends the run.
+
+    :meth:`run_events` is the same run reported as it goes (see :mod:`application.events`); both
+    share one core, so a run's :class:`ToolRun` is the same whichever way it was asked for.
     """
 
     def __init__(
@@ -86,74 +93,187 @@ class ToolLoop:
     ) -> ToolRun:
         """Send ``messages`` with ``options`` and keep going while the model calls tools.
 
-        ``invoker`` runs the tools; the loop puts the guard and its decorators around it.
+        ``invoker`` runs the tools; the loop puts the guard and its decorators around it. Each
+        request asks for a whole answer (``get_response``).
         """
+        run = self._start(messages, options, invoker)
+        async with contextlib.aclosing(run.rounds(stream=False)) as rounds:
+            async for _ in rounds:
+                pass
+        return run.result()
+
+    async def run_events(
+        self,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        invoker: ToolInvokerPort,
+    ) -> AsyncGenerator[RunEvent[ToolRun], None]:
+        """The run of :meth:`run` as events, ending with ``RunFinished(result)``, ``result`` its ``ToolRun``.
+
+        Each request streams its answer (``get_streaming_response``) when the chat offers it, so
+        ``TextDelta`` pieces come as they arrive; a chat that cannot stream gives each answer's text
+        as one piece. Calls are reported as they are answered (under concurrent invocation, in the
+        order they finish). Leaving the iteration early (``aclose()``, or cancelling the task) closes
+        the model's stream, cancels the calls in flight and starts no other tool.
+        """
+        run = self._start(messages, options, invoker)
+        async with contextlib.aclosing(run.rounds(stream=True)) as rounds:
+            async for event in rounds:
+                yield event
+        yield RunFinished(run.result())
+
+    def _start(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None, invoker: ToolInvokerPort
+    ) -> _Run:
         guard = GuardedToolInvoker(invoker)
         chain: ToolInvokerPort = guard
         for decorate in self._decorators:
             chain = decorate(chain)
-        base = options or ChatOptions()
-        settings = self._settings
-        produced: list[ChatMessage] = []
-        responses: list[ChatResponse] = []
-        records: list[ToolCallRecord] = []
-        answered: set[str] = set()
-        iterations = 0
+        return _Run(self._chat, self._settings, guard, chain, tuple(messages), options or ChatOptions())
+
+
+class _Run:
+    """The state of one run, and the rounds that advance it."""
+
+    def __init__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings,
+        guard: GuardedToolInvoker,
+        chain: ToolInvokerPort,
+        messages: tuple[ChatMessage, ...],
+        options: ChatOptions,
+    ) -> None:
+        self.chat = chat
+        self.settings = settings
+        self.guard = guard
+        self.chain = chain
+        self.messages = messages
+        self.options = options
+        self.produced: list[ChatMessage] = []
+        self.responses: list[ChatResponse] = []
+        self.records: list[ToolCallRecord] = []
+        self.answered: set[str] = set()
+        self.iterations = 0
+
+    def result(self) -> ToolRun:
+        return ToolRun(tuple(self.produced), tuple(self.responses), tuple(self.records), self.iterations)
+
+    async def rounds(
+        self, *, stream: bool
+    ) -> AsyncGenerator[RoundStarted | TextDelta | ToolCallFinished | RoundFinished, None]:
         consecutive_errors = 0
-        offer_tools = bool(base.tools)
+        offer_tools = bool(self.options.tools)
         while True:
-            request = attrs.evolve(base, initiator="agent" if responses else "user")
+            request = attrs.evolve(self.options, initiator="agent" if self.responses else "user")
             if not offer_tools:
                 request = attrs.evolve(request, tools=(), tool_choice=None)
-            try:
-                response = await self._chat.get_response((*messages, *produced), request)
-            except ChatError as error:
-                run = ToolRun(tuple(produced), tuple(responses), tuple(records), iterations)
-                raise ToolRunError.from_error(error, run) from error
-            responses.append(response)
-            produced.extend(response.messages)
+            yield RoundStarted(len(self.responses) + 1)
+            answer = _Answer()
+            async with contextlib.aclosing(self._ask(request, answer, stream=stream)) as deltas:
+                async for delta in deltas:
+                    yield delta
+            response = answer.response
+            self.responses.append(response)
+            self.produced.extend(response.messages)
             calls = response.function_calls
             # Calls made when no tools were offered are left unanswered, as the last answer.
             if not calls or not offer_tools:
-                break
-            answers = await self._answer(chain, guard, calls, answered)
-            produced.append(ChatMessage("tool", tuple(answer.result for answer in answers)))
-            records.extend(answers)
-            iterations += 1
-            consecutive_errors = consecutive_errors + 1 if any(a.result.is_error for a in answers) else 0
-            if iterations >= settings.max_iterations or consecutive_errors >= settings.max_consecutive_errors:
+                yield RoundFinished(len(self.responses), response, ())
+                return
+            answered: dict[int, ToolCallRecord] = {}
+            async with contextlib.aclosing(self._answer(calls)) as answers:
+                async for position, record in answers:
+                    answered[position] = record
+                    yield ToolCallFinished(record)
+            records = tuple(answered[position] for position in range(len(calls)))
+            self.produced.append(ChatMessage("tool", tuple(record.result for record in records)))
+            self.records.extend(records)
+            self.iterations += 1
+            yield RoundFinished(len(self.responses), response, records)
+            consecutive_errors = consecutive_errors + 1 if any(r.result.is_error for r in records) else 0
+            settings = self.settings
+            if (
+                self.iterations >= settings.max_iterations
+                or consecutive_errors >= settings.max_consecutive_errors
+            ):
                 offer_tools = False
-        return ToolRun(tuple(produced), tuple(responses), tuple(records), iterations)
+
+    async def _ask(
+        self, request: ChatOptions, answer: _Answer, *, stream: bool
+    ) -> AsyncGenerator[TextDelta, None]:
+        """Send the conversation so far; the text as it arrives, and the whole response into ``answer``."""
+        conversation = (*self.messages, *self.produced)
+        try:
+            if stream and _streams(self.chat):
+                updates: list[ChatResponseUpdate] = []
+                pieces = self.chat.get_streaming_response(conversation, request)
+                try:
+                    async for update in pieces:
+                        updates.append(update)
+                        if update.text:
+                            yield TextDelta(update.text)
+                finally:
+                    await _close(pieces)
+                answer.response = ChatResponse.from_updates(updates)
+                return
+            answer.response = await self.chat.get_response(conversation, request)
+        except ChatError as error:
+            raise ToolRunError.from_error(error, self.result()) from error
+        if stream and answer.response.text:
+            yield TextDelta(answer.response.text)
 
     async def _answer(
-        self,
-        chain: ToolInvokerPort,
-        guard: GuardedToolInvoker,
-        calls: Sequence[FunctionCallContent],
-        answered: set[str],
-    ) -> tuple[ToolCallRecord, ...]:
-        """One record per call, in call order; a call id already answered in the run is not run again."""
+        self, calls: Sequence[FunctionCallContent]
+    ) -> AsyncGenerator[tuple[int, ToolCallRecord], None]:
+        """Each call's position and record, as it is answered; a call id already answered is not run again."""
         first: dict[int, FunctionCallContent] = {}
         for position, call in enumerate(calls):
-            if call.call_id not in answered:
-                answered.add(call.call_id)
+            if call.call_id in self.answered:
+                yield position, ToolCallRecord(call, _duplicate(call), guarded=True)
+            else:
+                self.answered.add(call.call_id)
                 first[position] = call
-        if self._settings.concurrent_invocation and len(first) > 1:
-            results = await asyncio.gather(*(chain.invoke(call) for call in first.values()))
-        else:
-            results = [await chain.invoke(call) for call in first.values()]
-        ran = dict(zip(first, results, strict=True))
-        return tuple(
-            ToolCallRecord(call, _for_call(call, ran[position]), guarded=call.call_id in guard.refused)
-            if position in ran
-            else ToolCallRecord(call, _duplicate(call), guarded=True)
-            for position, call in enumerate(calls)
-        )
+        if not (self.settings.concurrent_invocation and len(first) > 1):
+            for position, call in first.items():
+                yield position, self._record(call, await self.chain.invoke(call))
+            return
+        tasks = {asyncio.ensure_future(self.chain.invoke(call)): position for position, call in first.items()}
+        try:
+            pending = set(tasks)
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=tasks.__getitem__):
+                    position = tasks[task]
+                    yield position, self._record(first[position], task.result())
+        finally:
+            # Abandoned, or a decorator raised: no call of this round outlives it.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _record(self, call: FunctionCallContent, result: FunctionResultContent) -> ToolCallRecord:
+        # The guard holds the tools to the call's id already; a decorator outside it might not.
+        if result.call_id != call.call_id:
+            result = attrs.evolve(result, call_id=call.call_id)
+        return ToolCallRecord(call, result, guarded=call.call_id in self.guard.refused)
 
 
-def _for_call(call: FunctionCallContent, result: FunctionResultContent) -> FunctionResultContent:
-    # The guard holds the tools to this already; a decorator outside it might not.
-    return result if result.call_id == call.call_id else attrs.evolve(result, call_id=call.call_id)
+class _Answer:
+    """Where :meth:`_Run._ask` leaves the model's whole response (an async generator returns nothing)."""
+
+    response: ChatResponse
+
+
+def _streams(chat: ChatPort) -> TypeGuard[StreamingChatPort]:
+    return callable(getattr(chat, "get_streaming_response", None))
+
+
+async def _close(pieces: AsyncIterator[ChatResponseUpdate]) -> None:
+    # Closing the updates' iterator is what releases the HTTP response when a run stops early.
+    aclose = getattr(pieces, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _duplicate(call: FunctionCallContent) -> FunctionResultContent:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import TypeVar
 
 import attrs
 
+from application.events import RunEvent, RunFinished
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
 from application.run import ToolRun
 from application.tools import ToolRegistry
 from domain import ChatMessage, ChatOptions, ChatPort
 
 __all__ = ["ToolPipeline"]
+
+ResultT = TypeVar("ResultT")
 
 
 class ToolPipeline:
@@ -20,6 +25,8 @@ class ToolPipeline:
     ``options`` are the base request options (model, reasoning, ...); a pipeline sets the
     instructions and the tools itself. ``decorators`` wrap the tool-invoker chain as in
     :class:`ToolLoop`. A failed request raises a :class:`ToolRunError` of the adapter error's class.
+    Each pipeline offers its run whole and as events (``RunEvent``, ending with ``RunFinished``
+    whose ``result`` is what the whole call returns).
     """
 
     def __init__(
@@ -40,3 +47,14 @@ class ToolPipeline:
     async def _run(self, prompt: str, instructions: str, registry: ToolRegistry) -> ToolRun:
         options = attrs.evolve(self._options, instructions=instructions, tools=registry.specs)
         return await self._loop.run((ChatMessage.user(prompt),), options, registry)
+
+    async def _run_events(
+        self, prompt: str, instructions: str, registry: ToolRegistry, finish: Callable[[ToolRun], ResultT]
+    ) -> AsyncGenerator[RunEvent[ResultT], None]:
+        """The loop's events for one run, its ``RunFinished`` carrying ``finish(run)`` instead."""
+        options = attrs.evolve(self._options, instructions=instructions, tools=registry.specs)
+        loop_events = self._loop.run_events((ChatMessage.user(prompt),), options, registry)
+        # Closing this generator closes the loop's at once, so an abandoned run starts no further tool.
+        async with contextlib.aclosing(loop_events) as events:
+            async for event in events:
+                yield RunFinished(finish(event.result)) if isinstance(event, RunFinished) else event

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncGenerator
 from typing import Final
 
 import attrs
 
+from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
 from application.pipeline import ToolPipeline
 from application.run import ToolCallRecord, ToolRun
@@ -149,18 +151,35 @@ def _summary_tools(transcript: str, notes: _Notes, *, detailed_errors: bool) -> 
 class SummaryAgent(ToolPipeline):
     """Summarizes a transcript; every tool call goes through :class:`GuardedToolInvoker`.
 
-    ``SummaryAgent(chat, settings, *, options=None)``; see :class:`ToolPipeline`.
+    ``SummaryAgent(chat, settings=None, *, options=None, decorators=())``; see :class:`ToolPipeline`.
     """
 
     async def summarize(self, transcript: str) -> MeetingSummary:
         notes = _Notes()
         registry = _summary_tools(transcript, notes, detailed_errors=self.settings.detailed_errors)
         run = await self._run(transcript_message(transcript), INSTRUCTIONS, registry)
-        return MeetingSummary(
-            text=run.text,
-            action_items=tuple(notes.action_items),
-            decisions=tuple(notes.decisions),
-            complete=run.final.status != "incomplete",
-            tool_calls=run.tool_calls,
-            run=run,
+        return _summary(notes, run)
+
+    def summarize_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
+        """:meth:`summarize` as it runs: the model's text as it arrives, each answered call, each
+        round, then ``RunFinished`` whose ``result`` is the :class:`MeetingSummary`.
+
+        Closing the iterator early (``aclose()``, or cancelling its task) stops the run: the model's
+        stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
+        """
+        notes = _Notes()
+        registry = _summary_tools(transcript, notes, detailed_errors=self.settings.detailed_errors)
+        return self._run_events(
+            transcript_message(transcript), INSTRUCTIONS, registry, lambda run: _summary(notes, run)
         )
+
+
+def _summary(notes: _Notes, run: ToolRun) -> MeetingSummary:
+    return MeetingSummary(
+        text=run.text,
+        action_items=tuple(notes.action_items),
+        decisions=tuple(notes.decisions),
+        complete=run.final.status != "incomplete",
+        tool_calls=run.tool_calls,
+        run=run,
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Final
 
 import attrs
 
+from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
 from application.pipeline import ToolPipeline
 from application.run import ToolCallRecord, ToolRun
@@ -168,17 +170,36 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
 class WorkflowEditorAgent(ToolPipeline):
     """Edits a copy of a workflow as instructed; every tool call goes through :class:`GuardedToolInvoker`.
 
-    ``WorkflowEditorAgent(chat, settings, *, options=None)``; see :class:`ToolPipeline`.
+    ``WorkflowEditorAgent(chat, settings=None, *, options=None, decorators=())``; see :class:`ToolPipeline`.
     """
 
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
         draft = _Draft(workflow)
         registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_errors)
         run = await self._run(instruction_message(workflow, instruction), INSTRUCTIONS, registry)
-        return WorkflowEdit(
-            workflow=draft.workflow,
-            text=run.text,
-            complete=run.final.status != "incomplete",
-            tool_calls=run.tool_calls,
-            run=run,
+        return _edit(draft, run)
+
+    def edit_events(
+        self, workflow: Workflow, instruction: str
+    ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
+        """:meth:`edit` as it runs: the model's text as it arrives, each answered call, each round,
+        then ``RunFinished`` whose ``result`` is the :class:`WorkflowEdit`.
+
+        Closing the iterator early (``aclose()``, or cancelling its task) stops the run: the model's
+        stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
+        """
+        draft = _Draft(workflow)
+        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_errors)
+        return self._run_events(
+            instruction_message(workflow, instruction), INSTRUCTIONS, registry, lambda run: _edit(draft, run)
         )
+
+
+def _edit(draft: _Draft, run: ToolRun) -> WorkflowEdit:
+    return WorkflowEdit(
+        workflow=draft.workflow,
+        text=run.text,
+        complete=run.final.status != "incomplete",
+        tool_calls=run.tool_calls,
+        run=run,
+    )

@@ -170,6 +170,16 @@ repeating_call_turns: st.SearchStrategy[list[list[tuple[str, str]]]] = st.lists(
 )
 
 
+@st.composite
+def loop_scripts(draw: st.DrawFn) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A tool-loop run's model turns as ``(text, calls)``: each turn some text (or none) and the calls
+    of :data:`repeating_call_turns`, then a last turn of text alone.
+    """
+    rounds = draw(repeating_call_turns)
+    texts = draw(st.lists(st.text(max_size=40), min_size=len(rounds) + 1, max_size=len(rounds) + 1))
+    return list(zip(texts, [*rounds, []], strict=True))
+
+
 def _spoiled(
     obj: Mapping[str, Any], field: str, wrong: st.SearchStrategy[Any]
 ) -> st.SearchStrategy[dict[str, Any]]:

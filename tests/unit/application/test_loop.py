@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Sequence
 
 import attrs
 import pytest
@@ -13,6 +14,12 @@ from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import (
     GuardedToolInvoker,
     LoopSettings,
+    RoundFinished,
+    RoundStarted,
+    RunEvent,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
     ToolLoop,
     ToolRegistry,
     ToolRun,
@@ -23,15 +30,17 @@ from domain import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
+    ChatResponseUpdate,
     ChatTransportError,
     FunctionCallContent,
     FunctionResultContent,
+    MalformedResponseError,
     ResponseFailedError,
     ToolInvokerPort,
     ToolSpec,
     Usage,
 )
-from tests.strategies import MARKER, repeating_call_turns
+from tests.strategies import MARKER, loop_scripts, repeating_call_turns
 
 USER = (ChatMessage.user("hello"),)
 
@@ -461,3 +470,285 @@ async def test_a_call_id_runs_at_most_once_per_run_and_every_call_gets_one_resul
     assert [[r.call_id for r in tool_results(m)] for m in tool_messages] == [
         [cid for cid, _ in t] for t in turns
     ]
+
+
+# ---------------------------------------------------------------- run events
+
+
+def scripted(script: list[tuple[str, list[tuple[str, str]]]]) -> ScriptedChat:
+    return ScriptedChat(
+        *(ScriptedTurn(text=text, calls=[(cid, "a", raw) for cid, raw in calls]) for text, calls in script)
+    )
+
+
+async def collect(events: AsyncIterator[RunEvent[ToolRun]]) -> list[RunEvent[ToolRun]]:
+    return [event async for event in events]
+
+
+def finished(events: list[RunEvent[ToolRun]]) -> ToolRun:
+    last = events[-1]
+    assert isinstance(last, RunFinished)
+    assert not any(isinstance(event, RunFinished) for event in events[:-1])
+    return last.result
+
+
+def round_texts(events: list[RunEvent[ToolRun]]) -> list[str]:
+    """The text pieces of each round, each round's pieces joined."""
+    texts: list[str] = []
+    for event in events:
+        if isinstance(event, RoundStarted):
+            texts.append("")
+        elif isinstance(event, TextDelta):
+            texts[-1] += event.text
+    return texts
+
+
+@settings(max_examples=100)
+@given(script=loop_scripts(), concurrent=st.booleans())
+async def test_the_events_end_with_the_run_that_run_returns_and_report_every_piece_call_and_round(
+    script: list[tuple[str, list[tuple[str, str]]]], concurrent: bool
+) -> None:
+    loop_settings = LoopSettings(max_consecutive_errors=100, concurrent_invocation=concurrent)
+    whole = await ToolLoop(scripted(script), loop_settings).run(USER, options("a"), Echo())
+    chat = scripted(script)
+
+    events = await collect(ToolLoop(chat, loop_settings).run_events(USER, options("a"), Echo()))
+
+    result = finished(events)
+    assert result == whole
+    assert all(request.stream for request in chat.requests)
+    assert [e.round for e in events if isinstance(e, RoundStarted)] == list(range(1, len(script) + 1))
+    assert [e.round for e in events if isinstance(e, RoundFinished)] == list(range(1, len(script) + 1))
+    assert [e.response for e in events if isinstance(e, RoundFinished)] == list(result.responses)
+    assert round_texts(events) == [response.text for response in result.responses]
+    # One ToolCallFinished per answered call, in the order they were answered.
+    unreported = list(result.tool_calls)
+    for event in events:
+        if isinstance(event, ToolCallFinished):
+            unreported.remove(event.record)
+    assert unreported == []
+    assert sum(isinstance(e, ToolCallFinished) for e in events) == len(result.tool_calls)
+    assert [r for e in events if isinstance(e, RoundFinished) for r in e.tool_calls] == list(
+        result.tool_calls
+    )
+
+
+class WholeAnswers:
+    """A ChatPort that cannot stream: only ``get_response``."""
+
+    def __init__(self, inner: ScriptedChat) -> None:
+        self.inner = inner
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        return await self.inner.get_response(messages, options)
+
+
+async def test_a_chat_that_cannot_stream_gives_each_answers_text_as_one_piece() -> None:
+    script = [("Let me look.", [("c1", "{}")]), ("It is done.", [])]
+    whole = await ToolLoop(scripted(script)).run(USER, options("a"), Echo())
+    chat = scripted(script)
+
+    events = await collect(ToolLoop(WholeAnswers(chat)).run_events(USER, options("a"), Echo()))
+
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Let me look.", "It is done."]
+    assert finished(events) == whole
+    assert not any(request.stream for request in chat.requests)
+
+
+class ClosingSpy:
+    """A streaming ChatPort over a script that counts the streams it opened and the ones closed."""
+
+    def __init__(self, inner: ScriptedChat) -> None:
+        self.inner = inner
+        self.opened = 0
+        self.closed = 0
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        return await self.inner.get_response(messages, options)
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        self.opened += 1
+        try:
+            async for update in self.inner.get_streaming_response(messages, options):
+                yield update
+        finally:
+            self.closed += 1
+
+
+async def test_leaving_at_the_first_text_closes_the_models_stream_and_runs_no_tool() -> None:
+    echo = Echo()
+    chat = ClosingSpy(scripted([("a long answer", [("c1", "{}")]), ("done", [])]))
+    events = ToolLoop(chat).run_events(USER, options("a"), echo)
+
+    async for event in events:
+        if isinstance(event, TextDelta):
+            break
+    await events.aclose()
+
+    assert (chat.opened, chat.closed) == (1, 1)
+    assert echo.calls == []
+    assert len(chat.inner.requests) == 1
+
+
+async def test_leaving_after_the_first_answered_call_runs_no_further_tool() -> None:
+    echo = Echo()
+    chat = scripted([("", [("c1", "{}"), ("c2", "{}")]), ("", [("c3", "{}")]), ("done", [])])
+    events = ToolLoop(chat, LoopSettings(concurrent_invocation=False)).run_events(USER, options("a"), echo)
+
+    async for event in events:
+        if isinstance(event, ToolCallFinished):
+            break
+    await events.aclose()
+
+    assert [c.call_id for c in echo.calls] == ["c1"]
+    assert len(chat.requests) == 1
+
+
+class Stalling:
+    """Answers ``quick`` calls at once; ``slow`` ones wait until cancelled, which is recorded."""
+
+    def __init__(self) -> None:
+        self.slow_started = asyncio.Event()
+        self.cancelled: list[str] = []
+        self.answered: list[str] = []
+
+    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+        if call.name == "slow":
+            self.slow_started.set()
+            try:
+                await asyncio.Event().wait()  # never set: only cancellation ends this call
+            except asyncio.CancelledError:
+                self.cancelled.append(call.call_id)
+                raise
+        self.answered.append(call.call_id)
+        return FunctionResultContent(call.call_id, "done")
+
+
+async def test_cancelling_a_run_cancels_the_calls_in_flight_and_starts_no_other() -> None:
+    tools = Stalling()
+    chat = ScriptedChat(
+        calls_turn(("c1", "slow", "{}"), ("c2", "quick", "{}")),
+        calls_turn(("c3", "quick", "{}")),
+        ScriptedTurn(),
+    )
+    quick_reported = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in ToolLoop(chat).run_events(USER, options("slow", "quick"), tools):
+            if isinstance(event, ToolCallFinished):
+                quick_reported.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(asyncio.gather(tools.slow_started.wait(), quick_reported.wait()), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=10)
+
+    assert tools.cancelled == ["c1"]
+    assert tools.answered == ["c2"]
+    assert len(chat.requests) == 1
+
+
+async def test_a_decorator_raising_under_concurrency_cancels_the_other_calls_of_its_round() -> None:
+    tools = Stalling()
+
+    def explode_on_quick(inner: ToolInvokerPort) -> ToolInvokerPort:
+        class Exploding:
+            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+                if call.name == "quick":
+                    await asyncio.wait_for(tools.slow_started.wait(), timeout=10)
+                    raise LookupError(MARKER)
+                return await inner.invoke(call)
+
+        return Exploding()
+
+    chat = ScriptedChat(calls_turn(("c1", "slow", "{}"), ("c2", "quick", "{}")), ScriptedTurn())
+
+    with pytest.raises(LookupError):
+        await ToolLoop(chat, decorators=(explode_on_quick,)).run(USER, options("slow", "quick"), tools)
+
+    assert tools.cancelled == ["c1"]
+
+
+async def test_a_stream_that_fails_gives_its_text_then_raises_with_the_run_so_far() -> None:
+    partial = ChatResponse(messages=(ChatMessage.assistant("half an ans"),), response_id="resp_cut")
+    failure = MalformedResponseError("the stream ended early", partial=partial, response_id="resp_cut")
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}")), failure)
+    seen: list[RunEvent[ToolRun]] = []
+
+    async def consume() -> None:
+        async for event in ToolLoop(chat).run_events(USER, options("a"), Echo()):
+            seen.append(event)
+
+    with pytest.raises(MalformedResponseError) as caught:
+        await consume()
+
+    error = caught.value
+    assert isinstance(error, ToolRunError)
+    assert error.__cause__ is failure
+    assert error.partial is partial
+    assert round_texts(seen) == ["", "half an ans"]
+    assert [r.call.call_id for r in error.run.tool_calls] == ["c1"]
+    assert len(error.run.responses) == 1
+
+
+async def test_a_result_a_decorator_files_under_another_id_still_answers_its_call() -> None:
+    def misfiling(inner: ToolInvokerPort) -> ToolInvokerPort:
+        class Misfiling:
+            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
+                return attrs.evolve(await inner.invoke(call), call_id="someone-else")
+
+        return Misfiling()
+
+    chat = ScriptedChat(calls_turn(("c1", "a", "{}")), ScriptedTurn())
+
+    run = await ToolLoop(chat, decorators=(misfiling,)).run(USER, options("a"), Echo())
+
+    assert [(r.call.call_id, r.result.call_id) for r in run.tool_calls] == [("c1", "c1")]
+    assert [r.call_id for r in tool_results(run.messages[1])] == ["c1"]
+
+
+class PlainUpdates:
+    """An async iterator with no ``aclose``: what a hand-written streaming ChatPort may return."""
+
+    def __init__(self, updates: list[ChatResponseUpdate]) -> None:
+        self.updates = iter(updates)
+
+    def __aiter__(self) -> PlainUpdates:
+        return self
+
+    async def __anext__(self) -> ChatResponseUpdate:
+        try:
+            return next(self.updates)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
+class PlainStreaming:
+    """Streams each scripted answer through :class:`PlainUpdates`."""
+
+    def __init__(self, inner: ScriptedChat) -> None:
+        self.inner = inner
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        return await self.inner.get_response(messages, options)
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return PlainUpdates(list(ScriptedTurn(text="plain words").response(1).to_updates(2)))
+
+
+async def test_a_stream_without_aclose_is_read_to_its_end() -> None:
+    events = await collect(ToolLoop(PlainStreaming(ScriptedChat())).run_events(USER, None, Echo()))
+
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["plain ", "words"]
+    assert finished(events).text == "plain words"

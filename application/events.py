@@ -1,0 +1,60 @@
+"""What a run reports while it runs: model text as it arrives, each answered call, each round, the result."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeAlias, TypeVar
+
+import attrs
+
+from application.run import ToolCallRecord
+from domain import ChatResponse
+
+__all__ = ["RoundFinished", "RoundStarted", "RunEvent", "RunFinished", "TextDelta", "ToolCallFinished"]
+
+# Covariant: a run of summaries is a run of objects, so hosts can handle both pipelines' events alike.
+ResultT = TypeVar("ResultT", covariant=True)
+
+
+@attrs.frozen
+class RoundStarted:
+    """A request is going out to the model; ``round`` counts the run's requests from 1."""
+
+    round: int
+
+
+@attrs.frozen
+class TextDelta:
+    """A piece of the model's text, in the order the pieces arrived.
+
+    The pieces of one round, joined, are that round's answer text (a whole answer is one piece
+    when the chat cannot stream).
+    """
+
+    text: str
+
+
+@attrs.frozen
+class ToolCallFinished:
+    """A call of the model was answered: run by its tool, or refused (``record.guarded``)."""
+
+    record: ToolCallRecord
+
+
+@attrs.frozen
+class RoundFinished:
+    """Round ``round`` is over: the model's ``response`` and the records of the calls it answered."""
+
+    round: int
+    response: ChatResponse
+    tool_calls: tuple[ToolCallRecord, ...]
+
+
+@attrs.frozen
+class RunFinished(Generic[ResultT]):
+    """The run is over; ``result`` is what the non-streaming call returns for the same run."""
+
+    result: ResultT
+
+
+RunEvent: TypeAlias = RoundStarted | TextDelta | ToolCallFinished | RoundFinished | RunFinished[ResultT]
+"""One event of a run: ``RunEvent[ToolRun]`` from the loop, ``RunEvent[MeetingSummary]`` from a pipeline."""
