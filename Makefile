@@ -15,11 +15,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,offline]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,offline,cli]'
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,offline,gateway]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,offline,cli,gateway]'
 	touch $@
 
 demo: $(STAMP)

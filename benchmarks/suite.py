@@ -16,6 +16,7 @@ from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap
 from benchmarks.harness import Check, Samples, Sizes, interleaved, peak_bytes, serve
+from benchmarks.telemetry import telemetry_overhead
 from domain import ChatMessage, FunctionCallContent
 
 __all__ = ["Check", "Sizes", "profile_fold", "run_suite"]
@@ -279,7 +280,15 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
     checks: list[Check] = []
     timings: dict[str, Any] = {}
     started = time.perf_counter()
-    for benchmark in (fold_overhead, scaling, memory, tool_call_overhead, json_vs_sse, body_cap):
+    for benchmark in (
+        fold_overhead,
+        scaling,
+        memory,
+        tool_call_overhead,
+        json_vs_sse,
+        body_cap,
+        telemetry_overhead,
+    ):
         checks.extend(await benchmark(sizes, timings))
     timings["wall_s"] = time.perf_counter() - started
     return checks, timings
