@@ -16,7 +16,15 @@ from adapters.offline import OfflineResponsesServer
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.settings import ConfigurationError, load_config_file
-from application import SummaryAgent, ToolLoop, ToolRegistry, ToolRun, WorkflowEditorAgent
+from application import (
+    RunFinished,
+    SummaryAgent,
+    TextDelta,
+    ToolLoop,
+    ToolRegistry,
+    ToolRun,
+    WorkflowEditorAgent,
+)
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -398,3 +406,20 @@ async def test_the_readme_host_tool_example_holds(container: Container) -> None:
         ("room_capacity", False, {"room": "Fjord", "capacity": 12}),
     ]
     assert audit == ["room_capacity", "room_capacity"]
+
+
+@pytest.mark.parametrize("telemetry", [True, False])
+async def test_pipeline_events_stream_through_the_containers_chains(
+    container: Container, telemetry: bool
+) -> None:
+    script = ScriptedChat(ScriptedTurn(text="The meeting agreed to ship on Monday."))
+    container.config.from_dict({"agent": {**GATEWAY, "telemetry": telemetry}})
+    with container.chat_adapter.override(script):
+        events = [event async for event in container.summary_agent().summarize_events("Ana: ship it")]
+
+    pieces = [event.text for event in events if isinstance(event, TextDelta)]
+    last = events[-1]
+    assert isinstance(last, RunFinished)
+    assert len(pieces) > 1  # streamed in pieces, not handed over whole
+    assert "".join(pieces) == last.result.text == "The meeting agreed to ship on Monday."
+    assert [request.stream for request in script.requests] == [True]
