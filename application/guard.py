@@ -47,17 +47,18 @@ class GuardedToolInvoker:
 
     def __init__(self, inner: ToolInvokerPort) -> None:
         self._inner = inner
-        self._refused: set[str] = set()
+        # Rebuilt on each refusal, which is rare, so that reading it (once per call) copies nothing.
+        self._refused: frozenset[str] = frozenset()
 
     @property
     def refused(self) -> frozenset[str]:
         """The ids of the calls this guard answered itself, without awaiting ``inner``."""
-        return frozenset(self._refused)
+        return self._refused
 
     async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
         call = _parsed(call)
         if call.parse_error is not None:
-            self._refused.add(call.call_id)
+            self._refused = self._refused | {call.call_id}
             where = call.parse_error.position
             at = f" (parsing stopped at character {where})" if where is not None else ""
             message = (
