@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, BinaryIO, Final, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, TextIO
 
 import attrs
 
@@ -40,6 +40,9 @@ from application import (
     workflow_to_json,
 )
 from domain import ChatError, ChatResponse, Workflow
+
+if TYPE_CHECKING:
+    from adapters.telemetry.console import SpanTreeRecorder
 
 __all__ = [
     "EXIT_INCOMPLETE",
@@ -118,6 +121,11 @@ class _Console:
         if self.chatty:
             self._line(text)
 
+    def block(self, text: str) -> None:
+        """Lines asked for on the command line (``--trace``): shown whether or not stderr is a terminal."""
+        for line in text.splitlines():
+            self._line(line)
+
     def details(self, lines: Sequence[str]) -> None:
         if self.verbose:
             for line in lines:
@@ -139,6 +147,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     agent: dict[str, Any] = {}
     if args.streaming is not None:
         agent["use_streaming"] = args.streaming
+    if args.trace:
+        # The tree is drawn from the spans, so --trace switches the telemetry on for this run.
+        agent["telemetry"] = True
     if args.scenario is not None:
         try:
             parse_model(f"{OFFLINE_MODEL}:{args.scenario}")
@@ -230,7 +241,21 @@ def _mode_line(settings: Settings) -> str:
     return "Mode: JSON (ResponsesJsonAdapter); --streaming or AGENT_USE_STREAMING=true switches"
 
 
-async def _run(command: str, work: _Work, settings: Settings) -> MeetingSummary | WorkflowEdit:
+def _span_recorder(args: argparse.Namespace) -> SpanTreeRecorder | None:
+    """With ``--trace``, where the run's spans are kept; without the SDK a ConfigurationError (exit 2)."""
+    if not args.trace:
+        return None
+    from adapters.telemetry import TracingUnavailableError, span_tree_recorder
+
+    try:
+        return span_tree_recorder()
+    except TracingUnavailableError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+async def _run(
+    command: str, work: _Work, settings: Settings, recorder: SpanTreeRecorder | None = None
+) -> MeetingSummary | WorkflowEdit:
     # Imported only now: the SDK and the container take seconds to import on a busy machine, and
     # --help, --version and every bad-input error need neither.
     from dependency_injector import providers
@@ -240,6 +265,9 @@ async def _run(command: str, work: _Work, settings: Settings) -> MeetingSummary 
     container = Container()
     # Settings were resolved and checked once, above; the container builds everything else from them.
     container.settings.override(providers.Object(settings))
+    if recorder is not None:
+        container.tracer_provider.override(providers.Object(recorder.tracer_provider))
+        container.meter_provider.override(providers.Object(recorder.meter_provider))
     async with container:
         if command == "summarize":
             summarizer: SummaryAgent = container.summary_agent()
@@ -297,6 +325,7 @@ def _command(args: argparse.Namespace, console: _Console, environ: Mapping[str, 
         settings = _settings(args, environ)
         console.redactor = Redactor([environ.get("AGENT_API_KEY"), settings.agent.api_key.reveal()])
         work = _work(args, settings)
+        recorder = _span_recorder(args)
     except (ConfigurationError, InputError) as exc:
         console.error(str(exc))
         return EXIT_USAGE
@@ -310,20 +339,28 @@ def _command(args: argparse.Namespace, console: _Console, environ: Mapping[str, 
             )
         # The endpoint, the run and the report all happen in one event-loop run: nothing is left for
         # this frame to do afterwards (coverage's tracer loses frames that wait across real socket I/O).
-        return asyncio.run(_session(args, work, console))
+        return asyncio.run(_session(args, work, console, recorder))
 
 
-async def _session(args: argparse.Namespace, work: _Work, console: _Console) -> int:
+async def _session(
+    args: argparse.Namespace, work: _Work, console: _Console, recorder: SpanTreeRecorder | None = None
+) -> int:
     """Start the endpoint, run the command and report: the exit code."""
-    with _endpoint(work.settings, console) as running:
-        console.info(_mode_line(running) + "\n")
-        try:
-            result = await _run(args.command, work, running)
-        except ChatError as exc:
-            console.error(describe_failure(exc, running.agent))
-            console.details(failure_details(exc))
-            return EXIT_MODEL_FAILED
-    return _finish(args, work, result, console)
+    try:
+        with _endpoint(work.settings, console) as running:
+            console.info(_mode_line(running) + "\n")
+            try:
+                result = await _run(args.command, work, running, recorder)
+            except ChatError as exc:
+                console.error(describe_failure(exc, running.agent))
+                console.details(failure_details(exc))
+                return EXIT_MODEL_FAILED
+        return _finish(args, work, result, console)
+    finally:
+        if recorder is not None:
+            # Whatever the outcome: a failed run's tree shows where it failed.
+            console.block("\nTrace (span, duration, tokens, error):\n" + recorder.render())
+            recorder.shutdown()
 
 
 def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int:

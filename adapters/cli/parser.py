@@ -89,6 +89,12 @@ def _add_global_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
         help="log each request, and show the details of a failure",
     )
     parser.add_argument(
+        "--trace",
+        action="store_true",
+        default=default(False),
+        help="print the run's OpenTelemetry span tree on stderr (needs the SDK: the cli extra)",
+    )
+    parser.add_argument(
         "--format",
         choices=FORMATS,
         default=default("text"),
