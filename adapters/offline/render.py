@@ -1,10 +1,9 @@
-"""Responses API bodies: output items, the Response document, and its event stream in either dialect.
+"""The one renderer of Responses API bodies (items, the Response document, its events in either dialect)."""
 
-The one renderer of these bodies: the offline stand-in answers with it; the tests, the gateway
-fakes and the benchmarks build with it what a gateway sends. OpenAI's dialect names each event on
-an ``event:`` line and carries logprobs and token details; LiteLLM's (``litellm=True``) sends data
-lines only, repeats the model in every event, drops those fields and ends with ``[DONE]``.
-"""
+# The offline stand-in answers with it; tests, gateway fakes and benchmarks build with it what a
+# gateway sends. OpenAI's dialect names each event on an ``event:`` line and carries logprobs and
+# token details; LiteLLM's (``litellm=True``) sends data lines only, repeats the model in every
+# event, drops those fields and ends with ``[DONE]``.
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ __all__ = [
     "usage",
 ]
 
-TERMINAL_EVENTS: Final[Mapping[str, str]] = {
+_TERMINAL: Final[Mapping[str, str]] = {
     "completed": "response.completed",
     "incomplete": "response.incomplete",
     "failed": "response.failed",
@@ -238,9 +237,7 @@ def stream_events(
         events.extend(_item_events(index, item, chunk, litellm))
     if terminal:
         final = document if terminal_output else {**document, "output": []}
-        events.append(
-            {"type": TERMINAL_EVENTS.get(document["status"], "response.completed"), "response": final}
-        )
+        events.append({"type": _TERMINAL.get(document["status"], "response.completed"), "response": final})
     return numbered(events, model=document["model"], litellm=litellm)
 
 

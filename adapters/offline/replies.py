@@ -10,17 +10,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from adapters.offline import render as bodies
 from adapters.offline.model import FunctionCallOut, ModelTurn, ReasoningOut, TextOut
-from adapters.offline.render import (
-    call_item,
-    event_frame,
-    message_item,
-    numbered,
-    reasoning_item,
-    response_document,
-    stream_events,
-    usage,
-)
 from adapters.offline.scenarios import ScenarioSelection
 
 __all__ = ["Dialect", "Fault", "Reply", "error_reply", "http_fault", "render"]
@@ -35,44 +26,19 @@ _FAILURE: Final = "The offline model failed on purpose (scenario {})."
 # The SDK retries 429 and 5xx; Retry-After: 0 alone makes it fall back to half-second backoff, while
 # retry-after-ms (read first) keeps the fault suite's retries fast.
 _FAST_RETRY: Final = (("retry-after", "0"), ("retry-after-ms", "10"))
-_ECHOED: Final = (
-    "instructions",
-    "max_output_tokens",
-    "metadata",
-    "parallel_tool_calls",
-    "previous_response_id",
-    "temperature",
-    "text",
-    "tool_choice",
-    "tools",
-    "top_p",
-)
+# Request fields a Response echoes; reasoning and store are echoed too, with their own defaults.
+_ECHOED: Final = ("instructions", "max_output_tokens", "metadata", "parallel_tool_calls",
+                  "previous_response_id", "temperature", "text", "tool_choice", "tools", "top_p")  # fmt: skip
 _HTTP_FAULTS: Final[Mapping[str, tuple[int, str, str, str]]] = {
-    "http-400": (
-        400,
-        "invalid_request_error",
-        "invalid_request",
-        "The offline endpoint rejected the request on purpose (scenario http-400).",
-    ),
-    "http-401": (
-        401,
-        "invalid_request_error",
-        "invalid_api_key",
-        "Incorrect API key provided (offline scenario http-401).",
-    ),
-    "http-429": (
-        429,
-        "requests",
-        "rate_limit_exceeded",
-        "Rate limit reached for the offline model (scenario http-429); retry after 0 seconds.",
-    ),
-    "http-500": (
-        500,
-        "server_error",
-        "server_error",
-        "The offline endpoint had an internal error on purpose (scenario http-500).",
-    ),
-}
+    "http-400": (400, "invalid_request_error", "invalid_request", "The offline endpoint rejected the request "
+                 "on purpose (scenario http-400)."),
+    "http-401": (401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided (offline "
+                 "scenario http-401)."),
+    "http-429": (429, "requests", "rate_limit_exceeded", "Rate limit reached for the offline model (scenario "
+                 "http-429); retry after 0 seconds."),
+    "http-500": (500, "server_error", "server_error", "The offline endpoint had an internal error on purpose "
+                 "(scenario http-500)."),
+}  # fmt: skip
 _STOPS: Final = ("truncated-stream", "connection-reset", "stall")
 _FAILURES: Final = ("response-failed", "error-event", "error-event-nested")
 
@@ -129,11 +95,11 @@ def _output(turn: ModelTurn, response_id: str, litellm: bool) -> list[dict[str, 
     for index, item in enumerate(turn.items):
         suffix = _digest(response_id, index)[:48]
         if isinstance(item, ReasoningOut):
-            items.append(reasoning_item("rs_" + suffix, [item.summary], item.encrypted_content))
+            items.append(bodies.reasoning_item("rs_" + suffix, [item.summary], item.encrypted_content))
         elif isinstance(item, FunctionCallOut):
-            items.append(call_item("fc_" + suffix, item.call_id, item.name, item.arguments))
+            items.append(bodies.call_item("fc_" + suffix, item.call_id, item.name, item.arguments))
         else:
-            items.append(message_item("msg_" + suffix, item.text, litellm=litellm))
+            items.append(bodies.message_item("msg_" + suffix, item.text, litellm=litellm))
     return items
 
 
@@ -179,33 +145,34 @@ def _huge(turn: ModelTurn, body: Mapping[str, Any]) -> ModelTurn:
 
 
 def _stream(document: dict[str, Any], scenarios: ScenarioSelection, litellm: bool) -> list[bytes | Fault]:
-    events = stream_events(document, chunk=None, litellm=litellm)
-    model = document["model"]
+    events = bodies.stream_events(document, chunk=None, litellm=litellm)
     # Faults strike halfway through the events before the terminal one.
     cut = 2 + max(1, (len(events) - 3) // 2)
     stop = next((name for name in _STOPS if name in scenarios), None)
     failure = next((name for name in _FAILURES if name in scenarios), None)
     if failure is not None or stop is not None:
         events = events[:cut]
+    error = {
+        "type": "server_error",
+        "code": "server_error",
+        "message": _FAILURE.format(failure),
+        "param": None,
+    }
+    tail: list[dict[str, Any]] = []
     if failure == "response-failed":
-        error = {"code": "server_error", "message": _FAILURE.format(failure)}
         done = [event["item"] for event in events if event["type"] == "response.output_item.done"]
-        failed = {**document, "status": "failed", "output": done, "error": error, "incomplete_details": None}
-        events += numbered(
-            [{"type": "response.failed", "response": failed}], model=model, litellm=litellm, start=cut
-        )
-    elif failure == "error-event":
-        tail = {"type": "error", "code": "server_error", "message": _FAILURE.format(failure), "param": None}
-        events += numbered([tail], model=model, litellm=litellm, start=cut)
-    elif failure == "error-event-nested":
-        nested = {
-            "type": "server_error",
-            "code": "server_error",
-            "message": _FAILURE.format(failure),
-            "param": None,
+        failed = {
+            "status": "failed",
+            "output": done,
+            "error": {key: error[key] for key in ("code", "message")},
         }
-        events += numbered([{"type": "error", "error": nested}], model=model, litellm=litellm, start=cut)
-    body: list[bytes | Fault] = [event_frame(event, litellm=litellm).encode() for event in events]
+        tail = [{"type": "response.failed", "response": {**document, **failed, "incomplete_details": None}}]
+    elif failure == "error-event":
+        tail = [{**error, "type": "error"}]
+    elif failure == "error-event-nested":
+        tail = [{"type": "error", "error": error}]
+    events += bodies.numbered(tail, model=document["model"], litellm=litellm, start=len(events))
+    body: list[bytes | Fault] = [bodies.event_frame(event, litellm=litellm).encode() for event in events]
     if "garbage-data" in scenarios:
         body.insert(
             min(cut, len(body)), b'data: {"type": "response.output_text.delta", "delta": "unterminated\n\n'
@@ -228,7 +195,9 @@ def _with_heartbeats(body: list[bytes | Fault], litellm: bool) -> list[bytes | F
     beat = 0
     for position, piece in enumerate(body[1:], start=1):
         for _ in range(_HEARTBEATS * position // slots - beat):
-            mixed.append(event_frame({"type": "x-offline.heartbeat", "beat": beat}, litellm=litellm).encode())
+            mixed.append(
+                bodies.event_frame({"type": "x-offline.heartbeat", "beat": beat}, litellm=litellm).encode()
+            )
             beat += 1
         mixed.append(piece)
     return mixed
@@ -281,13 +250,13 @@ def render(
     if body.get("reasoning"):
         echoed["reasoning"] = body["reasoning"]
     counts = turn.usage
-    document = response_document(
+    document = bodies.response_document(
         _output(turn, response_id, litellm),
         response_id=response_id,
         model=str(body.get("model", "")),
         created_at=created_at,
         status="incomplete" if incomplete else "completed",
-        usage=usage(
+        usage=bodies.usage(
             counts.input_tokens,
             counts.output_tokens,
             reasoning_tokens=counts.reasoning_tokens,
