@@ -17,6 +17,8 @@ from typing import Any, Final
 import attrs
 import uvicorn
 
+from adapters.offline.threaded import read_request
+
 __all__ = ["ASGIApp", "LocalServer", "Received", "Sender", "serve"]
 
 Scope = MutableMapping[str, Any]
@@ -92,18 +94,8 @@ def _app(handler: Handler, received: list[Received]) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = Received(
-            method=scope["method"],
-            path=scope["path"],
-            headers={k.decode().lower(): v.decode() for k, v in scope["headers"]},
-            body=body,
-        )
+        read = await read_request(scope, receive)
+        request = Received(method=read.method, path=scope["path"], headers=read.headers, body=read.body)
         received.append(request)
         await handler(request, Sender(send, receive))
 
