@@ -45,7 +45,10 @@ def _duration(span: ReadableSpan) -> str:
     if span.start_time is None or span.end_time is None:
         return "unfinished"
     seconds = (span.end_time - span.start_time) / 1e9
-    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    # Tool calls take microseconds: two decimals keep them from all reading 0.0.
+    return f"{seconds * 1e3:.1f} ms" if seconds >= 0.01 else f"{seconds * 1e3:.2f} ms"
 
 
 def _details(span: ReadableSpan) -> str:

@@ -119,3 +119,19 @@ def test_without_the_sdk_the_recorder_is_refused_with_the_install_hint(
 
     with pytest.raises(TracingUnavailableError, match=r"pip install 'meeting-assistant-agents\[cli\]'"):
         span_tree_recorder()
+
+
+@pytest.mark.parametrize(
+    ("nanoseconds", "shown"),
+    [(1_500_000_000, "1.50 s"), (123_400_000, "123.4 ms"), (10_000_000, "10.0 ms"), (42_000, "0.04 ms")],
+)
+def test_durations_read_in_seconds_or_milliseconds_with_enough_digits(nanoseconds: int, shown: str) -> None:
+    recorder = SpanTreeRecorder()
+    recorder.tracer_provider.get_tracer("test").start_span("work", start_time=1_000).end(
+        end_time=1_000 + nanoseconds
+    )
+
+    (line,) = recorder.render().splitlines()
+
+    assert line == f"work  {shown}"
+    recorder.shutdown()
