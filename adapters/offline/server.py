@@ -10,7 +10,6 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any, Final, Literal, Self
 
 import attrs
@@ -53,7 +52,7 @@ class RecordedRequest:
     status: int
 
 
-class OfflineResponsesServer:
+class OfflineResponsesServer(ThreadedServer):
     """The built-in offline stand-in for a LiteLLM gateway's ``POST /v1/responses``.
 
     A real HTTP server (uvicorn) on an ephemeral loopback port, run in a daemon thread with its own
@@ -68,68 +67,36 @@ class OfflineResponsesServer:
     ) -> None:
         if dialect not in ("openai", "litellm"):
             raise ValueError(f"dialect must be 'openai' or 'litellm', not {dialect!r}")
-        self._host = host
+        super().__init__(self._serve, name="offline-responses", host=host, port=port)
         self._dialect: Dialect = dialect
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._transient_counts: dict[str, int] = {}
-        self._http = ThreadedServer(self._serve, name="offline-responses", host=host, port=port)
-
-    # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> Self:
-        """Bind, listen and serve in a background thread; returns once connections are accepted."""
-        self._http.start()
+        super().start()
         log.info("offline Responses endpoint listening on %s", self.base_url)
         return self
 
     def stop(self) -> None:
-        """Stop serving, close every connection (a stalled one too), and join the thread."""
-        if self._http.state == "running":
-            self._http.stop()
+        if self.state == "running":
+            super().stop()
             log.info("offline Responses endpoint stopped")
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
-        where = self.base_url if self._http.state == "running" else self._http.state
+        where = self.base_url if self.state == "running" else self.state
         return f"OfflineResponsesServer({where}, dialect={self._dialect!r})"
-
-    # ---------------------------------------------------------------- what tests look at
-
-    @property
-    def port(self) -> int:
-        return self._http.port
 
     @property
     def base_url(self) -> str:
         """The OpenAI SDK's ``base_url``: ``http://127.0.0.1:PORT/v1``."""
-        return f"http://{self._host}:{self.port}/v1"
-
-    @property
-    def model(self) -> str:
-        return OFFLINE_MODEL
+        return f"{self.origin}/v1"
 
     @property
     def requests(self) -> tuple[RecordedRequest, ...]:
         """Every request answered so far, oldest first (a snapshot)."""
         with self._lock:
             return tuple(self._requests)
-
-    @property
-    def open_connections(self) -> int:
-        """Connections currently open on the server side."""
-        return self._http.open_connections
-
-    def wait_for_connections(self, count: int = 0, timeout: float = 5.0) -> bool:
-        """Wait until at most ``count`` connections are open; False if that did not happen in ``timeout``."""
-        return self._http.wait_for_connections(count, timeout)
 
     # ---------------------------------------------------------------- on the server's loop
 
@@ -161,10 +128,10 @@ class OfflineResponsesServer:
         """Reset the connection mid-body; for a stall, only once the client left or the server stops."""
         left = asyncio.ensure_future(receive())
         if stall:
-            stopping = asyncio.ensure_future(self._http.stopping.wait())
+            stopping = asyncio.ensure_future(self.stopping.wait())
             await asyncio.wait((left, stopping), timeout=_STALL_SECONDS, return_when=asyncio.FIRST_COMPLETED)
             stopping.cancel()
-        self._http.reset(scope)
+        self.reset(scope)
         # uvicorn reports a reply that ends unfinished unless the disconnect was seen first.
         await left
 

@@ -176,6 +176,11 @@ class ThreadedServer:
         return self._port
 
     @property
+    def origin(self) -> str:
+        """``http://HOST:PORT``."""
+        return f"http://{self._address[0]}:{self.port}"
+
+    @property
     def open_connections(self) -> int:
         """Connections open on the server side now."""
         server = self._server

@@ -91,32 +91,21 @@ def _sse(frames: Iterable[str]) -> Answer:
 Route = Callable[[RecordedRequest], Answer]
 
 
-class FakeServer:
+class FakeServer(ThreadedServer):
     """A fake on 127.0.0.1 and an ephemeral port: uvicorn in a thread of its own until stopped."""
 
     def __init__(self, route: Route) -> None:
+        super().__init__(self._serve, name="fake-server")
         self._route = route
         self._requests: list[RecordedRequest] = []
-        self._http = ThreadedServer(self._serve, name="fake-server")
-
-    @property
-    def port(self) -> int:
-        return self._http.port
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.origin
 
     @property
     def requests(self) -> tuple[RecordedRequest, ...]:
         return tuple(self._requests)
-
-    def start(self) -> FakeServer:
-        self._http.start()
-        return self
-
-    def stop(self) -> None:
-        self._http.stop()
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = await read_request(scope, receive)
