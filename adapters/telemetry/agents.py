@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, TypeVar
 
 from opentelemetry import context, trace
 from opentelemetry.util.types import AttributeValue
@@ -14,6 +15,8 @@ from adapters.telemetry.instruments import Telemetry
 from application import (
     LoopSettings,
     MeetingSummary,
+    RunEvent,
+    RunFinished,
     SummaryAgent,
     ToolInvokerDecorator,
     ToolRun,
@@ -31,6 +34,9 @@ __all__ = [
 
 MEETING_SUMMARY: Final = "meeting_summary"
 WORKFLOW_EDITOR: Final = "workflow_editor"
+ResultT = TypeVar("ResultT")
+# A run its caller stopped reading before it finished: not an error, but the span says why it is short.
+ABANDONED_EVENT: Final = "run.abandoned"
 # The agent whose run span is current: a run method that calls another of the same agent opens no second span.
 _AGENT_KEY: Final = context.create_key("meeting-assistant-agents.agent-run")
 
@@ -58,6 +64,24 @@ class _AgentRun:
         if usage is not None and usage.output_tokens is not None:
             span.set_attribute(c.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
 
+    def failed(self, error: BaseException) -> None:
+        error_type = type(error).__name__
+        self.span.set_attribute(c.ERROR_TYPE, error_type)
+        self.span.set_status(trace.StatusCode.ERROR, error_type)
+
+
+class _NestedRun(_AgentRun):
+    """Inside a run of the same agent: the outer run's span says it all, so nothing is added."""
+
+    def __init__(self) -> None:
+        pass
+
+    def finished(self, run: ToolRun) -> None:
+        return None
+
+
+_NESTED: Final = _NestedRun()
+
 
 class _Traced:
     """What both instrumented pipelines share: the telemetry, the agent's name and its run spans."""
@@ -68,16 +92,11 @@ class _Traced:
         self._telemetry = telemetry
         self._model = model
 
-    @contextmanager
-    def _agent_run(self) -> Iterator[_AgentRun | None]:
-        """An INTERNAL ``invoke_agent {name}`` span, current for the block; None inside a run of this agent.
-
-        An exception leaving the block marks the span (status ERROR, ``error.type`` its class name)
-        and propagates unchanged.
-        """
+    def _start_run(self) -> tuple[_AgentRun, context.Context] | None:
+        """An INTERNAL ``invoke_agent {name}`` span and the context it is current in; None inside a
+        run of this agent already (a run method built on another opens no second span)."""
         if context.get_value(_AGENT_KEY) is self:
-            yield None
-            return
+            return None
         telemetry = self._telemetry
         attributes: dict[str, AttributeValue] = {
             c.GEN_AI_OPERATION_NAME: c.OPERATION_INVOKE_AGENT,
@@ -91,17 +110,67 @@ class _Traced:
             kind=trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
-        token = context.attach(context.set_value(_AGENT_KEY, self, trace.set_span_in_context(span)))
+        return _AgentRun(telemetry, span), context.set_value(
+            _AGENT_KEY, self, trace.set_span_in_context(span)
+        )
+
+    @contextmanager
+    def _agent_run(self) -> Iterator[_AgentRun]:
+        """The run's span, current for the block. An exception leaving the block marks the span
+        (status ERROR, ``error.type`` its class name) and propagates unchanged."""
+        started = self._start_run()
+        if started is None:
+            yield _NESTED
+            return
+        run, run_context = started
+        token = context.attach(run_context)
         try:
-            yield _AgentRun(telemetry, span)
+            yield run
         except BaseException as exc:
-            error_type = type(exc).__name__
-            span.set_attribute(c.ERROR_TYPE, error_type)
-            span.set_status(trace.StatusCode.ERROR, error_type)
+            run.failed(exc)
             raise
         finally:
             context.detach(token)
-            span.end()
+            run.span.end()
+
+    async def _traced_events(
+        self, events: AsyncGenerator[RunEvent[ResultT], None], run_of: Callable[[ResultT], ToolRun]
+    ) -> AsyncGenerator[RunEvent[ResultT], None]:
+        """``events`` inside the run's span, which is current only while the run itself is working
+        (not while the caller handles an event); it ends with the run, or when the caller stops."""
+        started = self._start_run()
+        if started is None:
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
+            return
+        run, run_context = started
+        try:
+            while True:
+                token = context.attach(run_context)
+                try:
+                    event = await anext(events)
+                except StopAsyncIteration:
+                    break
+                finally:
+                    context.detach(token)
+                if isinstance(event, RunFinished):
+                    run.finished(run_of(event.result))
+                yield event
+        except GeneratorExit:
+            run.span.add_event(ABANDONED_EVENT)
+            raise
+        except BaseException as exc:
+            run.failed(exc)
+            raise
+        finally:
+            # Closing the run inside its span: the chat stream it closes ends its own span under this one.
+            token = context.attach(run_context)
+            try:
+                await events.aclose()
+            finally:
+                context.detach(token)
+                run.span.end()
 
 
 class InstrumentedSummaryAgent(_Traced, SummaryAgent):
@@ -109,7 +178,9 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
 
     Built like a ``SummaryAgent``, plus the ``telemetry`` and the ``model`` the runs ask for. Hand it
     an instrumented chat and tool-invoker decorator for the run's chat and tool spans to appear
-    inside the agent span.
+    inside the agent span. ``summarize_events`` is traced the same way; its span ends with the run,
+    or when the caller stops reading (a ``run.abandoned`` event), and is current only while the
+    run works, not while the caller handles an event.
     """
 
     _agent_name = MEETING_SUMMARY
@@ -130,15 +201,18 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
     async def summarize(self, transcript: str) -> MeetingSummary:
         with self._agent_run() as run:
             summary = await super().summarize(transcript)
-            if run is not None:
-                run.finished(summary.run)
+            run.finished(summary.run)
         return summary
+
+    def summarize_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
+        return self._traced_events(super().summarize_events(transcript), _run_of_summary)
 
 
 class InstrumentedWorkflowEditorAgent(_Traced, WorkflowEditorAgent):
     """A :class:`WorkflowEditorAgent` whose every run is an ``invoke_agent workflow_editor`` span.
 
-    Built like a ``WorkflowEditorAgent``, plus the ``telemetry`` and the ``model`` the runs ask for.
+    Built like a ``WorkflowEditorAgent``, plus the ``telemetry`` and the ``model`` the runs ask for;
+    ``edit_events`` is traced as :class:`InstrumentedSummaryAgent` traces ``summarize_events``.
     """
 
     _agent_name = WORKFLOW_EDITOR
@@ -159,6 +233,18 @@ class InstrumentedWorkflowEditorAgent(_Traced, WorkflowEditorAgent):
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
         with self._agent_run() as run:
             edited = await super().edit(workflow, instruction)
-            if run is not None:
-                run.finished(edited.run)
+            run.finished(edited.run)
         return edited
+
+    def edit_events(
+        self, workflow: Workflow, instruction: str
+    ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
+        return self._traced_events(super().edit_events(workflow, instruction), _run_of_edit)
+
+
+def _run_of_summary(summary: MeetingSummary) -> ToolRun:
+    return summary.run
+
+
+def _run_of_edit(edit: WorkflowEdit) -> ToolRun:
+    return edit.run

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.telemetry import (
@@ -90,6 +91,7 @@ def test_nested_spans_indent_under_their_parent_and_orphans_are_roots() -> None:
 
     assert names == ["root", "├─ first", "│  └─ first.child", "└─ second", "orphan"]
     assert render_span_tree([unfinished]).endswith("unfinished")  # type: ignore[list-item]
+    assert render_span_tree([ReadableSpan(name="no context")]) == "no context  unfinished"
     unfinished.end()
     recorder.shutdown()
 
