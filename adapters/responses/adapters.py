@@ -13,13 +13,15 @@ from typing import Any, Final, cast
 
 import attrs
 import httpx
+import httpx2
 import openai
 from openai.types.responses import Response, ResponseStreamEvent
 
 from adapters.redaction import RedactingFilter, Redactor
-from adapters.responses.attempts import LISTENER, ResponseTooLargeError, attempts_of, observed
+from adapters.responses.attempts import LISTENER, ResponseTooLargeError, attempts_of, observed, retry_backoff
 from adapters.responses.errors import (
     DeadlineExceededError,
+    StreamEndedEarlyError,
     UnreadableResponseError,
     map_error,
     scrubbed_cause,
@@ -43,7 +45,7 @@ _LOGGER: Final = logging.getLogger("adapters.responses")
 REQUEST_ID_HEADER: Final = "x-request-id"
 _SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
 # The replayed body is already decoded: these headers described the bytes as they came over the wire.
-_WIRE_HEADERS: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+_WIRE_HEADERS: Final = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 _MAX_LOGGED_ID: Final = 200
 # The secrets of the request being sent in this context, for the libraries' own log records.
 _REDACTOR: Final[ContextVar[Redactor | None]] = ContextVar("responses_redactor", default=None)
@@ -101,15 +103,23 @@ class _Exchange:
     status_code: int | None = None
     # True once a successful response has started: a failure after it is in reading the body.
     answered: bool = False
+    # Attempts made by earlier SDK calls of this request (a body broken in transit is asked for again).
+    earlier_attempts: int = 0
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
     def saw(self, response: httpx.Response) -> None:
         self.request_id = response.headers.get(REQUEST_ID_HEADER)
-        self.attempts = attempts_of(response.request)
+        self.attempts = self.earlier_attempts + attempts_of(response.request)
         self.status_code = response.status_code
         self.answered = True
+
+    def start_again(self) -> None:
+        """A new SDK call for the same request: what the broken attempt had folded is dropped."""
+        self.earlier_attempts = self.attempts
+        self.folder = EventFolder()
+        self.answered = False
 
     def partial(self) -> ChatResponse | None:
         """What had arrived, or None; never raises, since it is asked while handling a failure."""
@@ -137,7 +147,7 @@ class _Exchange:
         # The headers are in even if the body then breaks inside the SDK (a JSON body is read within
         # its retry loop, so the error it raises has no response): keep the latest attempt's id.
         self.request_id = response.headers.get(REQUEST_ID_HEADER, self.request_id)
-        self.attempts = attempts_of(request)
+        self.attempts = self.earlier_attempts + attempts_of(request)
         self.status_code = response.status_code
         if response.is_success:
             self.answered = True
@@ -145,13 +155,21 @@ class _Exchange:
         self._log_attempt(request, response.status_code, response.headers.get(REQUEST_ID_HEADER), None)
 
     def attempt_raised(self, request: httpx.Request, error: Exception) -> None:
-        self.attempts = attempts_of(request)
+        self.attempts = self.earlier_attempts + attempts_of(request)
         self._log_attempt(request, None, None, type(error).__name__)
 
+    def body_broke(self, error: Exception) -> None:
+        """The answer's body broke in transit (it is then asked for again, if the budget allows)."""
+        self._log_attempt(None, None, None, type(error).__name__)
+
     def _log_attempt(
-        self, request: httpx.Request, status_code: int | None, request_id: str | None, error_type: str | None
+        self,
+        request: httpx.Request | None,
+        status_code: int | None,
+        request_id: str | None,
+        error_type: str | None,
     ) -> None:
-        attempt = attempts_of(request)
+        attempt = self.attempts if request is None else self.earlier_attempts + attempts_of(request)
         self.logger.info(
             "Responses attempt %d failed (%s)",
             attempt,
@@ -165,6 +183,17 @@ class _Exchange:
                 "stream": self.stream,
             },
         )
+
+
+def _broke_in_transit(error: Exception) -> bool:
+    """A body cut off on its way: worth asking for again, unlike anything the provider said."""
+    if isinstance(error, StreamEndedEarlyError):
+        return True
+    # The SDK's stream reader raises a broken read as APIConnectionError (a stalled one as its
+    # subclass APITimeoutError); a body read outside it raises the HTTP library's own error.
+    transport = (httpx.TransportError, httpx2.TransportError, openai.APIConnectionError)
+    stalled = (httpx.TimeoutException, httpx2.TimeoutException, openai.APITimeoutError)
+    return isinstance(error, transport) and not isinstance(error, stalled)
 
 
 def _is_event_stream(content_type: str) -> bool:
@@ -208,9 +237,10 @@ class _Rest(httpx.AsyncByteStream):
         await self._original.aclose()
 
 
-def _plain_headers(http: httpx.Response) -> list[tuple[str, str]]:
-    # What is replayed is already decoded: these headers described the bytes on the wire.
-    return [(k, v) for k, v in http.headers.multi_items() if k.lower() not in _WIRE_HEADERS]
+def _plain_headers(http: httpx.Response) -> list[tuple[bytes, bytes]]:
+    # What is replayed is already decoded: these headers described the bytes on the wire. Raw
+    # bytes, since a gateway's header value need not be ASCII.
+    return [(k, v) for k, v in http.headers.raw if k.lower() not in _WIRE_HEADERS]
 
 
 def _is_response_document(data: dict[str, Any]) -> bool:
@@ -271,7 +301,7 @@ class _ResponsesAdapter(abc.ABC):
         cause: BaseException | None = None
         try:
             async with asyncio.timeout(seconds) as scope:
-                result = await self._exchange(request, exchange)
+                result = await self._exchange_retrying(request, exchange)
         except Exception as exc:
             # The firewall: whatever the SDK, httpx, json or the folding raised becomes one ChatError.
             raised: Exception = DeadlineExceededError(seconds) if scope.expired() else exc
@@ -299,9 +329,37 @@ class _ResponsesAdapter(abc.ABC):
             )
         return result
 
+    async def _exchange_retrying(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
+        """One SDK call for ``request``, and another while its answer's body broke in transit.
+
+        The SDK retries what happens before a body starts (connection failures, 408/409/429/5xx);
+        a body that then breaks (a reset, a protocol error, a stream cut off before its terminal
+        event) is asked for again here, with the SDK's back-off, while the same ``max_retries``
+        budget and the deadline allow. What the broken attempt had folded is dropped; a failure the
+        provider reports, an unreadable body, a body over the cap or a stalled read is not retried.
+        """
+        client = self._client
+        while True:
+            try:
+                return await self._exchange(client, request, exchange)
+            except Exception as exc:
+                if not (exchange.answered and _broke_in_transit(exc)):
+                    raise
+                exchange.body_broke(exc)
+                left_over = self._client.max_retries + 1 - exchange.attempts
+                wait = retry_backoff(exchange.attempts - 1)
+                seconds_left = exchange.seconds_left()
+                if left_over < 1 or (seconds_left is not None and wait >= seconds_left):
+                    raise
+                await asyncio.sleep(wait)
+                exchange.start_again()
+                client = client.with_options(max_retries=left_over - 1)
+
     @abc.abstractmethod
-    async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
-        """Send ``request`` and fold whatever body comes back, telling ``exchange`` what it saw."""
+    async def _exchange(
+        self, client: openai.AsyncOpenAI, request: ResponsesRequest, exchange: _Exchange
+    ) -> ChatResponse:
+        """Send ``request`` through ``client`` and fold whatever body comes back, telling ``exchange``."""
 
     def _create_arguments(self, request: ResponsesRequest) -> dict[str, Any]:
         arguments = request.sdk_keywords()
@@ -386,8 +444,10 @@ class ResponsesSseAdapter(_ResponsesAdapter):
 
     _stream = True
 
-    async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
-        stream = await self._client.responses.create(stream=True, **self._create_arguments(request))
+    async def _exchange(
+        self, client: openai.AsyncOpenAI, request: ResponsesRequest, exchange: _Exchange
+    ) -> ChatResponse:
+        stream = await client.responses.create(stream=True, **self._create_arguments(request))
         try:
             return await self._fold_response(cast(httpx.Response, stream.response), exchange)
         finally:
@@ -403,9 +463,11 @@ class ResponsesJsonAdapter(_ResponsesAdapter):
 
     _stream = False
 
-    async def _exchange(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
+    async def _exchange(
+        self, client: openai.AsyncOpenAI, request: ResponsesRequest, exchange: _Exchange
+    ) -> ChatResponse:
         # The streaming wrapper leaves the body unread, so that its shape decides how it is read.
-        async with self._client.responses.with_streaming_response.create(
+        async with client.responses.with_streaming_response.create(
             stream=False, **self._create_arguments(request)
         ) as raw:
             return await self._fold_response(cast(httpx.Response, raw.http_response), exchange)

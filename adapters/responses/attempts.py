@@ -22,6 +22,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import math
+import random
 import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -123,7 +124,17 @@ def _longest_wait(headers: Any | None, retries: int) -> float:
         asked = _retry_after(headers)
         if asked is not None and math.isfinite(asked) and 0 < asked <= _MAX_RETRY_AFTER:
             return asked
+    return _backoff(retries)
+
+
+def _backoff(retries: int) -> float:
     return min(_INITIAL_RETRY_DELAY * 2.0 ** min(retries, 64), _MAX_RETRY_DELAY)
+
+
+def retry_backoff(retries: int) -> float:
+    """The SDK's own wait before a retry after ``retries`` retries: exponential, capped, with jitter."""
+    # Jitter spreads retries out; it is not cryptography.
+    return _backoff(retries) * (1 - 0.25 * random.random())  # noqa: S311
 
 
 def _outlasts_deadline(listener: AttemptListener | None, headers: Any | None, request: Any) -> bool:

@@ -63,6 +63,7 @@ __all__ = [
     "DeadlineExceededError",
     "LowerLevelError",
     "ProviderFailureError",
+    "StreamEndedEarlyError",
     "UnreadableResponseError",
     "attempts_of",
     "map_error",
@@ -100,6 +101,10 @@ class UnreadableResponseError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.partial = partial
+
+
+class StreamEndedEarlyError(UnreadableResponseError):
+    """An event stream that ended cleanly before any terminal event: cut off on its way here."""
 
 
 class DeadlineExceededError(Exception):
@@ -308,7 +313,9 @@ def _mapped(
         request_id=known_request_id,
         partial=arrived,
     )
-    sent = attempts if attempts is not None else attempts_of(_request_of(exc))
+    # The exchange counts across SDK calls (a body broken in transit is asked for again); the
+    # exception's own request counts within its call only.
+    sent = max(attempts or 0, attempts_of(_request_of(exc)))
 
     if isinstance(exc, ProviderFailureError):
         return ResponseFailedError(
@@ -330,7 +337,7 @@ def _mapped(
         return ChatTransportError(
             _status_message(exc, redactor),
             status_code=exc.status_code,
-            attempts=attempts_of(_request_of(exc)),
+            attempts=sent,
             **context,
         )
     if _found(exc, lambda link: "DecodingError" in _httpx_kinds(link)) is not None:
@@ -341,13 +348,13 @@ def _mapped(
     if isinstance(exc, openai.APITimeoutError):
         return ChatTransportError(
             "the request to the Responses endpoint timed out",
-            attempts=attempts_of(_request_of(exc)),
+            attempts=sent,
             **context,
         )
     if isinstance(exc, openai.APIConnectionError):
         return ChatTransportError(
             "the connection to the Responses endpoint failed",
-            attempts=attempts_of(_request_of(exc)),
+            attempts=sent,
             **context,
         )
     if isinstance(exc, openai.APIResponseValidationError):
