@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
-from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, run
+from tests.integration.cli.support import PLANTED_KEY, ROOT, TRANSCRIPT, run
 
 HEADER = "Trace (span, duration, tokens, error):"
 DURATION = r"\d+\.\d+ m?s"
@@ -89,3 +89,17 @@ def test_without_the_sdk_trace_is_refused_before_any_request_with_the_install_hi
         "meeting-agents: error: --trace needs the OpenTelemetry SDK, which is not installed: "
         "pip install 'meeting-assistant-agents[cli]'"
     )
+
+
+def test_the_readme_shows_the_tree_the_demo_prints() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Seeing a run: `--trace`") :]
+    shown = section[section.index("```text\n") + len("```text\n") : section.index("\n```\n")]
+
+    ran = run("summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments", "--trace")
+
+    def without_durations(lines: list[str]) -> list[str]:
+        return [re.sub(rf" +{DURATION}", " ", line) for line in lines]
+
+    assert ran.code == EXIT_OK
+    assert without_durations(tree(ran.err)) == without_durations(tree(shown))
