@@ -43,6 +43,7 @@ SDK_KEYWORDS: Final[frozenset[str]] = frozenset(inspect.signature(AsyncResponses
 
 _ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 _LOGGER: Final = logging.getLogger("adapters.responses.payload")
+_UNWRITABLE_RESULT: Final = '{"error":"unwritable_tool_result"}'
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
@@ -89,17 +90,25 @@ def _plain(value: object) -> Any:
     return value
 
 
-def _compact_json(value: JsonValue) -> str:
-    return json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False)
-
-
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(value))
 
 
 def tool_output(result: JsonValue) -> str:
-    """A tool result as it goes on the wire: strings as they are, anything else compact JSON."""
-    return result if isinstance(result, str) else _json_text_encodable(_compact_json(result))
+    """A tool result as it goes on the wire: strings as they are, anything else compact JSON.
+
+    A value JSON has no form for (a date, a set) goes as its ``str``; one that cannot be written at
+    all (it contains itself, or nests deeper than the interpreter recurses) goes as an error
+    object, logged, so that the rest of the conversation still goes.
+    """
+    if isinstance(result, str):
+        return result
+    try:
+        text = json.dumps(_plain(result), separators=(",", ":"), ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):
+        _LOGGER.warning("A tool result that cannot be written as JSON was sent as an error object")
+        return _UNWRITABLE_RESULT
+    return _json_text_encodable(text)
 
 
 @attrs.frozen

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -132,3 +133,38 @@ async def test_a_history_with_lone_surrogates_is_sent_by_both_adapters() -> None
         body = json.loads(request.content)
         assert body["input"][0]["content"][0]["text"] == "a\ufffd"
         assert body["input"][1]["arguments"] == '{"a": "\\udbff"}'
+
+
+def _circular() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+def _deep() -> list[Any]:
+    nested: list[Any] = []
+    for _ in range(100_000):
+        nested = [nested]
+    return nested
+
+
+@pytest.mark.parametrize("result", [_circular(), _deep()], ids=["circular", "100k deep"])
+def test_a_tool_result_json_cannot_write_goes_as_an_error_object(
+    result: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="adapters.responses.payload"):
+        request = BUILDER.build([ChatMessage("tool", (FunctionResultContent("c", result),))])
+
+    assert request.body["input"][0]["output"] == '{"error":"unwritable_tool_result"}'
+    assert [r.getMessage() for r in caplog.records] == [
+        "A tool result that cannot be written as JSON was sent as an error object"
+    ]
+
+
+def test_a_tool_result_json_has_no_form_for_goes_as_its_text() -> None:
+    when = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+    result = cast(Any, {"when": when})
+
+    request = BUILDER.build([ChatMessage("tool", (FunctionResultContent("c", result),))])
+
+    assert request.body["input"][0]["output"] == '{"when":"2026-11-30 09:30:00+00:00"}'
