@@ -24,7 +24,7 @@ from adapters.telemetry import (
     instrument_http_client,
 )
 from application import LoopSettings, SummaryAgent, ToolInvokerDecorator, ToolLoop, WorkflowEditorAgent
-from domain import ChatPort
+from domain import ChatOptions, ChatPort
 
 __all__ = ["ChatDecorator", "Container", "chat_key", "telemetry_key"]
 
@@ -159,10 +159,15 @@ def _summary_agent(
     decorators: Sequence[ToolInvokerDecorator],
     telemetry: Telemetry | None,
     model: str,
+    options: ChatOptions | None = None,
 ) -> SummaryAgent:
     if telemetry is None:
-        return SummaryAgent(chat, settings, decorators=decorators)
-    return InstrumentedSummaryAgent(chat, settings, decorators=decorators, telemetry=telemetry, model=model)
+        return SummaryAgent(chat, settings, options=options, decorators=decorators)
+    # A run's model is the one its options ask for, when they name one.
+    run_model = options.model if options is not None and options.model else model
+    return InstrumentedSummaryAgent(
+        chat, settings, options=options, decorators=decorators, telemetry=telemetry, model=run_model
+    )
 
 
 def _workflow_editor_agent(
@@ -172,11 +177,14 @@ def _workflow_editor_agent(
     decorators: Sequence[ToolInvokerDecorator],
     telemetry: Telemetry | None,
     model: str,
+    options: ChatOptions | None = None,
 ) -> WorkflowEditorAgent:
     if telemetry is None:
-        return WorkflowEditorAgent(chat, settings, decorators=decorators)
+        return WorkflowEditorAgent(chat, settings, options=options, decorators=decorators)
+    # A run's model is the one its options ask for, when they name one.
+    run_model = options.model if options is not None and options.model else model
     return InstrumentedWorkflowEditorAgent(
-        chat, settings, decorators=decorators, telemetry=telemetry, model=model
+        chat, settings, options=options, decorators=decorators, telemetry=telemetry, model=run_model
     )
 
 

@@ -12,6 +12,7 @@ from opentelemetry.util.types import AttributeValue
 
 from adapters.telemetry import conventions as c
 from adapters.telemetry.instruments import Telemetry
+from adapters.telemetry.tools import error_code
 from application import (
     LoopSettings,
     MeetingSummary,
@@ -23,6 +24,7 @@ from application import (
     WorkflowEdit,
     WorkflowEditorAgent,
 )
+from application.tools import DUPLICATE_CALL_ID
 from domain import ChatOptions, ChatPort, Workflow
 
 __all__ = [
@@ -37,6 +39,7 @@ WORKFLOW_EDITOR: Final = "workflow_editor"
 ResultT = TypeVar("ResultT")
 # A run its caller stopped reading before it finished: not an error, but the span says why it is short.
 ABANDONED_EVENT: Final = "run.abandoned"
+DUPLICATE_EVENT: Final = "tool_call.duplicate"
 # The agent whose run span is current: a run method that calls another of the same agent opens no second span.
 _AGENT_KEY: Final = context.create_key("meeting-assistant-agents.agent-run")
 
@@ -63,6 +66,17 @@ class _AgentRun:
             span.set_attribute(c.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens)
         if usage is not None and usage.output_tokens is not None:
             span.set_attribute(c.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
+        for record in run.tool_calls:
+            # The loop answers a repeated call id itself, before any tool decorator: no tool span shows it.
+            if record.result.is_error and error_code(record.result.result) == DUPLICATE_CALL_ID:
+                span.add_event(
+                    DUPLICATE_EVENT,
+                    {
+                        c.GEN_AI_TOOL_NAME: text(record.call.name),
+                        c.GEN_AI_TOOL_CALL_ID: text(record.call.call_id),
+                        c.ERROR_TYPE: DUPLICATE_CALL_ID,
+                    },
+                )
 
     def failed(self, error: BaseException) -> None:
         error_type = type(error).__name__

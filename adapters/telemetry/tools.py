@@ -29,8 +29,9 @@ class InstrumentedToolInvoker:
 
     Placed outside the guard, it sees the guard's refusals too: a result with ``is_error`` sets status
     ERROR and ``error.type`` to the result's code (``invalid_tool_arguments``, ``unknown_tool``,
-    ``tool_failed``, ``duplicate_call_id``, ...). The arguments and the result are recorded only when
-    content capture is on.
+    ``tool_failed``, ...). A repeated call id never reaches it: the loop answers ``duplicate_call_id``
+    itself, and the run's ``invoke_agent`` span carries a ``tool_call.duplicate`` event for it. The
+    arguments and the result are recorded only when content capture is on.
     """
 
     def __init__(self, inner: ToolInvokerPort, telemetry: Telemetry) -> None:

@@ -207,3 +207,28 @@ async def test_the_workflow_editor_run_is_traced_as_workflow_editor(container: C
             )
 
     assert [span.name for span in otel.spans()] == ["chat gpt-configured", "invoke_agent workflow_editor"]
+
+
+@pytest.mark.parametrize("telemetry", ["true", "false"])
+async def test_a_pipeline_built_with_its_own_options_runs_them_and_its_span_names_their_model(
+    container: Container, otel: Otel, telemetry: str
+) -> None:
+    final = response_document([message_item("msg_1", "Nothing to change.")], response_id="resp_1")
+    recorder = Recorder([body(final, False), body(final, False)])
+    container.config.from_dict({"agent": {**GATEWAY, "telemetry": telemetry}})
+    options = ChatOptions(model="gpt-per-run")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(recorder)) as client:
+        with container.http_client.override(client):
+            await container.summary_agent(options=options).summarize(TRANSCRIPT)
+            await container.workflow_editor_agent(options=options).edit(
+                Workflow("w", (WorkflowStep("s1", "Build", "build"),)), "ok"
+            )
+
+    assert [json.loads(request.content)["model"] for request in recorder.requests] == ["gpt-per-run"] * 2
+    runs = otel.named("invoke_agent")
+    assert [dict(span.attributes or {})["gen_ai.request.model"] for span in runs] == (
+        ["gpt-per-run"] * 2 if telemetry == "true" else []
+    )
+    assert [span.name for span in otel.named("chat ")] == (
+        ["chat gpt-per-run"] * 2 if telemetry == "true" else []
+    )

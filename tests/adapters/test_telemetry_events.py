@@ -173,3 +173,26 @@ async def test_a_run_whose_final_answer_names_nothing_still_ends_its_span(otel: 
     assert not {"gen_ai.response.id", "gen_ai.response.model", "gen_ai.usage.input_tokens"} & set(
         run.attributes or {}
     )
+
+
+async def test_a_repeated_call_id_answered_by_the_loop_is_an_event_on_the_run(otel: Otel) -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "list_participants", "{}"), ("c1", "list_participants", "{}"))),
+        ScriptedTurn(text="Done."),
+    )
+
+    summary = await agent(chat, otel.telemetry()).summarize(TRANSCRIPT)
+
+    assert [record.result.is_error for record in summary.tool_calls] == [False, True]
+    (run,) = otel.named("invoke_agent")
+    assert [(event.name, dict(event.attributes or {})) for event in run.events] == [
+        (
+            "tool_call.duplicate",
+            {
+                "gen_ai.tool.name": "list_participants",
+                "gen_ai.tool.call.id": "c1",
+                "error.type": "duplicate_call_id",
+            },
+        )
+    ]
+    assert len(otel.named("execute_tool ")) == 1
