@@ -20,8 +20,8 @@ from openai.types.responses import Response, ResponseStreamEvent
 from adapters.redaction import RedactingFilter, Redactor
 from adapters.responses.attempts import LISTENER, ResponseTooLargeError, attempts_of, observed, retry_backoff
 from adapters.responses.errors import (
+    CutShortError,
     DeadlineExceededError,
-    StreamEndedEarlyError,
     UnreadableResponseError,
     map_error,
     scrubbed_cause,
@@ -187,13 +187,21 @@ class _Exchange:
 
 def _broke_in_transit(error: Exception) -> bool:
     """A body cut off on its way: worth asking for again, unlike anything the provider said."""
-    if isinstance(error, StreamEndedEarlyError):
+    if isinstance(error, CutShortError):
         return True
     # The SDK's stream reader raises a broken read as APIConnectionError (a stalled one as its
     # subclass APITimeoutError); a body read outside it raises the HTTP library's own error.
     transport = (httpx.TransportError, httpx2.TransportError, openai.APIConnectionError)
     stalled = (httpx.TimeoutException, httpx2.TimeoutException, openai.APITimeoutError)
     return isinstance(error, transport) and not isinstance(error, stalled)
+
+
+def _cut_short(body: bytes, error: json.JSONDecodeError) -> bool:
+    """A JSON object that only ran out (a string left open, or the parser wanting more at the end),
+    as opposed to one with something wrong inside it."""
+    if not body.lstrip().startswith(b"{"):
+        return False
+    return error.msg.startswith("Unterminated string") or error.pos >= len(error.doc.rstrip())
 
 
 def _is_event_stream(content_type: str) -> bool:
@@ -402,7 +410,11 @@ class _ResponsesAdapter(abc.ABC):
             return await self._fold_stream(replay, exchange)
         try:
             data = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except json.JSONDecodeError as exc:
+            if _cut_short(body, exc):
+                raise CutShortError("the JSON body ended before its document did") from None
+            raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
+        except UnicodeDecodeError:
             raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
         if not isinstance(data, dict):
             raise UnreadableResponseError("the JSON body is not an object")

@@ -60,10 +60,10 @@ from domain import (
 
 __all__ = [
     "RETRY_COUNT_HEADER",
+    "CutShortError",
     "DeadlineExceededError",
     "LowerLevelError",
     "ProviderFailureError",
-    "StreamEndedEarlyError",
     "UnreadableResponseError",
     "attempts_of",
     "map_error",
@@ -103,8 +103,9 @@ class UnreadableResponseError(Exception):
         self.partial = partial
 
 
-class StreamEndedEarlyError(UnreadableResponseError):
-    """An event stream that ended cleanly before any terminal event: cut off on its way here."""
+class CutShortError(UnreadableResponseError):
+    """A body that ended cleanly before its own end (an event stream with no terminal event, a JSON
+    document cut off part way): cut off on its way here, so worth asking for again."""
 
 
 class DeadlineExceededError(Exception):

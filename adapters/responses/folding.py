@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from adapters.responses.errors import StreamEndedEarlyError, UnreadableResponseError
+from adapters.responses.errors import CutShortError, UnreadableResponseError
 from adapters.responses.mapping import (
     chat_response,
     field,
@@ -163,7 +163,7 @@ class EventFolder:
     in its ``output_index`` place, and two items streamed on one ``output_index`` are both kept.
 
     ``response.failed`` and ``error`` events raise a :class:`ProviderFailureError` finding as they
-    arrive; :meth:`result` raises :class:`StreamEndedEarlyError` when no terminal event came. The
+    arrive; :meth:`result` raises :class:`CutShortError` when no terminal event came. The
     adapters map both to domain errors (see ``adapters.responses.errors``).
     """
 
@@ -205,9 +205,9 @@ class EventFolder:
             handler(kind, event)
 
     def result(self) -> ChatResponse:
-        """The folded response; raises :class:`StreamEndedEarlyError` if no terminal event arrived."""
+        """The folded response; raises :class:`CutShortError` if no terminal event arrived."""
         if self._terminal is None:
-            raise StreamEndedEarlyError(
+            raise CutShortError(
                 "the event stream ended before a terminal event (response.completed, .incomplete or .failed)",
                 self.partial(),
             )

@@ -177,3 +177,27 @@ async def test_x_initiator_is_user_first_then_agent_after_tool_results(
     for request in server.requests:
         has_results = bool(input_items(request, "function_call_output"))
         assert has_results is (request.headers["x-initiator"] == "agent")
+
+
+@ADAPTERS
+@pytest.mark.parametrize("fault", ["connection-reset*1", "truncated-stream*1", "http-500*1", "http-429*1"])
+@pytest.mark.parametrize("pipeline", ["summary", "workflow"])
+async def test_a_transient_fault_gives_the_same_result_in_both_modes(
+    containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool, fault: str, pipeline: str
+) -> None:
+    # The first request breaks once; the SDK's retries (or the adapters', for a broken body) recover.
+    container = containers(f"offline:{fault}", streaming=streaming, max_retries=2)
+
+    if pipeline == "summary":
+        summary = await bounded(container.summary_agent().summarize(TRANSCRIPT))
+        assert set(summary.action_items) == STANDUP_ACTION_ITEMS
+        assert summary.decisions == DECISIONS
+        assert summary.complete
+    else:
+        edit = await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
+        assert edit.workflow == EDITED
+        assert edit.complete
+    broken, again = server.requests[0], server.requests[1]
+    # The retried request is the same request: the same payload, the same X-Initiator.
+    assert broken.body == again.body
+    assert broken.headers.get("x-initiator") == again.headers.get("x-initiator") == "user"
