@@ -654,3 +654,12 @@ def test_an_interrupt_before_the_request_is_one_line(monkeypatch: pytest.MonkeyP
     assert ran.code == EXIT_INTERRUPTED
     assert ran.err == "meeting-agents: error: interrupted\n"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fault", ["connection-reset*1", "truncated-stream*1"])
+def test_a_transient_fault_gives_the_same_summary_in_both_modes(fault: str) -> None:
+    clean = run("summarize", str(TRANSCRIPT), "--format", "json").json()
+    for mode in ("--streaming", "--no-streaming"):
+        ran = run("summarize", str(TRANSCRIPT), "--format", "json", "--scenario", fault, mode)
+        assert ran.code == EXIT_OK, ran.err
+        assert ran.json() == clean
