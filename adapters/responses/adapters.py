@@ -156,6 +156,7 @@ class _Exchange:
 
     def attempt_raised(self, request: httpx.Request, error: Exception) -> None:
         self.attempts = self.earlier_attempts + attempts_of(request)
+        self.status_code = None
         self._log_attempt(request, None, None, type(error).__name__)
 
     def body_broke(self, error: Exception) -> None:
@@ -319,6 +320,7 @@ class _ResponsesAdapter(abc.ABC):
                 request_id=exchange.request_id,
                 attempts=exchange.attempts,
                 answered=exchange.answered,
+                status_code=exchange.status_code,
                 redactor=self._redactor,
             )
             cause = scrubbed_cause(raised, self._redactor)

@@ -279,17 +279,19 @@ def map_error(
     request_id: str | None = None,
     attempts: int | None = None,
     answered: bool = False,
+    status_code: int | None = None,
     redactor: Redactor = _NONE,
 ) -> ChatError:
     """The domain error for ``exc``, built once with everything known when the request failed.
 
     ``partial`` is what had arrived (a finding's own partial takes precedence), ``request_id`` the
     gateway's id for the request, ``attempts`` how many HTTP requests were sent (when ``exc``
-    cannot tell), ``answered`` whether a successful response had started, and ``redactor`` cuts
+    cannot tell), ``answered`` whether a successful response had started, ``status_code`` the
+    status the last attempt was answered with (None when it raised), and ``redactor`` cuts
     the secrets out of every provider text and id the error carries. Never raises.
     """
     try:
-        return _mapped(exc, partial, request_id, attempts, answered, redactor)
+        return _mapped(exc, partial, request_id, attempts, answered, status_code, redactor)
     except Exception:
         # The firewall must hold even if an exception's own attributes misbehave while mapped.
         return ChatError(f"the request failed ({type(exc).__name__})")
@@ -301,6 +303,7 @@ def _mapped(
     request_id: str | None,
     attempts: int | None,
     answered: bool,
+    status_code: int | None,
     redactor: Redactor,
 ) -> ChatError:
     if isinstance(exc, ChatError):
@@ -309,8 +312,8 @@ def _mapped(
     arrived = scrubbed_response(found if isinstance(found, ChatResponse) else partial, redactor)
     known_request_id = _shown(request_id, redactor, _MAX_ID)
     context = _Known(
-        response_id=arrived.response_id if arrived is not None else None,
-        model_id=arrived.model_id if arrived is not None else None,
+        response_id=_shown(arrived.response_id, redactor, _MAX_ID) if arrived is not None else None,
+        model_id=_shown(arrived.model_id, redactor, _MAX_ID) if arrived is not None else None,
         request_id=known_request_id,
         partial=arrived,
     )
@@ -367,6 +370,16 @@ def _mapped(
             or _shown(exc.message, redactor, _MAX_PROVIDER_TEXT)
             or "the provider sent an error object",
             code=_shown(_body_field(exc.body, "code"), redactor, _MAX_PROVIDER_CODE),
+            **context,
+        )
+    if status_code is not None and status_code >= 300 and not answered:
+        # The SDK broke while reading an error status's body (a charset it is not in, say): the
+        # status is still what the gateway answered.
+        return ChatTransportError(
+            f"HTTP {status_code} from the Responses endpoint: its body could not be read "
+            f"({type(exc).__name__})",
+            status_code=status_code,
+            attempts=sent,
             **context,
         )
     if isinstance(exc, json.JSONDecodeError):

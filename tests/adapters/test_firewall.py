@@ -38,6 +38,7 @@ from tests.adapters.support import (
     SSE,
     Recorder,
     adapters_for,
+    answer,
     message_item,
     response_document,
     sse,
@@ -345,3 +346,25 @@ def test_the_mapping_itself_never_raises() -> None:
 
     assert type(error) is ChatError
     assert error.message == "the request failed (_MisbehavingDecodeError)"
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "utf-32"])
+@pytest.mark.parametrize("status", [400, 422, 500])
+async def test_an_error_status_whose_body_will_not_decode_keeps_its_status(charset: str, status: int) -> None:
+    body = b'{"error": {"message": "bad request", "code": "bad"}}'
+    content_type = f"application/json; charset={charset}"
+
+    for adapter in adapters_for(Recorder([answer(body, content_type, status)])):
+        with pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.status_code == status
+        assert caught.value.message.startswith(f"HTTP {status} from the Responses endpoint")
+        assert caught.value.request_id == REQUEST_ID
+
+
+def test_ids_an_error_carries_are_bounded() -> None:
+    long_ids = ChatResponse(response_id="r" * 10_000, model_id="m" * 10_000)
+
+    error = map_error(TypeError("x"), partial=long_ids, request_id="q" * 10_000, answered=True)
+
+    assert all(len(value or "") <= 203 for value in (error.response_id, error.model_id, error.request_id))
