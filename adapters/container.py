@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeAlias
+from typing import Any, Self, TypeAlias, TypeVar
 
 import attrs
 import httpx
@@ -88,18 +88,22 @@ def _build_openai_client(
     return client
 
 
-def _responses_settings(settings: Settings) -> ResponsesSettings:
+_Section = TypeVar("_Section", ResponsesSettings, LoopSettings)
+
+
+def _section(settings: Settings, section: type[_Section]) -> _Section:
+    """The part of the ``agent`` settings that ``section`` holds, field for field by name.
+
+    Each section declares only fields that ``AgentSettings`` has under the same name (or that are
+    not configuration at all, which keep their defaults), so nothing is copied by hand.
+    """
     agent = settings.agent
-    return ResponsesSettings(
-        model=agent.model,
-        malformed_arguments_in_history=agent.malformed_arguments_in_history,
-        store=agent.store,
-        reasoning_effort=agent.reasoning_effort,
-        reasoning_summary=agent.reasoning_summary,
-        max_output_tokens=agent.max_output_tokens,
-        deadline_seconds=agent.deadline_seconds,
-        max_response_bytes=agent.max_response_bytes,
-    )
+    names = attrs.fields_dict(type(agent)).keys() & attrs.fields_dict(section).keys()
+    return section(**{name: getattr(agent, name) for name in names})
+
+
+def _responses_settings(settings: Settings) -> ResponsesSettings:
+    return _section(settings, ResponsesSettings)
 
 
 def _chat_chain(adapter: ChatPort, decorators: Sequence[ChatDecorator]) -> ChatPort:
@@ -189,13 +193,7 @@ def _workflow_editor_agent(
 
 
 def _loop_settings(settings: Settings) -> LoopSettings:
-    agent = settings.agent
-    return LoopSettings(
-        max_iterations=agent.max_tool_iterations,
-        max_consecutive_errors=agent.max_consecutive_tool_errors,
-        concurrent_invocation=agent.concurrent_tool_calls,
-        detailed_errors=agent.detailed_tool_errors,
-    )
+    return _section(settings, LoopSettings)
 
 
 class _Lifecycle:

@@ -14,12 +14,13 @@ import attrs
 import cattrs
 import yaml
 
-from adapters.offline.scenarios import OFFLINE_MODEL, UnknownScenarioError, parse_model
+from domain.options import ReasoningEffort, ReasoningSummary
 
 __all__ = [
     "ENV_PREFIX",
     "AgentSettings",
     "ConfigurationError",
+    "MalformedArgumentsPolicy",
     "Secret",
     "Settings",
     "load_config_file",
@@ -32,6 +33,10 @@ _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
 _BOOL_SPELLINGS: Final = "true/false/1/0/yes/no"
 _SHOWN_VALUE: Final = 80
+
+
+# How a call whose arguments are not a JSON object goes back to the model (see ResponsesSettings).
+MalformedArgumentsPolicy = Literal["verbatim", "wrap"]
 
 
 class ConfigurationError(ValueError):
@@ -83,11 +88,11 @@ class AgentSettings:
     deadline_seconds: float = 600.0
     max_response_bytes: int = 64 * 1024 * 1024
     max_retries: int = 2
-    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
-    reasoning_summary: Literal["auto", "concise", "detailed"] | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    reasoning_summary: ReasoningSummary | None = None
     max_output_tokens: int | None = None
     store: bool = False
-    malformed_arguments_in_history: Literal["verbatim", "wrap"] = "verbatim"
+    malformed_arguments_in_history: MalformedArgumentsPolicy = "verbatim"
     max_tool_iterations: int = 40
     max_consecutive_tool_errors: int = 3
     concurrent_tool_calls: bool = True
@@ -120,11 +125,6 @@ class AgentSettings:
             )
         if self.base_url is not None:
             _check_base_url(self.base_url)
-        if self.offline_scenario:
-            try:
-                parse_model(f"{OFFLINE_MODEL}:{self.offline_scenario}")
-            except UnknownScenarioError as exc:
-                raise ConfigurationError(f"agent.offline_scenario: {exc}") from None
 
 
 def _check_base_url(url: str) -> None:

@@ -36,17 +36,17 @@ ToolInvokerDecorator: TypeAlias = Callable[[ToolInvokerPort], ToolInvokerPort]
 class LoopSettings:
     """Limits of one run, with the defaults of Microsoft.Extensions.AI's function invoker.
 
-    After ``max_iterations`` rounds of tool calls, one last request is sent without tools. After
-    ``max_consecutive_errors`` rounds in a row in which some call answered with an error (invalid
+    After ``max_tool_iterations`` rounds of tool calls, one last request is sent without tools. After
+    ``max_consecutive_tool_errors`` rounds in a row in which some call answered with an error (invalid
     arguments included), tools are no longer offered and the model answers as it can.
-    ``concurrent_invocation`` runs the calls of one response concurrently; results keep call order.
-    ``detailed_errors`` adds exception type and text to ``tool_failed`` results (for debugging only).
+    ``concurrent_tool_calls`` runs the calls of one response concurrently; results keep call order.
+    ``detailed_tool_errors`` adds exception type and text to ``tool_failed`` results (for debugging only).
     """
 
-    max_iterations: int = attrs.field(default=40, validator=attrs.validators.ge(1))
-    max_consecutive_errors: int = attrs.field(default=3, validator=attrs.validators.ge(1))
-    concurrent_invocation: bool = True
-    detailed_errors: bool = False
+    max_tool_iterations: int = attrs.field(default=40, validator=attrs.validators.ge(1))
+    max_consecutive_tool_errors: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    concurrent_tool_calls: bool = True
+    detailed_tool_errors: bool = False
 
 
 class ToolLoop:
@@ -194,8 +194,8 @@ class _Run:
             consecutive_errors = consecutive_errors + 1 if any(r.result.is_error for r in records) else 0
             settings = self.settings
             if (
-                self.iterations >= settings.max_iterations
-                or consecutive_errors >= settings.max_consecutive_errors
+                self.iterations >= settings.max_tool_iterations
+                or consecutive_errors >= settings.max_consecutive_tool_errors
             ):
                 offer_tools = False
 
@@ -234,7 +234,7 @@ class _Run:
             else:
                 self.answered.add(call.call_id)
                 first[position] = call
-        if not (self.settings.concurrent_invocation and len(first) > 1):
+        if not (self.settings.concurrent_tool_calls and len(first) > 1):
             for position, call in first.items():
                 yield position, self._record(call, await self.chain.invoke(call))
             return

@@ -156,7 +156,7 @@ class SummaryAgent(ToolPipeline):
 
     async def summarize(self, transcript: str) -> MeetingSummary:
         notes = _Notes()
-        registry = _summary_tools(transcript, notes, detailed_errors=self.settings.detailed_errors)
+        registry = _summary_tools(transcript, notes, detailed_errors=self.settings.detailed_tool_errors)
         run = await self._run(transcript_message(transcript), INSTRUCTIONS, registry)
         return _summary(notes, run)
 
@@ -168,7 +168,7 @@ class SummaryAgent(ToolPipeline):
         stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
         """
         notes = _Notes()
-        registry = _summary_tools(transcript, notes, detailed_errors=self.settings.detailed_errors)
+        registry = _summary_tools(transcript, notes, detailed_errors=self.settings.detailed_tool_errors)
         return self._run_events(
             transcript_message(transcript), INSTRUCTIONS, registry, lambda run: _summary(notes, run)
         )

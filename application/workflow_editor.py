@@ -175,7 +175,7 @@ class WorkflowEditorAgent(ToolPipeline):
 
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
         draft = _Draft(workflow)
-        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_errors)
+        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_tool_errors)
         run = await self._run(instruction_message(workflow, instruction), INSTRUCTIONS, registry)
         return _edit(draft, run)
 
@@ -189,7 +189,7 @@ class WorkflowEditorAgent(ToolPipeline):
         stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
         """
         draft = _Draft(workflow)
-        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_errors)
+        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_tool_errors)
         return self._run_events(
             instruction_message(workflow, instruction), INSTRUCTIONS, registry, lambda run: _edit(draft, run)
         )

@@ -163,6 +163,11 @@ def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     config = load_config_file(args.config) if args.config is not None else {}
     settings = resolve_settings(config, environ, _overrides(args))
     agent = settings.agent
+    if agent.offline_scenario:
+        try:
+            parse_model(f"{OFFLINE_MODEL}:{agent.offline_scenario}")
+        except UnknownScenarioError as exc:
+            raise ConfigurationError(f"agent.offline_scenario: {exc}") from None
     if agent.base_url:
         if agent.offline_scenario:
             source = "--scenario" if args.scenario else "agent.offline_scenario"

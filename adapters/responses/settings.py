@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Literal
 
 import attrs
 
-__all__ = ["MalformedArgumentsPolicy", "ResponsesSettings"]
+from adapters.settings import MalformedArgumentsPolicy
+from domain.options import ReasoningEffort, ReasoningSummary
 
-MalformedArgumentsPolicy = Literal["verbatim", "wrap"]
+__all__ = ["MalformedArgumentsPolicy", "ResponsesSettings"]
 
 
 def _headers(value: Mapping[str, str]) -> Mapping[str, str]:
@@ -40,8 +40,8 @@ class ResponsesSettings:
         default="verbatim", validator=attrs.validators.in_(("verbatim", "wrap"))
     )
     store: bool = False
-    reasoning_effort: str | None = None
-    reasoning_summary: str | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    reasoning_summary: ReasoningSummary | None = None
     max_output_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
     deadline_seconds: float = attrs.field(default=600.0, validator=attrs.validators.gt(0))
     max_response_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=attrs.validators.ge(1))

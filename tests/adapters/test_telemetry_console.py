@@ -45,7 +45,7 @@ async def test_a_run_is_drawn_as_its_agent_span_over_its_chats_and_tools_in_orde
     )
     agent = InstrumentedSummaryAgent(
         InstrumentedChat(chat, telemetry, model="offline"),
-        LoopSettings(concurrent_invocation=False),
+        LoopSettings(concurrent_tool_calls=False),
         telemetry=telemetry,
         model="offline",
         decorators=(InstrumentedToolInvoker.decorator(telemetry),),

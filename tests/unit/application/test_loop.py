@@ -162,7 +162,7 @@ async def test_decorators_wrap_the_one_guard_in_order_and_see_every_call_refused
     inner, outer = Tagging("inner", seen, wrapped), Tagging("outer", seen, wrapped)
     echo = Echo()
     chat = ScriptedChat(calls_turn(("c1", "a", "{"), ("c2", "a", "{}")), ScriptedTurn())
-    loop = ToolLoop(chat, LoopSettings(concurrent_invocation=False), decorators=(inner, outer))
+    loop = ToolLoop(chat, LoopSettings(concurrent_tool_calls=False), decorators=(inner, outer))
 
     run = await loop.run(USER, options("a"), echo)
 
@@ -250,7 +250,7 @@ async def test_a_failing_tools_exception_text_reaches_the_model_only_with_detail
 
     chat = ScriptedChat(calls_turn(("c1", "boom", "{}")), ScriptedTurn(text="sorry"))
 
-    await ToolLoop(chat, LoopSettings(detailed_errors=detailed)).run(USER, options("boom"), registry)
+    await ToolLoop(chat, LoopSettings(detailed_tool_errors=detailed)).run(USER, options("boom"), registry)
 
     (result,) = tool_results(chat.requests[1].messages[-1])
     assert result.is_error
@@ -263,7 +263,7 @@ async def test_after_max_iterations_one_last_request_goes_without_tools() -> Non
     turns = [calls_turn((f"c{i}", "a", "{}")) for i in range(3)]
     chat = ScriptedChat(*turns)
 
-    run = await ToolLoop(chat, LoopSettings(max_iterations=2)).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, LoopSettings(max_tool_iterations=2)).run(USER, options("a"), Echo())
 
     assert [len(r.options.tools) if r.options else None for r in chat.requests] == [1, 1, 0]
     assert chat.requests[2].options is not None
@@ -317,7 +317,7 @@ async def test_a_clean_round_resets_the_error_budget() -> None:
 async def test_tool_errors_count_like_invalid_arguments() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")), calls_turn(("c2", "a", "{}")), ScriptedTurn())
 
-    await ToolLoop(chat, LoopSettings(max_consecutive_errors=2)).run(USER, options("a"), Failing())
+    await ToolLoop(chat, LoopSettings(max_consecutive_tool_errors=2)).run(USER, options("a"), Failing())
 
     assert [bool(r.options and r.options.tools) for r in chat.requests] == [True, True, False]
 
@@ -390,7 +390,7 @@ async def test_calls_of_one_response_run_concurrently_only_when_allowed(concurre
     spy = InFlight()
     chat = ScriptedChat(calls_turn(("c1", "a", "{}"), ("c2", "b", "{}"), ("c3", "c", "{}")), ScriptedTurn())
 
-    run = await ToolLoop(chat, LoopSettings(concurrent_invocation=concurrent)).run(USER, options("a"), spy)
+    run = await ToolLoop(chat, LoopSettings(concurrent_tool_calls=concurrent)).run(USER, options("a"), spy)
 
     assert spy.peak == peak
     assert [r.result.result for r in run.tool_calls] == ["a", "b", "c"]
@@ -416,19 +416,19 @@ async def test_results_keep_call_order_when_a_later_call_finishes_first() -> Non
 
 def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
     assert attrs.asdict(LoopSettings()) == {
-        "max_iterations": 40,
-        "max_consecutive_errors": 3,
-        "concurrent_invocation": True,
-        "detailed_errors": False,
+        "max_tool_iterations": 40,
+        "max_consecutive_tool_errors": 3,
+        "concurrent_tool_calls": True,
+        "detailed_tool_errors": False,
     }
-    with pytest.raises(ValueError, match="max_iterations"):
-        LoopSettings(max_iterations=0)
-    with pytest.raises(ValueError, match="max_consecutive_errors"):
-        LoopSettings(max_consecutive_errors=0)
+    with pytest.raises(ValueError, match="max_tool_iterations"):
+        LoopSettings(max_tool_iterations=0)
+    with pytest.raises(ValueError, match="max_consecutive_tool_errors"):
+        LoopSettings(max_consecutive_tool_errors=0)
 
 
 def test_the_loop_exposes_its_settings() -> None:
-    settings = LoopSettings(max_iterations=5)
+    settings = LoopSettings(max_tool_iterations=5)
     assert ToolLoop(ScriptedChat(), settings).settings is settings
     assert ToolLoop(ScriptedChat()).settings == LoopSettings()
 
@@ -442,7 +442,7 @@ async def test_a_call_id_runs_at_most_once_per_run_and_every_call_gets_one_resul
     chat = ScriptedChat(
         *(calls_turn(*((cid, "a", raw) for cid, raw in turn)) for turn in turns), ScriptedTurn()
     )
-    loop = ToolLoop(chat, LoopSettings(max_consecutive_errors=100, concurrent_invocation=concurrent))
+    loop = ToolLoop(chat, LoopSettings(max_consecutive_tool_errors=100, concurrent_tool_calls=concurrent))
 
     run = await loop.run(USER, options("a"), echo)
 
@@ -508,7 +508,7 @@ def round_texts(events: list[RunEvent[ToolRun]]) -> list[str]:
 async def test_the_events_end_with_the_run_that_run_returns_and_report_every_piece_call_and_round(
     script: list[tuple[str, list[tuple[str, str]]]], concurrent: bool
 ) -> None:
-    loop_settings = LoopSettings(max_consecutive_errors=100, concurrent_invocation=concurrent)
+    loop_settings = LoopSettings(max_consecutive_tool_errors=100, concurrent_tool_calls=concurrent)
     whole = await ToolLoop(scripted(script), loop_settings).run(USER, options("a"), Echo())
     chat = scripted(script)
 
@@ -599,7 +599,7 @@ async def test_leaving_at_the_first_text_closes_the_models_stream_and_runs_no_to
 async def test_leaving_after_the_first_answered_call_runs_no_further_tool() -> None:
     echo = Echo()
     chat = scripted([("", [("c1", "{}"), ("c2", "{}")]), ("", [("c3", "{}")]), ("done", [])])
-    events = ToolLoop(chat, LoopSettings(concurrent_invocation=False)).run_events(USER, options("a"), echo)
+    events = ToolLoop(chat, LoopSettings(concurrent_tool_calls=False)).run_events(USER, options("a"), echo)
 
     async for event in events:
         if isinstance(event, ToolCallFinished):

@@ -24,7 +24,7 @@ from tests.strategies import PlannedCall, call_turns, summary_calls, workflow_ca
 TRANSCRIPT = "Ann: I will send the notes by Friday.\nBob: Agreed, we ship on Monday.\n"
 RELEASE = Workflow("release", (WorkflowStep("build", "Build", "task"), WorkflowStep("ship", "Ship", "task")))
 # Enough room that generated runs of refused calls keep their tools to the end.
-SETTINGS = LoopSettings(max_consecutive_errors=10)
+SETTINGS = LoopSettings(max_consecutive_tool_errors=10)
 
 
 def script(turns: list[list[PlannedCall]], texts: list[str]) -> ScriptedChat:
@@ -62,7 +62,7 @@ texts = st.lists(st.text(max_size=30), min_size=5, max_size=5)
 async def test_summary_events_end_with_what_summarize_returns(
     turns: list[list[PlannedCall]], said: list[str], concurrent: bool
 ) -> None:
-    loop_settings = LoopSettings(max_consecutive_errors=10, concurrent_invocation=concurrent)
+    loop_settings = LoopSettings(max_consecutive_tool_errors=10, concurrent_tool_calls=concurrent)
     whole = await SummaryAgent(script(turns, said), loop_settings).summarize(TRANSCRIPT)
 
     events = await collect(SummaryAgent(script(turns, said), loop_settings).summarize_events(TRANSCRIPT))
@@ -78,7 +78,7 @@ async def test_summary_events_end_with_what_summarize_returns(
 async def test_edit_events_end_with_what_edit_returns(
     workflow: Workflow, turns: list[list[PlannedCall]], said: list[str], concurrent: bool
 ) -> None:
-    loop_settings = LoopSettings(max_consecutive_errors=10, concurrent_invocation=concurrent)
+    loop_settings = LoopSettings(max_consecutive_tool_errors=10, concurrent_tool_calls=concurrent)
     whole = await WorkflowEditorAgent(script(turns, said), loop_settings).edit(workflow, "tidy it up")
 
     events = await collect(
@@ -112,7 +112,7 @@ async def test_an_abandoned_edit_runs_no_further_tool() -> None:
         ScriptedTurn(calls=(("c3", "remove_step", '{"step_id": "build"}'),)),
         ScriptedTurn(text="Removed both."),
     )
-    agent = WorkflowEditorAgent(chat, LoopSettings(concurrent_invocation=False), decorators=(seen,))
+    agent = WorkflowEditorAgent(chat, LoopSettings(concurrent_tool_calls=False), decorators=(seen,))
     events = agent.edit_events(RELEASE, "remove everything")
 
     async for event in events:

@@ -54,7 +54,7 @@ async def test_tools_run_exactly_for_well_formed_calls_and_every_call_is_answere
     turns: list[list[PlannedCall]], concurrent: bool
 ) -> None:
     chat, ids = script(turns, "The team agreed to ship.")
-    settings = LoopSettings(max_consecutive_errors=len(turns) + 1, concurrent_invocation=concurrent)
+    settings = LoopSettings(max_consecutive_tool_errors=len(turns) + 1, concurrent_tool_calls=concurrent)
 
     summary = await SummaryAgent(chat, settings).summarize(TRANSCRIPT)
 

@@ -69,7 +69,7 @@ async def test_edits_apply_exactly_the_well_formed_calls_and_every_call_is_answe
     workflow: Workflow, turns: list[list[PlannedCall]], concurrent: bool
 ) -> None:
     chat, ids = script(turns)
-    settings = LoopSettings(max_consecutive_errors=len(turns) + 1, concurrent_invocation=concurrent)
+    settings = LoopSettings(max_consecutive_tool_errors=len(turns) + 1, concurrent_tool_calls=concurrent)
 
     edit = await WorkflowEditorAgent(chat, settings).edit(workflow, "edit it")
 
