@@ -3,8 +3,8 @@
 from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
 from application.guard import GuardedToolInvoker
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
+from application.parameters import ParameterError, json_schema_for, not_blank
 from application.run import ToolCallRecord, ToolRun, ToolRunError
-from application.structuring import ParameterError, json_schema_for, not_blank
 from application.summary import ActionItem, MeetingSummary, SummaryAgent, find_participants
 from application.tools import ToolError, ToolRegistry, error_result
 from application.workflow_editor import WorkflowEdit, WorkflowEditorAgent

@@ -9,9 +9,9 @@ import attrs
 
 from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
+from application.parameters import not_blank
 from application.pipeline import ToolPipeline
 from application.run import ToolCallRecord, ToolRun
-from application.structuring import not_blank
 from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
 from domain import UnknownStepError, Workflow, WorkflowStep

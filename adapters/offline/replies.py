@@ -11,8 +11,8 @@ from typing import Any, Final, Literal
 import attrs
 
 from adapters.offline import render as bodies
-from adapters.offline.model import FunctionCallOut, ModelTurn, ReasoningOut, TextOut
 from adapters.offline.scenarios import ScenarioSelection
+from adapters.offline.turns import FunctionCallOut, ModelTurn, ReasoningOut, TextOut
 
 __all__ = ["Dialect", "Fault", "Reply", "error_reply", "http_fault", "render"]
 

@@ -14,10 +14,10 @@ from typing import Any, Final, Literal, Self
 
 import attrs
 
-from adapters.offline.model import BadRequestError, ModelRequest, respond
 from adapters.offline.replies import Dialect, Reply, error_reply, http_fault, render
 from adapters.offline.scenarios import OFFLINE_MODEL, ScenarioSelection, UnknownScenarioError, parse_model
 from adapters.offline.threaded import Receive, Request, Scope, Send, ThreadedServer, read_request
+from adapters.offline.turns import BadRequestError, ModelRequest, respond
 
 __all__ = ["OfflineResponsesServer", "RecordedRequest"]
 

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.offline.model import ModelRequest, respond
 from adapters.offline.rules import ActionItem, Edit, Meeting, plan_edits, read_meeting, summary_text
+from adapters.offline.turns import ModelRequest, respond
 from domain import Workflow, WorkflowStep
 from tests.strategies import (
     offline_kinds,

@@ -10,9 +10,9 @@ import pydantic
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from adapters.offline.model import ModelRequest, ModelTurn, respond
 from adapters.offline.replies import Dialect, Reply, render
 from adapters.offline.scenarios import parse_model
+from adapters.offline.turns import ModelRequest, ModelTurn, respond
 
 # The SDK's event models by their ``type``, so a failure names the one model the event should match.
 EVENT_MODELS: dict[str, type[pydantic.BaseModel]] = {

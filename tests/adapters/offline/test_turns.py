@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.offline.model import (
+from adapters.offline.turns import (
     BadRequestError,
     FunctionCallOut,
     ModelRequest,

@@ -7,7 +7,7 @@ from typing import Literal
 import attrs
 import pytest
 
-from application.structuring import describe_errors, strict_converter, supported_type
+from application.parameters import describe_errors, strict_converter, supported_type
 from tests.strategies import MARKER
 
 
