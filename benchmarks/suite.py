@@ -14,7 +14,7 @@ import attrs
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
-from benchmarks.boundary import body_cap
+from benchmarks.boundary import body_cap, deadline_overshoot
 from benchmarks.harness import Check, Samples, Sizes, interleaved, peak_bytes, serve
 from benchmarks.telemetry import telemetry_overhead
 from domain import ChatMessage, FunctionCallContent
@@ -287,6 +287,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         tool_call_overhead,
         json_vs_sse,
         body_cap,
+        deadline_overshoot,
         telemetry_overhead,
     ):
         checks.extend(await benchmark(sizes, timings))

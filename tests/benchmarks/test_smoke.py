@@ -41,7 +41,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
 
     report = json.loads(output.read_text())
     names = [check["name"] for check in report["checks"]]
-    assert len(names) == 15
+    assert len(names) == 17
     for expected in (
         "fold overhead",
         "responses.stream()",
@@ -50,6 +50,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "guard",
         "JSON",
         "max_response_bytes",
+        "deadline overshoot",
         "telemetry per request",
         "telemetry per tool call",
         "instrumented / plain SSE fold",
