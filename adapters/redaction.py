@@ -43,12 +43,13 @@ class Redactor:
     secret quoted inside a provider's error body or an exception's repr is found as well.
     """
 
-    __slots__ = ("_count", "_pattern")
+    __slots__ = ("_count", "_longest", "_pattern")
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         distinct = {secret for secret in secrets if secret}
         spellings = {spelling for secret in distinct for spelling in _spellings(secret) if spelling}
         self._count = len(distinct)
+        self._longest = max(map(len, spellings), default=0)
         # Regex alternation takes the first alternative that matches, so longest first means a
         # secret that contains another is cut whole rather than leaving its remainder behind.
         ordered = sorted(spellings, key=lambda spelling: (-len(spelling), spelling))
@@ -83,6 +84,26 @@ class Redactor:
         if limit is not None and len(value) > limit:
             value = value[:limit] + _ELLIPSIS
         return value
+
+    def redact_settled(self, text: str) -> tuple[str, str]:
+        """For text that arrives in pieces: ``(shown, held)``, where ``shown`` is the start of ``text``
+        that no later piece can change, redacted, and ``held`` the end that could still begin a
+        secret. Put ``held`` before the next piece; at the end, :meth:`redact` what is held.
+        """
+        if self._pattern is None:
+            return self.redact(text), ""
+        # A match starting before ``settled`` fits inside ``text`` whatever follows, so it is final.
+        settled = max(0, len(text) - self._longest + 1)
+        shown: list[str] = []
+        position = 0
+        for match in self._pattern.finditer(text):
+            if match.start() >= settled:
+                break
+            shown += [text[position : match.start()], REDACTED]
+            position = match.end()
+        cut = max(settled, position)
+        shown.append(text[position:cut])
+        return _SURROGATES.sub("\ufffd", "".join(shown)), text[cut:]
 
     def contains_secret(self, text: str) -> bool:
         """True when ``text`` holds a secret in any of the spellings this redactor cuts."""

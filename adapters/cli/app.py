@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import codecs
 import contextlib
 import io
-import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, TextIO
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import attrs
 
+from adapters.cli.console import Console
 from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
 from adapters.cli.files import AtomicOutput, InputError, read_text
 from adapters.cli.instruction import why_not_carried_out
 from adapters.cli.parser import PROG, CommandLineError, parse_arguments
-from adapters.cli.report import edit_json, edit_text, summary_json, summary_text, usage_line
+from adapters.cli.progress import LiveRun
+from adapters.cli.report import (
+    edit_details,
+    edit_json,
+    edit_text,
+    summary_details,
+    summary_json,
+    summary_text,
+    usage_line,
+)
 from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError
 from adapters.offline.scenarios import parse_model
 from adapters.redaction import Redactor
@@ -32,6 +40,8 @@ from adapters.settings import (
 )
 from application import (
     MeetingSummary,
+    RunEvent,
+    RunFinished,
     SummaryAgent,
     WorkflowEdit,
     WorkflowEditorAgent,
@@ -69,67 +79,6 @@ _FINISH_REASONS: Final = {
     "length": "the output token limit was reached",
     "content_filter": "a content filter stopped it",
 }
-
-
-class _Console:
-    """Where the command writes: results to stdout, everything else to stderr, all of it redacted.
-
-    ``chatty`` (stderr is a terminal, or -v) lets the banner and progress lines through; errors and
-    warnings always go, one line each.
-    """
-
-    def __init__(
-        self, stdout: TextIO, stderr: TextIO, *, verbose: bool, chatty: bool, environ: Mapping[str, str]
-    ) -> None:
-        self.stdout = stdout
-        self.stderr = stderr
-        self.verbose = verbose
-        self.chatty = chatty
-        # The key from the environment is known at once; one from --config is added once it is read.
-        self.redactor = Redactor([environ.get("AGENT_API_KEY")])
-        for stream in (stdout, stderr):
-            if isinstance(stream, io.TextIOWrapper):
-                # A result must not be lost to a character the terminal's encoding lacks.
-                stream.reconfigure(errors="replace")
-
-    def redact(self, text: str) -> str:
-        return self.redactor.redact(text)
-
-    def result(self, text: str) -> None:
-        self.stdout.write(self.redact(text))
-        self.stdout.flush()
-
-    def result_json(self, document: Mapping[str, Any]) -> None:
-        try:
-            utf8 = codecs.lookup(self.stdout.encoding).name == "utf-8"
-        except (AttributeError, TypeError, LookupError):  # a stream that names no usable encoding
-            utf8 = False
-        # Escapes keep the JSON whole on a stream that cannot carry every character.
-        self.result(json.dumps(document, ensure_ascii=not utf8) + "\n")
-
-    def _line(self, text: str) -> None:
-        self.stderr.write(self.redact(text) + "\n")
-        self.stderr.flush()
-
-    def error(self, text: str) -> None:
-        self._line(f"{PROG}: error: {' '.join(text.split())}")
-
-    def warning(self, text: str) -> None:
-        self._line(f"{PROG}: warning: {' '.join(text.split())}")
-
-    def info(self, text: str) -> None:
-        if self.chatty:
-            self._line(text)
-
-    def block(self, text: str) -> None:
-        """Lines asked for on the command line (``--trace``): shown whether or not stderr is a terminal."""
-        for line in text.splitlines():
-            self._line(line)
-
-    def details(self, lines: Sequence[str]) -> None:
-        if self.verbose:
-            for line in lines:
-                self._line(f"  {line}")
 
 
 @attrs.frozen
@@ -219,7 +168,7 @@ def _work(args: argparse.Namespace, settings: Settings) -> _Work:
 
 
 @contextlib.contextmanager
-def _endpoint(settings: Settings, console: _Console) -> Iterator[Settings]:
+def _endpoint(settings: Settings, console: Console) -> Iterator[Settings]:
     """The settings to run with: the configured gateway, or an offline stand-in started here."""
     agent = settings.agent
     if agent.base_url:
@@ -259,8 +208,13 @@ def _span_recorder(args: argparse.Namespace) -> SpanTreeRecorder | None:
 
 
 async def _run(
-    command: str, work: _Work, settings: Settings, recorder: SpanTreeRecorder | None = None
+    command: str,
+    work: _Work,
+    settings: Settings,
+    live: LiveRun,
+    recorder: SpanTreeRecorder | None = None,
 ) -> MeetingSummary | WorkflowEdit:
+    """One run through the container's pipeline, each event shown by ``live``; the run's result."""
     # Imported only now: the SDK and the container take seconds to import on a busy machine, and
     # --help, --version and every bad-input error need neither.
     from dependency_injector import providers
@@ -274,12 +228,24 @@ async def _run(
         container.tracer_provider.override(providers.Object(recorder.tracer_provider))
         container.meter_provider.override(providers.Object(recorder.meter_provider))
     async with container:
+        run: AsyncGenerator[RunEvent[MeetingSummary | WorkflowEdit], None]
         if command == "summarize":
             summarizer: SummaryAgent = container.summary_agent()
-            return await summarizer.summarize(work.text)
-        assert work.workflow is not None  # _work reads a workflow for edit-workflow
-        editor: WorkflowEditorAgent = container.workflow_editor_agent()
-        return await editor.edit(work.workflow, work.instruction)
+            run = summarizer.summarize_events(work.text)
+        else:
+            assert work.workflow is not None  # _work reads a workflow for edit-workflow
+            editor: WorkflowEditorAgent = container.workflow_editor_agent()
+            run = editor.edit_events(work.workflow, work.instruction)
+        result: MeetingSummary | WorkflowEdit | None = None
+        # Closed on any way out, so an interrupted run closes its connection and runs no further tool.
+        async with contextlib.aclosing(run) as events:
+            async for event in events:
+                if isinstance(event, RunFinished):
+                    result = event.result
+                else:
+                    live.observe(event)
+    assert result is not None  # every run's events end with RunFinished
+    return result
 
 
 def _incomplete(final: ChatResponse) -> str:
@@ -290,18 +256,28 @@ def _incomplete(final: ChatResponse) -> str:
 
 
 def _finish(
-    args: argparse.Namespace, work: _Work, result: MeetingSummary | WorkflowEdit, console: _Console
+    args: argparse.Namespace,
+    work: _Work,
+    result: MeetingSummary | WorkflowEdit,
+    console: Console,
+    *,
+    streamed: bool,
 ) -> int:
+    """Print the result and say how it went: the exit code. ``streamed``: the text is out already."""
     as_json = args.format == "json"
     if isinstance(result, MeetingSummary):
         if as_json:
             console.result_json(summary_json(result))
+        elif args.stream:
+            console.result(("\n" if streamed else "") + summary_details(result))
         else:
             console.result(summary_text(result))
     else:
         assert work.workflow is not None  # an edit comes only from a workflow
         if as_json:
             console.result_json(edit_json(result))
+        elif args.stream:
+            console.result(("\n" if streamed else "") + edit_details(work.workflow, result))
         else:
             console.result(edit_text(work.workflow, result))
     console.info("\n" + usage_line(result.run.usage, len(result.run.responses)))
@@ -325,7 +301,7 @@ def _finish(
     return EXIT_OK
 
 
-def _command(args: argparse.Namespace, console: _Console, environ: Mapping[str, str]) -> int:
+def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, str]) -> int:
     try:
         settings = _settings(args, environ)
         console.redactor = Redactor([environ.get("AGENT_API_KEY"), settings.agent.api_key.reveal()])
@@ -348,19 +324,26 @@ def _command(args: argparse.Namespace, console: _Console, environ: Mapping[str, 
 
 
 async def _session(
-    args: argparse.Namespace, work: _Work, console: _Console, recorder: SpanTreeRecorder | None = None
+    args: argparse.Namespace, work: _Work, console: Console, recorder: SpanTreeRecorder | None = None
 ) -> int:
     """Start the endpoint, run the command and report: the exit code."""
     try:
         with _endpoint(work.settings, console) as running:
             console.info(_mode_line(running) + "\n")
+            live = LiveRun(
+                console,
+                progress=console.stderr.isatty(),
+                stream=args.stream,
+                max_retries=running.agent.max_retries,
+            )
             try:
-                result = await _run(args.command, work, running, recorder)
+                async with live:
+                    result = await _run(args.command, work, running, live, recorder)
             except ChatError as exc:
                 console.error(describe_failure(exc, running.agent))
                 console.details(failure_details(exc))
                 return EXIT_MODEL_FAILED
-        return _finish(args, work, result, console)
+        return _finish(args, work, result, console, streamed=live.text.shown_any)
     finally:
         if recorder is not None:
             # Whatever the outcome: a failed run's tree shows where it failed.
@@ -383,9 +366,8 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
     except SystemExit as done:  # --help and --version print and stop
         return done.code if isinstance(done.code, int) else EXIT_OK
     chatty = args.verbose or stderr.isatty()
-    console = _Console(stdout, stderr, verbose=args.verbose, chatty=chatty, environ=environ)
-    redact: Callable[[str], str] = console.redact
-    with logging_to(stderr, verbose=args.verbose, redact=redact):
+    console = Console(stdout, stderr, verbose=args.verbose, chatty=chatty, environ=environ)
+    with logging_to(console.line, verbose=args.verbose):
         try:
             return _command(args, console, environ)
         except KeyboardInterrupt:

@@ -7,7 +7,7 @@ import logging
 import traceback
 import urllib.parse
 from collections.abc import Callable, Iterator
-from typing import Final, TextIO
+from typing import Final
 
 from adapters.settings import AgentSettings
 from application import ToolRunError
@@ -93,27 +93,28 @@ def failure_details(error: BaseException) -> list[str]:
     return lines
 
 
-class _RedactingFormatter(logging.Formatter):
-    def __init__(self, redact: Callable[[str], str]) -> None:
-        super().__init__("%(levelname)s %(name)s: %(message)s")
-        self._redact = redact
+class _LineHandler(logging.Handler):
+    """Each record as one call of ``write_line``, which redacts it and keeps it off the live line."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        return self._redact(super().format(record))
+    def __init__(self, write_line: Callable[[str], None]) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self._write_line = write_line
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._write_line(self.format(record))
+        except Exception:
+            self.handleError(record)
 
 
 @contextlib.contextmanager
-def logging_to(stream: TextIO, *, verbose: bool, redact: Callable[[str], str]) -> Iterator[None]:
-    """Log lines to ``stream`` (redacted) with ``verbose``; otherwise none at all, so a failure
+def logging_to(write_line: Callable[[str], None], *, verbose: bool) -> Iterator[None]:
+    """Log lines through ``write_line`` with ``verbose``; otherwise none at all, so a failure
     stays one line: the libraries' warnings about it would repeat the error the command prints.
     """
-    handler: logging.Handler
-    if verbose:
-        handler = logging.StreamHandler(stream)
-        handler.setFormatter(_RedactingFormatter(redact))
-    else:
-        # Without any handler, logging's last resort would print warnings anyway.
-        handler = logging.NullHandler()
+    handler: logging.Handler = _LineHandler(write_line) if verbose else logging.NullHandler()
+    # Without any handler, logging's last resort would print warnings anyway: hence the NullHandler.
     loggers = [logging.getLogger(name) for name in _LOGGED]
     saved = [(logger, logger.level, logger.propagate) for logger in loggers]
     for logger in loggers:

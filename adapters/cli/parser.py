@@ -21,7 +21,10 @@ Options before or after the command mean the same; given twice, the later one wi
 
 Output: stdout carries only the result (text, or one JSON object with --format json). Errors and
 warnings go to stderr, one line each; the endpoint banner and token usage too, when stderr is a
-terminal or with -v.
+terminal or with -v. While the model works, a terminal's stderr shows one live line (the round, the
+tool calls answered and refused, the time, a failed attempt being retried), erased at the end; a
+script's stderr gets none of it. --stream prints the model's text on stdout as it arrives, then the
+rest of the result; it cannot be combined with --format json (exit 2).
 
 Exit codes:
   0    done
@@ -100,6 +103,12 @@ def _add_global_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
         default=default("text"),
         help="text for people (the default) or one JSON object on stdout",
     )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        default=default(False),
+        help="print the model's text on stdout as it arrives, then the rest of the result (--format text)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -154,4 +163,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed command line; raises :class:`CommandLineError`, or SystemExit(0) for --help/--version."""
-    return _parser().parse_args(argv)
+    args = _parser().parse_args(argv)
+    if args.stream and args.format == "json":
+        # One JSON object on stdout has no place for text that arrives before it.
+        raise CommandLineError(
+            "--stream prints text as it arrives and --format json prints one JSON object; use one of them "
+            f"(see {PROG} --help)"
+        )
+    return args

@@ -10,7 +10,16 @@ from typing import Any
 from application import MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_to_json
 from domain import Usage, Workflow
 
-__all__ = ["edit_json", "edit_text", "error_code", "summary_json", "summary_text", "usage_line"]
+__all__ = [
+    "edit_details",
+    "edit_json",
+    "edit_text",
+    "error_code",
+    "summary_details",
+    "summary_json",
+    "summary_text",
+    "usage_line",
+]
 
 _SHOWN_ARGUMENTS = 100
 
@@ -121,7 +130,12 @@ def usage_line(usage: Usage | None, turns: int) -> str:
 def summary_text(summary: MeetingSummary) -> str:
     lines = ["Summary"]
     lines += [f"  {line}" for line in summary.text.splitlines() or ["(no summary text)"]]
-    lines += ["", f"Action items ({len(summary.action_items)})"]
+    return "\n".join(lines) + "\n\n" + summary_details(summary)
+
+
+def summary_details(summary: MeetingSummary) -> str:
+    """The summary without its text (``--stream`` has printed that as it arrived)."""
+    lines = [f"Action items ({len(summary.action_items)})"]
     for number, item in enumerate(summary.action_items, 1):
         due = f" (due {item.due})" if item.due else ""
         lines.append(f"  {number}. {item.owner}: {item.task}{due}")
@@ -136,7 +150,12 @@ def _step_lines(workflow: Workflow) -> list[str]:
 
 
 def edit_text(before: Workflow, edit: WorkflowEdit) -> str:
-    lines = [f"Model: {edit.text or '(no text)'}", "", "Workflow changes"]
+    return f"Model: {edit.text or '(no text)'}\n\n" + edit_details(before, edit)
+
+
+def edit_details(before: Workflow, edit: WorkflowEdit) -> str:
+    """The edit without the model's text (``--stream`` has printed that as it arrived)."""
+    lines = ["Workflow changes"]
     if edit.workflow == before:
         lines.append("  (no change)")
     else:

@@ -1,0 +1,113 @@
+"""Where the command writes: results to stdout, everything else to stderr, all of it redacted."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TextIO
+
+from adapters.cli.parser import PROG
+from adapters.redaction import Redactor
+
+__all__ = ["Console"]
+
+# Carriage return, then erase to the end of the line: the live line is redrawn where it stands.
+_REDRAW: Final = "\r\x1b[K"
+_FALLBACK_COLUMNS: Final = 80
+
+
+class Console:
+    """Results to stdout; errors, warnings, the banner and the live line to stderr; all redacted.
+
+    ``chatty`` (stderr is a terminal, or -v) lets the banner and usage lines through; errors and
+    warnings always go, one line each. The live line (:meth:`status`) is one line of stderr rewritten
+    in place, erased before any other stderr line so nothing is written over it.
+    """
+
+    def __init__(
+        self, stdout: TextIO, stderr: TextIO, *, verbose: bool, chatty: bool, environ: Mapping[str, str]
+    ) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.verbose = verbose
+        self.chatty = chatty
+        # The key from the environment is known at once; one from --config is added once it is read.
+        self.redactor = Redactor([environ.get("AGENT_API_KEY")])
+        # The offline stand-in logs from its own thread under -v; lines must not cut into each other.
+        self._lock = threading.RLock()
+        self._status_shown = False
+        for stream in (stdout, stderr):
+            if isinstance(stream, io.TextIOWrapper):
+                # A result must not be lost to a character the terminal's encoding lacks.
+                stream.reconfigure(errors="replace")
+
+    def redact(self, text: str) -> str:
+        return self.redactor.redact(text)
+
+    def result(self, text: str) -> None:
+        self.result_piece(self.redact(text))
+
+    def result_piece(self, text: str) -> None:
+        """Already redacted text for stdout, written and flushed at once (the streamed answer)."""
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def result_json(self, document: Mapping[str, Any]) -> None:
+        try:
+            utf8 = codecs.lookup(self.stdout.encoding).name == "utf-8"
+        except (AttributeError, TypeError, LookupError):  # a stream that names no usable encoding
+            utf8 = False
+        # Escapes keep the JSON whole on a stream that cannot carry every character.
+        self.result(json.dumps(document, ensure_ascii=not utf8) + "\n")
+
+    def status(self, text: str) -> None:
+        """Show ``text`` as the live line, cut to the terminal's width: a wrapped line cannot be redrawn."""
+        with self._lock:
+            self.stderr.write(_REDRAW + self.redact(text)[: self._columns() - 1])
+            self.stderr.flush()
+            self._status_shown = True
+
+    def clear_status(self) -> None:
+        """Erase the live line, if one is shown."""
+        with self._lock:
+            if self._status_shown:
+                self.stderr.write(_REDRAW)
+                self.stderr.flush()
+                self._status_shown = False
+
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self.stderr.fileno()).columns or _FALLBACK_COLUMNS
+        except (AttributeError, OSError, ValueError):  # no file descriptor, or not a terminal after all
+            return _FALLBACK_COLUMNS
+
+    def line(self, text: str) -> None:
+        """One line on stderr, redacted, the live line erased first."""
+        with self._lock:
+            self.clear_status()
+            self.stderr.write(self.redact(text) + "\n")
+            self.stderr.flush()
+
+    def error(self, text: str) -> None:
+        self.line(f"{PROG}: error: {' '.join(text.split())}")
+
+    def warning(self, text: str) -> None:
+        self.line(f"{PROG}: warning: {' '.join(text.split())}")
+
+    def info(self, text: str) -> None:
+        if self.chatty:
+            self.line(text)
+
+    def block(self, text: str) -> None:
+        """Lines asked for on the command line (``--trace``): shown whether or not stderr is a terminal."""
+        for line in text.splitlines():
+            self.line(line)
+
+    def details(self, lines: Sequence[str]) -> None:
+        if self.verbose:
+            for line in lines:
+                self.line(f"  {line}")
