@@ -1,10 +1,12 @@
-"""The one event folder: SDK stream events in, one ChatResponse (or a finding the adapter maps) out."""
+"""The one event folder: SDK stream events in, caller-facing updates and one ChatResponse out."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final
+
+import attrs
 
 from adapters.responses.errors import CutShortError, UnreadableResponseError
 from adapters.responses.mapping import (
@@ -21,7 +23,14 @@ from adapters.responses.mapping import (
     reasoning_content,
     text,
 )
-from domain import ChatResponse, Content, FunctionCallContent, TextContent
+from domain import (
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionCallContent,
+    ReasoningContent,
+    TextContent,
+)
 
 __all__ = ["EventFolder"]
 
@@ -30,16 +39,35 @@ __all__ = ["EventFolder"]
 # behind instead of 80k small ones, and every character is still copied only twice (linear time).
 _CHUNK: Final = 256
 _TERMINAL_STATUS: Final = {"response.completed": "completed", "response.incomplete": "incomplete"}
+_MESSAGE_PARTS: Final = frozenset({"output_text", "refusal"})
+# What a _Text's pieces become in an update: message text, a reasoning summary part, reasoning text.
+_TEXT, _SUMMARY, _REASONING, _ARGUMENTS = range(4)
+
+
+def _high_surrogate(character: str) -> bool:
+    return "\ud800" <= character <= "\udbff"
 
 
 class _Text:
-    """One text part arriving as deltas: kept in joined chunks plus a short tail of recent deltas."""
+    """One text part arriving as deltas: kept in joined chunks plus a short tail of recent deltas.
 
-    __slots__ = ("chunks", "tail")
+    Text that has arrived stands: a later whole form of the part (a ".done" event, the finished
+    item, the terminal output) only adds what extends it. That is what lets each piece go to the
+    caller the moment it arrives, and still fold to exactly what the whole response says.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("chunks", "held", "item", "kind", "part", "seen", "tail")
+
+    def __init__(self, item: _Item, kind: int, part: int) -> None:
         self.chunks: list[str] = []
         self.tail: list[str] = []
+        self.item = item
+        self.kind = kind
+        self.part = part
+        # True once the part holds text: from then on it is one content of the answer.
+        self.seen = False
+        # A high surrogate that ended the last piece: its pair may start the next delta.
+        self.held = ""
 
     def add(self, delta: object) -> None:
         if not isinstance(delta, str):
@@ -50,73 +78,112 @@ class _Text:
         if len(tail) >= _CHUNK:
             self.chunks.append("".join(tail))
             tail.clear()
+        if self.kind != _ARGUMENTS:
+            self._emit(delta)
 
     def settle(self, whole: object) -> None:
-        """The whole text, as a ".done" event repeats it; without it the deltas stand."""
-        if isinstance(whole, str):
-            self.chunks = [whole]
-            self.tail = []
+        """The whole text, as a ".done" event or a finished item repeats it: what it adds to the
+        text that arrived is added; a whole text that contradicts it is not taken."""
+        if not isinstance(whole, str):
+            return
+        if self.kind == _ARGUMENTS:
+            # A call goes out whole, once finished, so its final arguments are the ones it has.
+            self.chunks, self.tail = [whole], []
+            return
+        arrived = self.value() if self.seen else ""
+        if self.held and arrived.endswith(self.held):
+            # A lone half of a pair still held back: the whole text says what it became.
+            arrived = arrived[: -len(self.held)]
+            self.held = ""
+        if not whole.startswith(arrived):
+            return
+        rest = whole[len(arrived) :]
+        self.chunks, self.tail = [whole], []
+        if rest or not self.seen:
+            self._emit(rest)
 
-    def __bool__(self) -> bool:
-        return bool(self.chunks or self.tail)
+    def flush(self) -> None:
+        """The end of the part: a high surrogate held back goes out as it is."""
+        if self.held:
+            held, self.held = self.held, ""
+            self.item.emit(self.kind, self.part, held)
+
+    def _emit(self, piece: str) -> None:
+        if self.held:
+            piece = self.held + piece
+            self.held = ""
+        if piece and _high_surrogate(piece[-1]):
+            self.held = piece[-1]
+            piece = piece[:-1]
+        if piece or not self.seen:
+            self.seen = True
+            self.item.emit(self.kind, self.part, mend_surrogates(piece))
 
     def value(self) -> str:
         # A surrogate pair split across two deltas is one character once the deltas are joined.
         return mend_surrogates("".join([*self.chunks, *self.tail]))
 
 
-def _joined(parts: dict[int | None, _Text]) -> list[str]:
-    return [parts[index].value() for index in sorted(parts, key=lambda index: index or 0)]
-
-
-def _text(parts: dict[int | None, _Text], index: object) -> _Text:
-    key = integer(index)
-    part = parts.get(key)
-    if part is None:
-        part = parts[key] = _Text()
-    return part
-
-
 class _Item:
-    """One output item of the stream: finished (its contents known) or still arriving (its deltas)."""
+    """One output item of the stream: its parts as they arrive, and how it ended.
+
+    ``order`` is when the item first reached the caller (its first piece, or the item whole): the
+    answer lists items in that order, as :meth:`ChatResponse.from_updates` does.
+    """
 
     __slots__ = (
         "added",
         "arguments",
         "call_id",
-        "finished",
+        "closed",
+        "encrypted",
+        "folder",
         "index",
         "item_id",
         "kind",
         "name",
+        "order",
         "reasoning",
         "sequence",
         "summary",
         "texts",
+        "whole",
     )
 
-    def __init__(self, index: int, sequence: int) -> None:
+    def __init__(self, folder: EventFolder, index: int, sequence: int) -> None:
+        self.folder = folder
         self.index = index
         self.sequence = sequence
-        self.finished: list[Content] | None = None
+        self.order: int | None = None
         self.kind: str | None = None
         self.item_id: str | None = None
         self.call_id: str | None = None
         self.name: str | None = None
         self.added: Any = None
-        self.texts: dict[int | None, _Text] = {}
-        self.summary: dict[int | None, _Text] = {}
-        self.reasoning: dict[int | None, _Text] = {}
-        self.arguments = _Text()
+        self.texts: dict[int, _Text] = {}
+        self.summary: dict[int, _Text] = {}
+        self.reasoning: dict[int, _Text] = {}
+        self.arguments = _Text(self, _ARGUMENTS, 0)
+        # Contents that went out whole (a call, a provider item); None while none has.
+        self.whole: list[Content] | None = None
+        # A reasoning item's id and encrypted state, as its end gave them; None until it ends.
+        self.closed: tuple[str | None, str | None] | None = None
+        self.encrypted: str | None = None
 
     @property
     def identity(self) -> str | None:
         return self.item_id or self.call_id
 
+    @property
+    def finished(self) -> bool:
+        return self.whole is not None or self.closed is not None or self.kind == "message-done"
+
     def describe(self, item: Any) -> None:
         """Take what ``item`` says about itself; what it leaves out stays as it was."""
         self.added = item if is_object(item) else self.added
-        self.kind = text(field(item, "type")) or self.kind
+        kind = text(field(item, "type"))
+        if self.kind != "message-done":
+            self.kind = kind or self.kind
         self.item_id = text(field(item, "id")) or self.item_id
         self.call_id = text(field(item, "call_id")) or self.call_id
         self.name = text(field(item, "name")) or self.name
@@ -124,57 +191,212 @@ class _Item:
     def is_other_than(self, item: Any) -> bool:
         """True when ``item`` is visibly a different item from this one (another id or kind)."""
         item_id, kind = text(field(item, "id")), text(field(item, "type"))
+        own_kind = "message" if self.kind == "message-done" else self.kind
         return (self.item_id is not None and item_id is not None and item_id != self.item_id) or (
-            self.kind is not None and kind is not None and kind != self.kind
+            own_kind is not None and kind is not None and kind != own_kind
         )
 
+    def part(self, parts: dict[int, _Text], kind: int, index: object) -> _Text:
+        key = integer(index) or 0
+        found = parts.get(key)
+        if found is None:
+            found = parts[key] = _Text(self, kind, key)
+        return found
+
+    def emit(self, kind: int, part: int | None, piece: str) -> None:
+        folder = self.folder
+        if self.order is None:
+            self.order = next(folder.orders)
+        out = folder.out
+        if out is None:
+            return
+        content: Content
+        if kind == _TEXT:
+            content = TextContent(piece)
+        elif kind == _SUMMARY:
+            content = ReasoningContent(piece, summary=(piece,))
+        else:
+            content = ReasoningContent(piece)
+        out.append(ChatResponseUpdate((content,), "assistant", self.sequence, part))
+
+    def emit_whole(self, contents: list[Content]) -> None:
+        self.whole = contents
+        if not contents:
+            return
+        folder = self.folder
+        if self.order is None:
+            self.order = next(folder.orders)
+        if folder.out is not None:
+            folder.out.append(ChatResponseUpdate(contents))
+
+    def close_reasoning(self, item_id: str | None, encrypted: str | None) -> None:
+        for part in (*self.summary.values(), *self.reasoning.values()):
+            part.flush()
+        self.closed = (item_id, encrypted)
+        folder = self.folder
+        if self.order is None:
+            self.order = next(folder.orders)
+        if folder.out is not None:
+            closing = ReasoningContent("", item_id, encrypted)
+            folder.out.append(ChatResponseUpdate((closing,), "assistant", self.sequence))
+
+    def is_reasoning(self) -> bool:
+        return self.kind == "reasoning" or (self.kind is None and bool(self.summary or self.reasoning))
+
+    def is_call(self) -> bool:
+        return self.kind == "function_call" or (
+            self.kind is None and bool(self.arguments.chunks or self.arguments.tail)
+        )
+
+    def call(self) -> FunctionCallContent:
+        return FunctionCallContent.parse(
+            call_id=self.call_id or self.item_id or "",
+            name=self.name or "",
+            raw_arguments=self.arguments.value(),
+            item_id=self.item_id,
+        )
+
+    def finish(self, final: Any) -> None:
+        """The item as its "done" event (or the terminal output) gives it: a call or a provider item
+        goes out whole; a message's or a reasoning item's parts add what extends what arrived."""
+        if self.finished:
+            self._settle_again(final)
+            return
+        self.describe(final)
+        kind = text(field(final, "type"))
+        if kind == "function_call":
+            self.arguments.settle(field(final, "arguments"))
+            self.emit_whole([self.call()])
+        elif kind == "message":
+            self._settle_message(final)
+            self.kind = "message-done"
+        elif kind == "reasoning":
+            self._settle_reasoning(final)
+            self.close_reasoning(self.item_id, text(field(final, "encrypted_content")))
+        else:
+            contents = item_contents(final)
+            if contents:
+                self.emit_whole(contents)
+            else:
+                # An unusable finished item does not erase what its deltas had already brought.
+                self.end()
+
+    def _settle_again(self, final: Any) -> None:
+        # A repeat of a finished item: what went out whole stands; text parts may still grow.
+        if self.kind == "message-done" and text(field(final, "type")) == "message":
+            self._settle_message(final)
+
+    def _settle_message(self, final: Any) -> None:
+        for position, part in enumerate(items_of(field(final, "content"))):
+            kind = field(part, "type")
+            if isinstance(kind, str) and kind in _MESSAGE_PARTS:
+                whole = text(field(part, "refusal" if kind == "refusal" else "text")) or ""
+                texts = self.part(self.texts, _TEXT, position)
+                texts.settle(whole)
+                texts.flush()
+        for texts in self.texts.values():
+            texts.flush()
+
+    def _settle_reasoning(self, final: Any) -> None:
+        for position, part in enumerate(items_of(field(final, "summary"))):
+            if field(part, "type") == "summary_text":
+                self.part(self.summary, _SUMMARY, position).settle(text(field(part, "text")) or "")
+        for position, part in enumerate(items_of(field(final, "content"))):
+            if field(part, "type") == "reasoning_text":
+                self.part(self.reasoning, _REASONING, position).settle(text(field(part, "text")) or "")
+
+    def end(self) -> None:
+        """The stream ended without this item finishing: it goes out with what it had."""
+        if self.finished:
+            return
+        if self.is_call():
+            self.kind = "function_call"
+            self.emit_whole([self.call()])
+        elif self.is_reasoning():
+            self.close_reasoning(self.item_id, text(field(self.added, "encrypted_content")))
+        elif self.kind in ("message", None):
+            for texts in self.texts.values():
+                texts.flush()
+            self.kind = "message-done"
+        else:
+            # A hosted-tool item that never finished: all we have is how it started.
+            self.emit_whole(item_contents(self.added) if self.added is not None else [])
+
     def contents(self) -> list[Content]:
-        if self.finished is not None:
-            return self.finished
-        kind = self.kind
-        if kind == "function_call" or (kind is None and self.arguments):
-            return [
-                FunctionCallContent.parse(
-                    call_id=self.call_id or self.item_id or "",
-                    name=self.name or "",
-                    raw_arguments=self.arguments.value(),
-                    item_id=self.item_id,
-                )
-            ]
-        if kind == "reasoning" or (kind is None and (self.summary or self.reasoning)):
-            encrypted = text(field(self.added, "encrypted_content"))
-            return [
-                reasoning_content(self.item_id, _joined(self.summary), _joined(self.reasoning), encrypted)
-            ]
-        if kind == "message" or kind is None:
+        if self.whole is not None:
+            return self.whole
+        if self.is_reasoning() or self.closed is not None:
+            item_id, encrypted = self.closed or (self.item_id, text(field(self.added, "encrypted_content")))
+            return [reasoning_content(item_id, _joined(self.summary), _joined(self.reasoning), encrypted)]
+        if self.is_call():
+            return [self.call()]
+        if self.kind in ("message", "message-done", None):
             return [TextContent(part) for part in _joined(self.texts)]
-        # A hosted-tool item that never finished: all we have is how it started.
         return item_contents(self.added) if self.added is not None else []
 
 
+def _joined(parts: dict[int, _Text]) -> list[str]:
+    return [parts[index].value() for index in sorted(parts) if parts[index].seen]
+
+
+@attrs.frozen
+class _Known:
+    """The response's ids as the lifecycle events told them; a later event that leaves one out keeps it."""
+
+    response_id: str | None = None
+    model_id: str | None = None
+    created_at: Any = None
+
+
 class EventFolder:
-    """Folds one response's events, in order, into a :class:`ChatResponse`.
+    """Folds one response's events, in order, into updates for the caller and one :class:`ChatResponse`.
 
     Feed every event to :meth:`feed`, then call :meth:`result`. Dispatch is on the ``type`` string
     alone because the SDK maps unknown types onto unrelated classes; unknown types (and a ``type``
-    that is not a string) are skipped. Deltas are kept only until their item finishes.
+    that is not a string) are skipped.
 
-    Nothing that streamed is dropped: an item missing from the terminal event's ``output`` is kept
-    in its ``output_index`` place, and two items streamed on one ``output_index`` are both kept.
+    With ``updates=True``, :meth:`take` hands over the :class:`ChatResponseUpdate`s each event
+    brought: text and reasoning as pieces the moment they arrive, each call and provider item
+    whole once it finishes, the ids from the lifecycle events, and the status, finish reason and
+    usage at the end. :meth:`result` is then exactly ``ChatResponse.from_updates`` of them all,
+    because both follow one rule: what reached the caller stands. A ".done" event, a finished
+    item or the terminal ``output`` only adds what extends the text that arrived (a whole form
+    that contradicts it is not taken), a call or provider item goes out once, at its first
+    finished form, and items are listed in the order they first went out; items that only the
+    terminal ``output`` holds follow the streamed ones, in its order.
+
+    Nothing that streamed is dropped: an item missing from the terminal event's ``output`` is
+    kept, and two items streamed on one ``output_index`` are both kept.
 
     ``response.failed`` and ``error`` events raise a :class:`ProviderFailureError` finding as they
     arrive; :meth:`result` raises :class:`CutShortError` when no terminal event came. The
     adapters map both to domain errors (see ``adapters.responses.errors``).
     """
 
-    __slots__ = ("_current", "_handlers", "_items", "_sequence", "_snapshot", "_terminal")
+    __slots__ = (
+        "_current",
+        "_handlers",
+        "_items",
+        "_known",
+        "_result",
+        "_sequence",
+        "_snapshot",
+        "_terminal",
+        "orders",
+        "out",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, *, updates: bool = False) -> None:
         self._snapshot: Any = None
+        self._known = _Known()
         self._terminal: str | None = None
+        self._result: ChatResponse | None = None
         self._items: list[_Item] = []
         self._current: dict[int, _Item] = {}
         self._sequence = itertools.count()
+        self.orders = itertools.count()
+        # The updates not yet taken; None when nobody streams them (get_response).
+        self.out: list[ChatResponseUpdate] | None = [] if updates else None
         self._handlers: dict[str, Callable[[str, Any], None]] = {
             "response.created": self._on_lifecycle,
             "response.queued": self._on_lifecycle,
@@ -204,57 +426,86 @@ class EventFolder:
         if handler is not None:
             handler(kind, event)
 
+    def take(self) -> list[ChatResponseUpdate]:
+        """The updates the events fed since the last call brought (none unless built with ``updates``)."""
+        out = self.out
+        if not out:
+            return []
+        self.out = []
+        return out
+
     def result(self) -> ChatResponse:
         """The folded response; raises :class:`CutShortError` if no terminal event arrived."""
-        if self._terminal is None:
+        if self._result is None:
             raise CutShortError(
                 "the event stream ended before a terminal event (response.completed, .incomplete or .failed)",
                 self.partial(),
             )
-        contents = self._merged(items_of(field(self._snapshot, "output")))
-        # Without a usable response object the terminal event's own type still says how it ended.
-        status = text(field(self._snapshot, "status")) or _TERMINAL_STATUS.get(self._terminal)
-        return chat_response(self._snapshot, contents, status=status)
+        return self._result
 
     def partial(self) -> ChatResponse | None:
         """What has arrived so far, or None when nothing has."""
         if self._snapshot is None and not self._items:
             return None
-        return chat_response(self._snapshot, self._streamed())
+        return self._with_known(chat_response(self._snapshot, self._streamed()))
 
     def _streamed(self) -> list[Content]:
-        ordered = sorted(self._items, key=lambda item: (item.index, item.sequence))
+        # Items that reached the caller in that order; the rest (a partial answer) where they arrived.
+        ordered = sorted(self._items, key=lambda item: (item.order is None, item.order or 0, item.sequence))
         return [content for item in ordered for content in item.contents()]
 
-    def _merged(self, output: Sequence[Any]) -> list[Content]:
-        """The terminal output (the provider's final word on each item it lists), with every
-        streamed item it leaves out kept in its ``output_index`` place."""
-        if not output:
-            return self._streamed()
+    def _with_known(self, response: ChatResponse) -> ChatResponse:
+        known = self._known
+        return attrs.evolve(
+            response,
+            response_id=response.response_id or known.response_id,
+            model_id=response.model_id or known.model_id,
+            created_at=response.created_at or known.created_at,
+        )
+
+    def _learn(self, response: Any) -> None:
+        """Keep the ids ``response`` (a lifecycle snapshot) tells, and tell the caller the new ones."""
+        known = self._known
+        snapshot = chat_response(response, ())
+        learned = _Known(
+            snapshot.response_id or known.response_id,
+            snapshot.model_id or known.model_id,
+            snapshot.created_at or known.created_at,
+        )
+        if learned == known:
+            return
+        self._known = learned
+        if self.out is not None and self._terminal is None:
+            self.out.append(
+                ChatResponseUpdate(
+                    response_id=learned.response_id, model_id=learned.model_id, created_at=learned.created_at
+                )
+            )
+
+    def _finish_all(self) -> None:
+        """At the terminal event: each item takes its final form from the terminal ``output`` (or
+        ends with what it had), then the items only ``output`` holds go out, in its order."""
+        output = items_of(field(self._snapshot, "output"))
         unmatched = sorted(self._items, key=lambda item: (item.index, item.sequence))
-        placed: list[tuple[tuple[int, int], list[Content]]] = []
+        finals: dict[int, Any] = {}
+        newcomers = []
         for position, final in enumerate(output):
             match = self._match(final, position, unmatched)
-            if match is not None:
+            if match is None:
+                newcomers.append((position, final))
+            else:
                 unmatched.remove(match)
-            anchor = (match.index, match.sequence) if match is not None else (position, -1)
-            final_contents = item_contents(final)
-            if not final_contents and match is not None:
-                # An unusable final form does not erase what the stream brought for that item.
-                final_contents = match.contents()
-            placed.append((anchor, final_contents))
-        contents: list[Content] = []
-        pending = iter(unmatched)
-        waiting = next(pending, None)
-        for anchor, final_contents in placed:
-            while waiting is not None and (waiting.index, waiting.sequence) < anchor:
-                contents.extend(waiting.contents())
-                waiting = next(pending, None)
-            contents.extend(final_contents)
-        while waiting is not None:
-            contents.extend(waiting.contents())
-            waiting = next(pending, None)
-        return contents
+                finals[id(match)] = final
+        for item in sorted(self._items, key=lambda item: (item.index, item.sequence)):
+            final = finals.get(id(item))
+            if final is not None:
+                item.finish(final)
+            item.end()
+        for position, final in newcomers:
+            item = _Item(self, position, next(self._sequence))
+            self._items.append(item)
+            item.finish(final)
+            item.end()
 
     @staticmethod
     def _match(final: Any, position: int, candidates: list[_Item]) -> _Item | None:
@@ -285,7 +536,7 @@ class EventFolder:
         index = self._index(kind, event)
         item = self._current.get(index)
         if item is None:
-            item = self._current[index] = _Item(index, next(self._sequence))
+            item = self._current[index] = _Item(self, index, next(self._sequence))
             self._items.append(item)
         return item
 
@@ -293,17 +544,38 @@ class EventFolder:
         response = field(event, "response")
         if is_object(response):
             self._snapshot = response
+            self._learn(response)
 
     def _on_terminal(self, kind: str, event: Any) -> None:
         self._on_lifecycle(kind, event)
         self._terminal = kind
         # The terminal event is the provider's last word: whatever follows cannot change the answer.
         self._handlers = {}
+        self._finish_all()
+        # Without a usable response object the terminal event's own type still says how it ended.
+        status = text(field(self._snapshot, "status")) or _TERMINAL_STATUS.get(kind)
+        result = self._with_known(chat_response(self._snapshot, self._streamed(), status=status))
+        self._result = result
+        if self.out is not None:
+            self.out.append(
+                ChatResponseUpdate(
+                    response_id=result.response_id,
+                    model_id=result.model_id,
+                    created_at=result.created_at,
+                    status=result.status,
+                    finish_reason=result.finish_reason,
+                    usage=result.usage,
+                )
+            )
 
     def _on_failed(self, kind: str, event: Any) -> None:
-        self._on_terminal(kind, event)
+        self._on_lifecycle(kind, event)
+        self._terminal = kind
+        self._handlers = {}
         response = self._snapshot
-        raise_if_failed(chat_response(response, self._streamed(), status="failed"), response)
+        raise_if_failed(
+            self._with_known(chat_response(response, self._streamed(), status="failed")), response
+        )
 
     def _on_error(self, kind: str, event: Any) -> None:
         raise provider_failure(event, "the provider sent an error event", self.partial())
@@ -325,32 +597,22 @@ class EventFolder:
             # The item that was arriving here never finished: it stays, with what it had.
             arriving = None
         if arriving is None:
-            arriving = _Item(index, next(self._sequence))
+            arriving = self._repeated(index, item)
+        if arriving is None:
+            arriving = _Item(self, index, next(self._sequence))
             self._items.append(arriving)
-        already = arriving.contents()
-        arriving.describe(item)
-        if field(item, "type") == "function_call" and not isinstance(field(item, "arguments"), str):
-            # Some gateways finish a call without repeating its arguments: the deltas are all there is.
-            arriving.kind = "function_call"
-            arriving.finished = arriving.contents()
-        else:
-            # An unusable finished item does not erase what its deltas had already brought.
-            arriving.finished = item_contents(item) or already
-        self._merge_repeat(arriving)
+        arriving.finish(item)
 
-    def _merge_repeat(self, finished: _Item) -> None:
-        """A repeated "done" for one item (same id, same place) is that item again, not another one:
-        the first keeps its place and takes the latest contents."""
-        identity = finished.identity
-        if identity is None:
-            return
-        for item in self._items:
-            if item is finished:
-                return
-            if item.finished is not None and item.index == finished.index and item.identity == identity:
-                item.finished = finished.finished
-                self._items.remove(finished)
-                return
+    def _repeated(self, index: int, item: Any) -> _Item | None:
+        """A repeated "done" for one item (same id, same place) is that item again, not another one.
+        Without an id, only the very same contents again tell a repeat from a second item."""
+        identity = item_identity(item)
+        for earlier in self._items:
+            if not earlier.finished or earlier.index != index or earlier.identity != identity:
+                continue
+            if identity is not None or earlier.contents() == item_contents(item):
+                return earlier
+        return None
 
     def _late(self, kind: str, event: Any) -> _Item | None:
         """The item a part event belongs to, or None for a late repeat of a finished item's part
@@ -359,47 +621,47 @@ class EventFolder:
         if index not in self._current:
             named = text(field(event, "item_id"))
             for item in self._items:
-                if item.index == index and item.finished is not None and named in (None, item.item_id):
+                if item.index == index and item.finished and named in (None, item.item_id):
                     return None
         return self._arriving(kind, event)
 
     def _on_text_delta(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
         if item is not None:
-            _text(item.texts, field(event, "content_index")).add(field(event, "delta"))
+            item.part(item.texts, _TEXT, field(event, "content_index")).add(field(event, "delta"))
 
-    # A ".done" event repeats the whole text, so it replaces the deltas and frees them; one that
-    # arrives without its text (a gateway left the field out) leaves the deltas as they are.
+    # A ".done" event repeats the whole text: what it adds to the deltas is added; one that arrives
+    # without its text (a gateway left the field out) leaves the deltas as they are.
 
     def _on_text_done(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
         if item is not None:
-            _text(item.texts, field(event, "content_index")).settle(field(event, "text"))
+            item.part(item.texts, _TEXT, field(event, "content_index")).settle(field(event, "text"))
 
     def _on_refusal_done(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
         if item is not None:
-            _text(item.texts, field(event, "content_index")).settle(field(event, "refusal"))
+            item.part(item.texts, _TEXT, field(event, "content_index")).settle(field(event, "refusal"))
 
     def _on_summary_delta(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
         if item is not None:
-            _text(item.summary, field(event, "summary_index")).add(field(event, "delta"))
+            item.part(item.summary, _SUMMARY, field(event, "summary_index")).add(field(event, "delta"))
 
     def _on_summary_done(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
         if item is not None:
-            _text(item.summary, field(event, "summary_index")).settle(field(event, "text"))
+            item.part(item.summary, _SUMMARY, field(event, "summary_index")).settle(field(event, "text"))
 
     def _on_reasoning_delta(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
         if item is not None:
-            _text(item.reasoning, field(event, "content_index")).add(field(event, "delta"))
+            item.part(item.reasoning, _REASONING, field(event, "content_index")).add(field(event, "delta"))
 
     def _on_reasoning_done(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
         if item is not None:
-            _text(item.reasoning, field(event, "content_index")).settle(field(event, "text"))
+            item.part(item.reasoning, _REASONING, field(event, "content_index")).settle(field(event, "text"))
 
     def _on_arguments_delta(self, kind: str, event: Any) -> None:
         item = self._late(kind, event)
