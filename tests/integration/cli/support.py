@@ -5,10 +5,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import pty
+import re
+import select
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Final
 
 import attrs
@@ -78,3 +83,89 @@ def run_process(*argv: str, environ: Mapping[str, str] | None = None, stdin: byt
         check=False,
     )
     return Ran(done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8"))
+
+
+# What the live line writes: a carriage return and an erase to the end of the line.
+_ERASE_LINE: Final = re.compile("(\r\x1b\\[K|\n)")
+
+
+def screen_lines(written: str) -> list[str]:
+    """The lines a terminal shows after ``written``: an erased line is gone, a redrawn one replaced."""
+    lines: list[str] = []
+    current = ""
+    for token in _ERASE_LINE.split(written.replace("\r\n", "\n")):
+        if token == "\n":
+            lines.append(current)
+            current = ""
+        elif token.startswith("\r"):
+            current = ""
+        else:
+            current += token
+    return [*lines, current] if current else lines
+
+
+class OnTerminal:
+    """The console script in a new process with stderr on a pseudo-terminal, as a person runs it.
+
+    stdout goes to ``stdout`` (a file: the test reads it at the end). Read the terminal with
+    :meth:`wait_for` while the command runs, then :meth:`finish`. Leaving the block kills a command
+    still running.
+    """
+
+    def __init__(self, *argv: str, stdout: Path, environ: Mapping[str, str] | None = None) -> None:
+        self._stdout = stdout
+        self._master, slave = pty.openpty()
+        self.written = b""
+        try:
+            with stdout.open("wb") as out:
+                self.process = subprocess.Popen(  # noqa: S603  # our own console script with the test's arguments
+                    [str(SCRIPT), *argv],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=slave,
+                    env=clean_environment(environ),
+                )
+        finally:
+            # Only the child holds the terminal now: the reads end (EIO) once it exits.
+            os.close(slave)
+        self._deadline = time.monotonic() + PROCESS_TIMEOUT
+        self._open = True
+
+    def _read(self, seconds: float) -> None:
+        if not self._open:
+            return
+        ready, _, _ = select.select([self._master], [], [], seconds)
+        if not ready:
+            return
+        try:
+            data = os.read(self._master, 65536)
+        except OSError:  # Linux reports a terminal whose other end is closed as EIO
+            data = b""
+        self.written += data
+        self._open = bool(data)
+
+    def wait_for(self, condition: Callable[[], bool]) -> None:
+        """Read the terminal until ``condition()`` holds; fails if the command ended first or hung."""
+        while not condition():
+            assert time.monotonic() < self._deadline, f"still waiting; the terminal shows {self.written!r}"
+            assert self.process.poll() is None or self._open, f"the command ended: {self.written!r}"
+            self._read(0.05)
+
+    def finish(self) -> Ran:
+        """Read the terminal to its end, wait for the command: its code, stdout, what the terminal got."""
+        while self._open:
+            assert time.monotonic() < self._deadline, f"the command never ended: {self.written!r}"
+            self._read(0.05)
+        code = self.process.wait(timeout=max(0.0, self._deadline - time.monotonic()))
+        return Ran(code, self._stdout.read_text(encoding="utf-8"), self.written.decode("utf-8"))
+
+    def __enter__(self) -> OnTerminal:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=PROCESS_TIMEOUT)
+        os.close(self._master)

@@ -19,8 +19,10 @@ from tests.integration.cli.support import (
     SCRIPT,
     TRANSCRIPT,
     WORKFLOW,
+    OnTerminal,
     clean_environment,
     run_process,
+    screen_lines,
 )
 
 OPTIONS = ["--format", "json", "--no-streaming", "--scenario", "malformed-arguments"]
@@ -104,6 +106,47 @@ def test_ctrl_c_while_waiting_on_a_stalled_gateway_exits_130_with_one_line(tmp_p
     assert err.decode() == "meeting-agents: error: interrupted\n"
     assert out == b""
     assert list(tmp_path.iterdir()) == []  # the temporary output file went with it
+
+
+LIVE = "meeting-agents: round"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_a_terminal_shows_the_live_line_and_a_pipe_does_not(tmp_path: Path) -> None:
+    argv = ["--stream", "summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments"]
+    with OnTerminal(*argv, stdout=tmp_path / "out.txt") as terminal:
+        shown = terminal.finish()
+    piped = run_process(*argv)
+    assert shown.code == piped.code == EXIT_OK, shown.err
+    assert f"\r\x1b[K{LIVE} 1, " in shown.err
+    assert "tool calls answered (1 refused by the guard)" in shown.err
+    assert f"\r\x1b[K{LIVE} 2, " in shown.err
+    assert not [line for line in screen_lines(shown.err) if line.startswith(LIVE)]  # erased at the end
+    assert piped.err == ""
+    assert shown.out == piped.out
+    assert shown.out.startswith("Meeting with ")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals and SIGINT to a child are POSIX")
+def test_ctrl_c_during_a_streamed_run_exits_130_with_one_line(tmp_path: Path) -> None:
+    with OfflineResponsesServer() as server:
+        environ = {
+            "AGENT_BASE_URL": server.base_url,
+            "AGENT_MODEL": "offline:stall",
+            "AGENT_API_KEY": PLANTED_KEY,
+        }
+        argv = ["summarize", str(TRANSCRIPT), "--stream"]
+        with OnTerminal(*argv, stdout=tmp_path / "out.txt", environ=environ) as terminal:
+            terminal.wait_for(lambda: bool(server.requests) and LIVE.encode() in terminal.written)
+            terminal.process.send_signal(signal.SIGINT)
+            shown = terminal.finish()
+    assert shown.code == EXIT_INTERRUPTED
+    screen = screen_lines(shown.err)
+    assert screen[-1] == "meeting-agents: error: interrupted"
+    assert [line for line in screen if line.startswith("meeting-agents: ")] == [screen[-1]]
+    assert "Traceback" not in shown.err
+    assert PLANTED_KEY not in shown.err
+    assert shown.out == ""
 
 
 def test_the_readme_host_example_runs_as_written(tmp_path: Path) -> None:
