@@ -44,7 +44,10 @@ class SpanTreeRecorder:
 def _duration(span: ReadableSpan) -> str:
     if span.start_time is None or span.end_time is None:
         return "unfinished"
-    seconds = (span.end_time - span.start_time) / 1e9
+    return _seconds((span.end_time - span.start_time) / 1e9)
+
+
+def _seconds(seconds: float) -> str:
     if seconds >= 1:
         return f"{seconds:.2f} s"
     # Tool calls take microseconds: two decimals keep them from all reading 0.0.
@@ -60,6 +63,9 @@ def _details(span: ReadableSpan) -> str:
         shown_in = "?" if tokens_in is None else tokens_in
         shown_out = "?" if tokens_out is None else tokens_out
         details.append(f"tokens {shown_in} in / {shown_out} out")
+    first_chunk = attributes.get(c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK)
+    if isinstance(first_chunk, float):
+        details.append(f"first update after {_seconds(first_chunk)}")
     attempts = [event.attributes or {} for event in span.events if event.name == ATTEMPT_EVENT]
     if len(attempts) > 1:
         outcomes = [

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
+import httpx
+import openai
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -13,7 +16,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adapters.redaction import Redactor
-from adapters.telemetry import Telemetry
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from adapters.telemetry import Telemetry, instrument_http_client
+from tests.adapters.support import API_KEY, BASE_URL, JSON, SSE, Recorder, answer, sse, stream_events
 
 
 @attrs.define
@@ -94,3 +99,24 @@ def every_text(otel: Otel) -> Iterator[str]:
             yield from values(event.attributes)
     for point in otel.all_points():
         yield from values(point.attributes)
+
+
+def real_adapter(
+    recorder: Recorder, *, streaming: bool, max_retries: int = 0, model: str = "gpt-test"
+) -> tuple[ResponsesSseAdapter | ResponsesJsonAdapter, httpx.AsyncClient]:
+    """A real Responses adapter over ``recorder``, its HTTP client reporting attempts to the chat spans."""
+    http_client = instrument_http_client(httpx.AsyncClient(transport=httpx.MockTransport(recorder)))
+    client = openai.AsyncOpenAI(
+        api_key=API_KEY,
+        base_url=BASE_URL,
+        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
+        max_retries=max_retries,
+    )
+    settings = ResponsesSettings(model=model)
+    adapter = ResponsesSseAdapter(client, settings) if streaming else ResponsesJsonAdapter(client, settings)
+    return adapter, http_client
+
+
+def served(document: dict[str, Any], *, streaming: bool) -> httpx.Response:
+    """``document`` as the answer a streaming or a JSON request gets."""
+    return answer(sse(stream_events(document)), SSE) if streaming else answer(json.dumps(document), JSON)

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import openai
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,7 +14,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from adapters.redaction import Redactor
-from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.telemetry import (
     InstrumentedChat,
@@ -43,17 +41,13 @@ from domain import (
 from tests.adapters.support import (
     API_KEY,
     BASE_URL,
-    JSON,
-    SSE,
     Recorder,
     answer,
     call_item,
     message_item,
     response_document,
-    sse,
-    stream_events,
 )
-from tests.adapters.telemetry_support import Otel, every_text
+from tests.adapters.telemetry_support import Otel, every_text, real_adapter, served
 
 MODEL = "gpt-test"
 TRANSCRIPT = "Ana: I will send the report by Friday.\nBen: We ship on Monday."
@@ -312,25 +306,6 @@ async def test_an_error_that_is_not_a_chat_error_still_ends_the_span(otel: Otel)
 
 
 # ---------------------------------------------------------------- real adapters: JSON and streaming paths
-
-
-def real_adapter(
-    recorder: Recorder, *, streaming: bool, max_retries: int = 0
-) -> tuple[ResponsesSseAdapter | ResponsesJsonAdapter, httpx.AsyncClient]:
-    http_client = instrument_http_client(httpx.AsyncClient(transport=httpx.MockTransport(recorder)))
-    client = openai.AsyncOpenAI(
-        api_key=API_KEY,
-        base_url=BASE_URL,
-        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-        max_retries=max_retries,
-    )
-    settings = ResponsesSettings(model=MODEL)
-    adapter = ResponsesSseAdapter(client, settings) if streaming else ResponsesJsonAdapter(client, settings)
-    return adapter, http_client
-
-
-def served(document: dict[str, Any], *, streaming: bool) -> httpx.Response:
-    return answer(sse(stream_events(document)), SSE) if streaming else answer(json.dumps(document), JSON)
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])

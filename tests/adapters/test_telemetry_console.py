@@ -103,12 +103,12 @@ def test_retries_and_missing_counts_are_shown() -> None:
     span.add_event("http.attempt", {"attempt": 2, "error.type": "no_response"})
     span.add_event("http.attempt", {"attempt": 3, "http.response.status_code": 200})
     span.set_attribute("gen_ai.usage.output_tokens", 9)
+    span.set_attribute("gen_ai.response.time_to_first_chunk", 0.0123)
     span.end()
 
     (line,) = recorder.render().splitlines()
 
-    assert "attempts 3 (503, no_response, 200)" in line
-    assert "tokens ? in / 9 out" in line
+    assert "tokens ? in / 9 out  first update after 12.3 ms  attempts 3 (503, no_response, 200)" in line
     assert SpanTreeRecorder().render() == ""
 
 

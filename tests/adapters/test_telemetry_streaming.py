@@ -20,7 +20,8 @@ from domain import (
     TextContent,
     Usage,
 )
-from tests.adapters.telemetry_support import Otel
+from tests.adapters.support import BASE_URL, Recorder, answer, message_item, response_document
+from tests.adapters.telemetry_support import Otel, real_adapter, served
 
 MODEL = "gpt-test"
 ASK = (ChatMessage.user("hi"),)
@@ -192,3 +193,28 @@ async def test_a_chat_whose_stream_cannot_even_start_marks_the_span(otel: Otel) 
 
     assert attributes(otel)["error.type"] == "RuntimeError"
     assert chat.inner.__class__ is Broken
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
+async def test_a_real_adapter_streamed_after_a_retry_is_one_span_with_its_attempts(
+    otel: Otel, streaming: bool
+) -> None:
+    document = response_document(
+        [message_item("msg_1", "Done", " and dusted.")], response_id="resp_s", usage=(9, 4, 13)
+    )
+    recorder = Recorder(
+        [answer('{"error": {"message": "busy"}}', status=503), served(document, streaming=streaming)]
+    )
+    adapter, _ = real_adapter(recorder, streaming=streaming, max_retries=1)
+    chat = instrument_chat(adapter, otel.telemetry(base_url=BASE_URL), model=MODEL)
+    assert isinstance(chat, InstrumentedStreamingChat)
+
+    updates = [update async for update in chat.get_streaming_response(ASK)]
+
+    assert ChatResponse.from_updates(updates).text == "Done and dusted."
+    (span,) = otel.spans()
+    found = dict(span.attributes or {})
+    assert found["gen_ai.response.id"] == "resp_s"
+    assert (found["gen_ai.usage.input_tokens"], found["gen_ai.usage.output_tokens"]) == (9, 4)
+    assert isinstance(found["gen_ai.response.time_to_first_chunk"], float)
+    assert [dict(e.attributes or {}).get("http.response.status_code") for e in span.events] == [503, 200]
