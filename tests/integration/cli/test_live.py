@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import sys
 import urllib.parse
 from collections.abc import Iterator
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 
 from adapters.cli import EXIT_OK, EXIT_USAGE, main
 from adapters.cli.console import Console
-from adapters.cli.progress import Progress, TextStream
+from adapters.cli.failures import logging_to
+from adapters.cli.progress import LiveRun, Progress, TextStream
 from adapters.offline import OfflineResponsesServer
 from adapters.redaction import Redactor
 from application import RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished, ToolCallRecord
@@ -236,3 +238,26 @@ def test_a_key_the_gateway_echoes_in_streamed_text_is_cut() -> None:
     assert ran.code == EXIT_OK, ran.err
     assert PLANTED_KEY not in ran.out + ran.err
     assert ran.out.startswith("Summary. Your key is [REDACTED].\n\nAction items (0)")
+
+
+async def test_each_piece_of_text_is_on_stdout_before_the_next_arrives() -> None:
+    out = io.StringIO()
+    console = Console(out, FakeTerminal(), verbose=False, chatty=True, environ={})
+    shown = []
+    async with LiveRun(console, progress=True, stream=True, max_retries=0) as live:
+        for piece in ("Meeting ", "with ", "Priya."):
+            live.observe(TextDelta(piece))
+            shown.append(out.getvalue())
+    assert shown == ["Meeting ", "Meeting with ", "Meeting with Priya."]
+    assert out.getvalue() == "Meeting with Priya.\n"  # the line ends with the run
+
+
+def test_a_log_line_that_cannot_be_written_is_reported_by_logging_not_raised(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def broken(line: str) -> None:
+        raise OSError("stderr is gone")
+
+    with logging_to(broken, verbose=True):
+        logging.getLogger("adapters.responses").warning("a request failed")
+    assert "OSError: stderr is gone" in capsys.readouterr().err
