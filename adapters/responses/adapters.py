@@ -35,6 +35,7 @@ from domain import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
+    ChatResponseUpdate,
     ChatTransportError,
     ResponseFailedError,
 )
@@ -83,6 +84,48 @@ def _guard_library_logs() -> None:
             logger.addFilter(_LIBRARY_FILTER)
 
 
+class _Channel:
+    """The updates of one streamed request on their way from the reading task to the caller.
+
+    Updates that carry no content (the ids of ``response.created``) wait until the first one that
+    does, or the end: until then nothing has reached the caller, so a body broken in transit may
+    still be asked for again and the broken attempt's updates are dropped unseen.
+    """
+
+    __slots__ = ("content_sent", "handed", "held", "queue")
+
+    def __init__(self) -> None:
+        # Unbounded: reading never waits on the caller, and the body cap bounds what can pile up.
+        self.queue: asyncio.Queue[list[ChatResponseUpdate] | None] = asyncio.Queue()
+        self.held: list[ChatResponseUpdate] = []
+        self.content_sent = False
+        # True once the caller has been handed an update: from then on nothing is asked for again.
+        self.handed = False
+
+    def push(self, updates: list[ChatResponseUpdate]) -> None:
+        if not self.content_sent:
+            if not any(update.contents for update in updates):
+                self.held.extend(updates)
+                return
+            updates = [*self.held, *updates]
+            self.held = []
+            self.content_sent = True
+        self.queue.put_nowait(updates)
+
+    def restart(self) -> None:
+        """Another attempt: what the broken one brought, and the caller has not seen, is dropped."""
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.held = []
+        self.content_sent = False
+
+    def finish(self, *, complete: bool) -> None:
+        if complete and self.held:
+            self.queue.put_nowait(self.held)
+        self.held = []
+        self.queue.put_nowait(None)
+
+
 @attrs.define
 class _Exchange:
     """What is known about one request so far, for the logs and for the error that may follow.
@@ -105,6 +148,10 @@ class _Exchange:
     answered: bool = False
     # Attempts made by earlier SDK calls of this request (a body broken in transit is asked for again).
     earlier_attempts: int = 0
+    # Where the updates go when the caller streams; None for get_response.
+    channel: _Channel | None = None
+    # True once the answer went through the event folder (its updates went out as they came).
+    streamed: bool = False
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -118,8 +165,15 @@ class _Exchange:
     def start_again(self) -> None:
         """A new SDK call for the same request: what the broken attempt had folded is dropped."""
         self.earlier_attempts = self.attempts
-        self.folder = EventFolder()
+        self.folder = EventFolder(updates=self.channel is not None)
         self.answered = False
+        self.streamed = False
+        if self.channel is not None:
+            self.channel.restart()
+
+    def may_ask_again(self) -> bool:
+        """Whether a broken body may be asked for again: never once the caller was handed an update."""
+        return self.channel is None or not self.channel.handed
 
     def partial(self) -> ChatResponse | None:
         """What had arrived, or None; never raises, since it is asked while handling a failure."""
@@ -300,10 +354,74 @@ class _ResponsesAdapter(abc.ABC):
         and within ``deadline_seconds`` of the call, retries and Retry-After waits included.
         """
         request = self._builder.build(messages, options)
-        seconds = self._settings.deadline_seconds
-        exchange = _Exchange(
-            request.digest, self._logger, self._stream, self._redactor, deadline=time.monotonic() + seconds
+        return await self._run(request, self._new_exchange(request))
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """Send the conversation and yield the answer as it arrives, as :class:`ChatResponseUpdate`s.
+
+        The body is read by a task of its own, under the same deadline, size cap, firewall and
+        retries as :meth:`get_response`, and ``ChatResponse.from_updates`` of what is yielded is
+        exactly what :meth:`get_response` returns for the same body. An event stream's text goes
+        out piece by piece as its events arrive; a JSON document's contents once it is read.
+
+        - The deadline bounds the request (connecting, retries, reading the whole body) from this
+          call on, whatever the caller does between updates: reading goes on ahead of the caller
+          (within ``max_response_bytes``), so a slow caller neither stalls the connection nor
+          stretches the request past its deadline.
+        - A body broken in transit is asked for again only while the caller has been handed
+          nothing; after that the break is raised as the ChatError it is, with what arrived.
+        - Failures raise ChatError subclasses from the iterator, with ``partial``. Leaving the
+          iteration early (``break`` then ``aclose()``, or cancellation) closes the HTTP response.
+        """
+        request = self._builder.build(messages, options)
+        channel = _Channel()
+        exchange = self._new_exchange(request, channel)
+        reading = asyncio.create_task(self._read_for(request, exchange, channel))
+        try:
+            while True:
+                updates = await channel.queue.get()
+                if updates is None:
+                    break
+                for update in updates:
+                    channel.handed = True
+                    yield update
+            # The reading task has ended: this raises its ChatError, if it had one.
+            await reading
+        finally:
+            if not reading.done():
+                reading.cancel()
+                await asyncio.wait([reading])
+            if not reading.cancelled():
+                # Retrieved, so that an error the caller walked away from is not reported as lost.
+                reading.exception()
+
+    async def _read_for(self, request: ResponsesRequest, exchange: _Exchange, channel: _Channel) -> None:
+        complete = False
+        try:
+            result = await self._run(request, exchange)
+            if not exchange.streamed:
+                # A JSON document: its contents go out once it is read.
+                channel.push(list(result.to_updates()))
+            complete = True
+        finally:
+            channel.finish(complete=complete)
+
+    def _new_exchange(self, request: ResponsesRequest, channel: _Channel | None = None) -> _Exchange:
+        return _Exchange(
+            request.digest,
+            self._logger,
+            self._stream,
+            self._redactor,
+            deadline=time.monotonic() + self._settings.deadline_seconds,
+            folder=EventFolder(updates=channel is not None),
+            channel=channel,
         )
+
+    async def _run(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
+        """The whole exchange for ``request`` behind the firewall and the deadline."""
+        seconds = self._settings.deadline_seconds
         listening = LISTENER.set(exchange)
         redacting = _REDACTOR.set(self._redactor)
         failure: ChatError | None = None
@@ -353,7 +471,7 @@ class _ResponsesAdapter(abc.ABC):
             try:
                 return await self._exchange(client, request, exchange)
             except Exception as exc:
-                if not (exchange.answered and _broke_in_transit(exc)):
+                if not (exchange.answered and _broke_in_transit(exc) and exchange.may_ask_again()):
                     raise
                 exchange.body_broke(exc)
                 left_over = self._client.max_retries + 1 - exchange.attempts
@@ -430,9 +548,19 @@ class _ResponsesAdapter(abc.ABC):
         )
         folder = exchange.folder
         feed = folder.feed
+        channel = exchange.channel
+        exchange.streamed = True
         try:
-            async for event in stream:
-                feed(event)
+            if channel is None:
+                async for event in stream:
+                    feed(event)
+            else:
+                take, push = folder.take, channel.push
+                async for event in stream:
+                    feed(event)
+                    updates = take()
+                    if updates:
+                        push(updates)
         finally:
             await stream.close()
         return folder.result()

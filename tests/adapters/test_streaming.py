@@ -1,0 +1,244 @@
+"""Caller-facing streaming on both adapters: updates that fold to exactly what get_response returns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatResponse,
+    ChatResponseUpdate,
+    MalformedResponseError,
+    ResponseFailedError,
+    StreamingChatPort,
+    TextContent,
+)
+from tests.adapters.support import (
+    JSON,
+    SSE,
+    Recorder,
+    adapters_for,
+    answer,
+    call_item,
+    message_item,
+    reasoning_item,
+    response_document,
+    sse,
+    stream_events,
+)
+from tests.strategies import model_outputs
+
+MESSAGES = [ChatMessage.user("What happened in the meeting?")]
+
+
+async def updates_of(adapter: StreamingChatPort) -> list[ChatResponseUpdate]:
+    return [update async for update in adapter.get_streaming_response(MESSAGES)]
+
+
+async def both_ways(body: str, content_type: str) -> list[tuple[ChatResponse, list[ChatResponseUpdate]]]:
+    """Each adapter's get_response and its streamed updates for the same body."""
+    results = []
+    for adapter in adapters_for(Recorder([answer(body, content_type)])):
+        results.append((await adapter.get_response(MESSAGES), await updates_of(adapter)))
+    return results
+
+
+def assert_folds_to(updates: list[ChatResponseUpdate], response: ChatResponse) -> None:
+    folded = ChatResponse.from_updates(updates)
+    assert folded == response
+    # Equal responses could still differ in what equality does not see: the raw arguments must not.
+    assert [c.raw_arguments for c in folded.function_calls] == [
+        c.raw_arguments for c in response.function_calls
+    ]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    output=model_outputs(),
+    status=st.sampled_from([("completed", None), ("incomplete", "max_output_tokens")]),
+    shape=st.sampled_from(["openai", "litellm", "json"]),
+    chunk=st.none() | st.integers(min_value=1, max_value=7),
+    terminal_output=st.booleans(),
+)
+async def test_streamed_updates_fold_to_what_get_response_returns(
+    output: list[dict[str, Any]],
+    status: tuple[str, str | None],
+    shape: str,
+    chunk: int | None,
+    terminal_output: bool,
+) -> None:
+    litellm = shape == "litellm"
+    document = response_document(output, status=status[0], incomplete_reason=status[1], litellm=litellm)
+    if shape == "json":
+        body, content_type = json.dumps(document), JSON
+    else:
+        events = stream_events(document, chunk=chunk, litellm=litellm, terminal_output=terminal_output)
+        body, content_type = sse(events, litellm=litellm), SSE
+
+    for response, updates in await both_ways(body, content_type):
+        assert_folds_to(updates, response)
+        assert updates[-1].status == response.status
+
+
+async def test_text_arrives_as_pieces_and_a_call_once_whole() -> None:
+    document = response_document(
+        [message_item("msg_1", "Two decisions were made."), call_item("fc_1", "call_1", "f", '{"a": 1}')]
+    )
+    body = sse(stream_events(document, chunk=4))
+
+    for response, updates in await both_ways(body, SSE):
+        pieces = [u.text for u in updates if u.text]
+        assert len(pieces) > 1
+        assert "".join(pieces) == "Two decisions were made."
+        calls = [call for u in updates for call in u.function_calls]
+        assert [c.raw_arguments for c in calls] == ['{"a": 1}']
+        assert updates[0].response_id == "resp_test"
+        assert not updates[0].contents
+        assert_folds_to(updates, response)
+
+
+def _with_done_text(events: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    for event in events:
+        if event["type"] == "response.output_text.done":
+            event["text"] = text
+        if event["type"] == "response.output_item.done":
+            event["item"] = {**event["item"], "content": [{"type": "output_text", "text": text}]}
+    return events
+
+
+@pytest.mark.parametrize(
+    ("done_text", "expected"),
+    [
+        # A whole form that extends what arrived adds the rest.
+        ("Hello there, team.", "Hello there, team."),
+        # One that contradicts it is not taken: the caller already has the deltas.
+        ("Something else entirely", "Hello there"),
+    ],
+)
+async def test_a_done_text_that_differs_from_the_deltas(done_text: str, expected: str) -> None:
+    document = response_document([message_item("msg_1", "Hello there")])
+    events = _with_done_text(stream_events(document, chunk=3, terminal_output=False), done_text)
+
+    for response, updates in await both_ways(sse(events), SSE):
+        assert response.text == expected
+        assert_folds_to(updates, response)
+
+
+async def test_a_terminal_output_that_differs_or_holds_items_that_never_streamed() -> None:
+    streamed = message_item("msg_1", "Streamed text")
+    call = call_item("fc_1", "call_1", "record_decision", '{"decision": "ship"}')
+    extra = reasoning_item("rs_9", summary=("late",), encrypted="enc")
+    events = stream_events(response_document([streamed, call]), chunk=5)
+    rewritten_call = {**call, "arguments": '{"decision": "hold"}'}
+    events[-1]["response"] = {
+        **events[-1]["response"],
+        "output": [extra, message_item("msg_1", "Streamed text, and more"), rewritten_call],
+    }
+
+    for response, updates in await both_ways(sse(events), SSE):
+        assert response.text == "Streamed text, and more"
+        # The call went out when it finished; the terminal output cannot take it back.
+        assert [c.raw_arguments for c in response.function_calls] == ['{"decision": "ship"}']
+        assert response.messages[0].contents[-1].encrypted_content == "enc"  # type: ignore[union-attr]
+        assert_folds_to(updates, response)
+
+
+async def test_an_item_missing_from_the_terminal_output_and_two_on_one_index_are_kept() -> None:
+    first = call_item("fc_1", "call_1", "record_decision", '{"decision": "ship"}')
+    second = message_item("msg_2", "kept")
+    events = stream_events(response_document([first, second]), chunk=2)
+    for event in events:
+        if event.get("output_index") == 1:
+            event["output_index"] = 0
+    events[-1]["response"] = {**events[-1]["response"], "output": [first]}
+
+    for response, updates in await both_ways(sse(events), SSE):
+        assert response.text == "kept"
+        assert len(response.function_calls) == 1
+        assert_folds_to(updates, response)
+
+
+async def test_a_call_finished_without_arguments_and_reasoning_sealed_by_its_done_item() -> None:
+    reasoning = reasoning_item("rs_1", summary=("plan",), encrypted="sealed")
+    call = call_item("fc_1", "call_1", "f", '{"x": [1, 2]}')
+    events = stream_events(response_document([reasoning, call]), chunk=2, terminal_output=False)
+    for event in events:
+        if event["type"] == "response.output_item.done" and event["item"]["type"] == "function_call":
+            event["item"] = {k: v for k, v in event["item"].items() if k != "arguments"}
+        if event["type"] == "response.function_call_arguments.done":
+            event["arguments"] = None
+
+    for response, updates in await both_ways(sse(events), SSE):
+        assert [c.raw_arguments for c in response.function_calls] == ['{"x": [1, 2]}']
+        assert response.messages[0].contents[0].encrypted_content == "sealed"  # type: ignore[union-attr]
+        assert_folds_to(updates, response)
+
+
+async def test_a_surrogate_pair_split_across_deltas_never_goes_out_halved() -> None:
+    at = {"output_index": 0, "content_index": 0, "item_id": "msg_1"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "response.output_text.delta", **at, "delta": "smile \ud83d"},
+        {"type": "response.output_text.delta", **at, "delta": "\ude00 ok"},
+        {"type": "response.completed", "response": response_document([])},
+    ]
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+
+    for response, updates in await both_ways(body, SSE):
+        assert [u.text for u in updates if u.text] == ["smile ", "\U0001f600 ok"]
+        assert_folds_to(updates, response)
+
+
+@pytest.mark.parametrize("status", ["incomplete", "failed"])
+async def test_an_incomplete_answer_ends_with_its_status_and_a_failed_one_raises(status: str) -> None:
+    document = response_document(
+        [message_item("msg_1", "cut")],
+        status=status,
+        incomplete_reason="max_output_tokens" if status == "incomplete" else None,
+        error={"code": "server_error", "message": "boom"} if status == "failed" else None,
+    )
+    body = sse(stream_events(document))
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        if status == "failed":
+            with pytest.raises(ResponseFailedError) as raised:
+                await updates_of(adapter)
+            assert raised.value.partial is not None
+            assert raised.value.partial.text == "cut"
+        else:
+            updates = await updates_of(adapter)
+            assert updates[-1].finish_reason == "length"
+            assert ChatResponse.from_updates(updates) == await adapter.get_response(MESSAGES)
+
+
+async def test_a_stream_cut_before_its_terminal_event_raises_from_the_iterator_with_what_arrived() -> None:
+    document = response_document([message_item("msg_1", "half an answer")])
+    body = sse(stream_events(document, terminal=False))
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        seen: list[ChatResponseUpdate] = []
+
+        async def read(adapter: StreamingChatPort = adapter, seen: list[ChatResponseUpdate] = seen) -> None:
+            async for update in adapter.get_streaming_response(MESSAGES):
+                seen.append(update)
+
+        with pytest.raises(MalformedResponseError) as raised:
+            await read()
+        assert "".join(u.text for u in seen) == "half an answer"
+        assert raised.value.partial is not None
+        assert raised.value.partial.text == "half an answer"
+        assert isinstance(raised.value, ChatError)
+
+
+async def test_a_json_answer_streams_its_contents_once_read() -> None:
+    document = response_document([message_item("msg_1", "whole"), call_item("fc", "c", "f", "{}")])
+
+    for response, updates in await both_ways(json.dumps(document), JSON):
+        assert next(c for u in updates for c in u.contents) == TextContent("whole")
+        assert_folds_to(updates, response)
