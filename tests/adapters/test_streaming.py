@@ -32,6 +32,8 @@ from tests.adapters.support import (
     sse,
     stream_events,
 )
+from tests.adapters.test_corpus import CORPUS
+from tests.adapters.test_corpus import ENTRIES as CORPUS_ENTRIES
 from tests.strategies import model_outputs
 
 MESSAGES = [ChatMessage.user("What happened in the meeting?")]
@@ -241,4 +243,22 @@ async def test_a_json_answer_streams_its_contents_once_read() -> None:
 
     for response, updates in await both_ways(json.dumps(document), JSON):
         assert next(c for u in updates for c in u.contents) == TextContent("whole")
+        assert_folds_to(updates, response)
+
+
+@pytest.mark.skipif(
+    not CORPUS_ENTRIES, reason="the recorded corpus is absent (see tests/adapters/test_corpus.py)"
+)
+@pytest.mark.parametrize("entry", CORPUS_ENTRIES, ids=[entry["file"] for entry in CORPUS_ENTRIES])
+async def test_every_recorded_body_streams_to_what_get_response_returns(entry: dict[str, Any]) -> None:
+    body = (CORPUS / entry["file"]).read_bytes()
+
+    for adapter in adapters_for(Recorder([answer(body, entry["content_type"], entry["status"])])):
+        try:
+            response = await adapter.get_response(MESSAGES)
+        except ChatError as error:
+            with pytest.raises(type(error)):
+                await updates_of(adapter)
+            continue
+        updates = await updates_of(adapter)
         assert_folds_to(updates, response)
