@@ -51,6 +51,8 @@ from domain import (
     ChatTransportError,
     Content,
     FunctionCallContent,
+    FunctionResultContent,
+    JsonValue,
     MalformedResponseError,
     ProviderItemContent,
     ReasoningContent,
@@ -174,13 +176,8 @@ def _found(exc: BaseException, test: Callable[[BaseException], bool]) -> BaseExc
 
 
 def _body_field(body: object, name: str) -> object:
-    if isinstance(body, Mapping):
-        value = body.get(name)
-        error = body.get("error")
-        if value is None and isinstance(error, Mapping):
-            value = error.get(name)
-        return value
-    return None
+    # The SDK hands over the error object itself (a body's "error" member when it has one).
+    return body.get(name) if isinstance(body, Mapping) else None
 
 
 def _shown(value: object, redactor: Redactor, limit: int) -> str | None:
@@ -215,7 +212,19 @@ def _scrubbed_content(content: Content, redactor: Redactor) -> Content:
             redactor.redact(content.raw_json),
             _shown(content.item_id, redactor, _MAX_ID),
         )
-    return content
+    return FunctionResultContent(
+        redactor.redact(content.call_id), _scrubbed_json(content.result, redactor), content.is_error
+    )
+
+
+def _scrubbed_json(value: JsonValue, redactor: Redactor) -> JsonValue:
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, Mapping):
+        return {redactor.redact(key): _scrubbed_json(item, redactor) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed_json(item, redactor) for item in value]
+    return value
 
 
 def _holds_secret(response: ChatResponse, redactor: Redactor) -> bool:

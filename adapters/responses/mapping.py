@@ -11,7 +11,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -128,9 +128,7 @@ def _raw_json(item: Any) -> str | None:
     when it cannot be written back as a JSON object (not an object, NaN, too deep, ...)."""
     to_dict = getattr(item, "to_dict", None)
     try:
-        data = to_dict(mode="json", warnings=False) if callable(to_dict) else item
-        if not isinstance(data, dict):
-            return None
+        data = to_dict(mode="json", warnings=False) if callable(to_dict) else dict(item)
         # allow_nan=False: the SDK refuses NaN when it sends the item back, so refuse it here.
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (ValueError, TypeError, RecursionError):
@@ -238,8 +236,3 @@ def raise_if_failed(result: ChatResponse, response: Any) -> ChatResponse:
     if result.status != "failed":
         return result
     raise provider_failure(field(response, "error"), "the provider reported the response failed", result)
-
-
-def joined(parts: Iterable[str]) -> str:
-    """Pieces of one text, joined, with surrogate pairs split between pieces mended."""
-    return mend_surrogates("".join(parts))

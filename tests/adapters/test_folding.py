@@ -500,3 +500,98 @@ async def test_a_surrogate_pair_split_across_two_deltas_is_one_character() -> No
     for adapter in adapters_for(Recorder([answer(body, SSE)])):
         result = await ask(adapter)
         assert result.text == "smile \U0001f600"
+
+
+def _opening() -> dict[str, Any]:
+    return {"type": "response.created", "response": response_document([], status="in_progress")}
+
+
+def _closing() -> dict[str, Any]:
+    return {"type": "response.completed", "response": response_document([])}
+
+
+async def test_an_item_that_never_finished_keeps_what_it_had_when_another_takes_its_index() -> None:
+    first = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+    second = {"type": "message", "id": "msg_2", "role": "assistant", "content": []}
+    at = {"output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        _opening(),
+        {"type": "response.output_item.added", "output_index": 0, "item": first},
+        {"type": "response.output_text.delta", **at, "item_id": "msg_1", "delta": "first, cut"},
+        {"type": "response.output_item.added", "output_index": 0, "item": second},
+        {"type": "response.output_text.delta", **at, "item_id": "msg_2", "delta": "second"},
+        {"type": "response.output_item.done", "output_index": 0, "item": message_item("msg_2", "second")},
+        _closing(),
+    ]
+
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        result = await ask(adapter)
+        assert [c for m in result.messages for c in m.contents] == [
+            TextContent("first, cut"),
+            TextContent("second"),
+        ]
+
+
+async def test_a_finished_item_that_is_not_the_one_arriving_leaves_that_one_standing() -> None:
+    arriving = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+    at = {"output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        _opening(),
+        {"type": "response.output_item.added", "output_index": 0, "item": arriving},
+        {"type": "response.output_text.delta", **at, "item_id": "msg_1", "delta": "never finished"},
+        {"type": "response.output_item.done", "output_index": 0, "item": call_item("fc_9", "c9", "f", "{}")},
+        _closing(),
+    ]
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    text, call = result.messages[0].contents
+    assert text == TextContent("never finished")
+    assert isinstance(call, FunctionCallContent)
+    assert call.call_id == "c9"
+
+
+async def test_a_repeated_done_without_ids_is_one_item_and_a_different_one_is_two() -> None:
+    bare = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "same"}]}
+    other = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "other"}]}
+    events: list[dict[str, Any]] = [
+        _opening(),
+        *(
+            {"type": "response.output_item.done", "output_index": 0, "item": item}
+            for item in (bare, bare, other)
+        ),
+        _closing(),
+    ]
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    assert result.messages[0].contents == (TextContent("same"), TextContent("other"))
+
+
+async def test_late_part_events_of_a_finished_item_change_nothing() -> None:
+    document = response_document(
+        [
+            reasoning_item("rs_1", summary=("plan",), texts=("think",)),
+            message_item("m", "hello"),
+            call_item("f", "c", "n", "{}"),
+        ]
+    )
+    events = stream_events(document, chunk=2, terminal_output=False)
+    summary_at = {"output_index": 0, "summary_index": 0}
+    late: list[dict[str, Any]] = [
+        {"type": "response.output_text.done", "output_index": 1, "content_index": 0, "text": "LATE"},
+        {"type": "response.refusal.done", "output_index": 1, "content_index": 0, "refusal": "LATE"},
+        {"type": "response.reasoning_summary_text.delta", **summary_at, "delta": "LATE"},
+        {"type": "response.reasoning_summary_text.done", **summary_at, "text": "LATE"},
+        {"type": "response.reasoning_text.delta", "output_index": 0, "content_index": 0, "delta": "LATE"},
+        {"type": "response.reasoning_text.done", "output_index": 0, "content_index": 0, "text": "LATE"},
+        {"type": "response.function_call_arguments.delta", "output_index": 2, "delta": "LATE"},
+        {"type": "response.function_call_arguments.done", "output_index": 2, "arguments": "LATE"},
+    ]
+    events[-1:-1] = late
+    clean = await ask(adapters_for(Recorder([answer(sse(stream_events(document)), SSE)]))[0])
+
+    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+
+    assert result.messages == clean.messages
+    assert "LATE" not in repr(result)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 import pytest
 from openai.types.responses import ResponseFunctionToolCall, ResponseUsage
 
 from adapters.responses.mapping import created_at, finish_reason, item_contents, usage
-from domain import FunctionCallContent, Usage
+from domain import FunctionCallContent, ProviderItemContent, Usage
 
 
 def test_a_call_item_missing_its_name_and_arguments_maps_to_empty_strings() -> None:
@@ -57,3 +58,39 @@ def test_created_at_reads_epoch_seconds_only(value: object, expected: datetime |
 )
 def test_finish_reason(status: str, reason: str | None, has_calls: bool, expected: str | None) -> None:
     assert finish_reason(status, reason, has_calls) == expected
+
+
+NOT_AN_OBJECT = "An output item that is not a JSON object"
+UNWRITABLE = "An output item without a type, or not writable back as JSON, was left out"
+
+
+@pytest.mark.parametrize(
+    ("item", "why"),
+    [
+        (None, "An output item that is not a JSON object (NoneType) was left out"),
+        (5, "An output item that is not a JSON object (int) was left out"),
+        (
+            {"id": "x_1", "payload": 1},
+            "An output item without a type, or not writable back as JSON, was left out",
+        ),
+        (
+            {"type": "mystery", "score": float("nan")},
+            "An output item without a type, or not writable back as JSON, was left out",
+        ),
+    ],
+)
+def test_an_item_that_could_not_go_back_is_left_out_with_a_log_line(
+    item: object, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="adapters.responses.mapping"):
+        assert item_contents(item) == []
+
+    assert [record.getMessage() for record in caplog.records] == [why]
+
+
+def test_a_provider_item_given_as_a_mapping_keeps_its_json() -> None:
+    (content,) = item_contents({"type": "mystery", "id": "my_1", "nested": [1, "two"]})
+
+    assert isinstance(content, ProviderItemContent)
+    assert (content.type, content.item_id) == ("mystery", "my_1")
+    assert content.raw_json == '{"type":"mystery","id":"my_1","nested":[1,"two"]}'

@@ -17,6 +17,7 @@ from domain import (
     ChatResponse,
     ChatTransportError,
     FunctionCallContent,
+    FunctionResultContent,
     ProviderItemContent,
     ReasoningContent,
     ResponseFailedError,
@@ -174,3 +175,19 @@ async def test_the_sdk_and_http_libraries_log_neither_the_key_nor_header_values_
         assert GATEWAY_TOKEN not in shown
     assert all(request.headers["x-gateway-token"] == GATEWAY_TOKEN for request in recorder.requests)
     assert openai.__version__.startswith("3.")
+
+
+def test_tool_results_in_what_arrived_are_scrubbed_too() -> None:
+    results = (
+        FunctionResultContent(f"call_{API_KEY}", {"echo": [ECHO, 3], ECHO: None}),
+        FunctionResultContent("call_2", ECHO, is_error=True),
+    )
+    arrived = ChatResponse(messages=(ChatMessage("tool", results),))
+
+    scrubbed = scrubbed_response(arrived, REDACTOR)
+
+    assert scrubbed is not None
+    first, second = scrubbed.messages[0].contents
+    hidden = f"key {REDACTED} token {REDACTED}"
+    assert first == FunctionResultContent(f"call_{REDACTED}", {"echo": [hidden, 3], hidden: None})
+    assert second == FunctionResultContent("call_2", hidden, is_error=True)
