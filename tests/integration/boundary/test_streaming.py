@@ -1,0 +1,173 @@
+"""Caller-facing streaming over real sockets: updates as they arrive, early exits close, retries unseen."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import httpx
+import openai
+import pytest
+
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from domain import ChatMessage, ChatResponse, ChatResponseUpdate, ChatTransportError, StreamingChatPort
+from tests.adapters.support import message_item, response_document, stream_events
+from tests.support.local_server import Received, Sender, serve
+
+ADAPTERS = pytest.mark.parametrize(
+    "adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter], ids=["sse", "json"]
+)
+AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
+MESSAGES: Final = [ChatMessage.user("hello")]
+TEXT: Final = "The first words arrive long before the last ones do."
+# Every wait in these tests is bounded by this; a wait that runs out fails the test instead of hanging it.
+BOUND: Final = 10.0
+STREAM_HEADERS: Final = {"content-type": "text/event-stream"}
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def _halves(response_id: str = "resp_live") -> tuple[bytes, bytes]:
+    """One answer's stream cut after its first text delta: what comes first, and the rest."""
+    events = stream_events(response_document([message_item("msg_1", TEXT)], response_id=response_id), chunk=6)
+    first_delta = next(i for i, e in enumerate(events) if e["type"] == "response.output_text.delta")
+    return _sse(events[: first_delta + 1]), _sse(events[first_delta + 1 :])
+
+
+class Paced:
+    """Sends the first part of the stream, then waits for the test's word before doing ``then``:
+    "rest" sends the rest, "reset" drops the connection, "hold" waits for the client to leave."""
+
+    def __init__(self, then: str, *, broken_before_content: int = 0) -> None:
+        self.then = then
+        self.go = asyncio.Event()
+        self.left = asyncio.Event()
+        self.broken_before_content = broken_before_content
+
+    async def __call__(self, request: Received, sender: Sender) -> None:
+        head, rest = _halves()
+        await sender.start(200, STREAM_HEADERS)
+        if self.broken_before_content:
+            self.broken_before_content -= 1
+            # Only the lifecycle events, no content yet, then the connection drops.
+            await sender.body(head.split(b"event: response.output_text.delta")[0])
+            return
+        await sender.body(head)
+        if self.then == "hold":
+            await asyncio.wait_for(sender.disconnected.wait(), BOUND)
+            self.left.set()
+            return
+        await asyncio.wait_for(self.go.wait(), BOUND)
+        if self.then == "rest":
+            await sender.body(rest, more=False)
+        # "reset": returning mid-body makes the server drop the connection.
+
+
+@asynccontextmanager
+async def adapter_on(
+    base_url: str, adapter_type: AdapterType, *, max_retries: int
+) -> AsyncIterator[StreamingChatPort]:
+    async with httpx.AsyncClient() as http_client:
+        client = openai.AsyncOpenAI(
+            api_key="sk-streaming-test",
+            base_url=base_url,
+            http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
+            max_retries=max_retries,
+            timeout=BOUND,
+        )
+        yield adapter_type(client, ResponsesSettings(model="gpt-test", deadline_seconds=BOUND * 3))
+
+
+@ADAPTERS
+async def test_the_first_update_arrives_before_the_server_has_sent_the_rest(
+    adapter_type: AdapterType,
+) -> None:
+    paced = Paced("rest")
+    updates: list[ChatResponseUpdate] = []
+    async with serve(paced) as server, adapter_on(server.base_url, adapter_type, max_retries=0) as chat:
+        async for update in chat.get_streaming_response(MESSAGES):
+            updates.append(update)
+            if update.text:
+                # The server sends the rest only now: an adapter that buffered the body never gets here.
+                paced.go.set()
+
+    assert ChatResponse.from_updates(updates).text == TEXT
+    assert updates[-1].status == "completed"
+
+
+@ADAPTERS
+async def test_leaving_the_iteration_early_closes_the_connection(adapter_type: AdapterType) -> None:
+    paced = Paced("hold")
+    async with serve(paced) as server, adapter_on(server.base_url, adapter_type, max_retries=0) as chat:
+        stream = chat.get_streaming_response(MESSAGES)
+        assert isinstance(stream, AsyncIterator)
+        async for update in stream:
+            if update.text:
+                break
+        await stream.aclose()  # type: ignore[attr-defined]  # an async generator, as the adapters' is
+        await asyncio.wait_for(paced.left.wait(), BOUND)
+
+    assert paced.left.is_set()
+    assert len(server.received) == 1
+
+
+@ADAPTERS
+async def test_cancelling_the_reader_closes_the_connection(adapter_type: AdapterType) -> None:
+    paced = Paced("hold")
+    first = asyncio.Event()
+
+    async def read(chat: StreamingChatPort) -> None:
+        async for update in chat.get_streaming_response(MESSAGES):
+            if update.text:
+                first.set()
+
+    async with serve(paced) as server, adapter_on(server.base_url, adapter_type, max_retries=0) as chat:
+        reader = asyncio.create_task(read(chat))
+        await asyncio.wait_for(first.wait(), BOUND)
+        reader.cancel()
+        await asyncio.wait([reader], timeout=BOUND)
+        await asyncio.wait_for(paced.left.wait(), BOUND)
+
+    assert reader.cancelled()
+    assert paced.left.is_set()
+
+
+@ADAPTERS
+async def test_a_break_after_the_first_update_is_raised_with_what_arrived_and_not_retried(
+    adapter_type: AdapterType,
+) -> None:
+    paced = Paced("reset")
+    seen: list[ChatResponseUpdate] = []
+
+    async def read(chat: StreamingChatPort) -> None:
+        async for update in chat.get_streaming_response(MESSAGES):
+            seen.append(update)
+            if update.text:
+                paced.go.set()
+
+    async with serve(paced) as server, adapter_on(server.base_url, adapter_type, max_retries=3) as chat:
+        with pytest.raises(ChatTransportError) as caught:
+            await read(chat)
+
+    assert len(server.received) == 1
+    assert caught.value.partial is not None
+    assert caught.value.partial.text == ChatResponse.from_updates(seen).text
+    assert TEXT.startswith(caught.value.partial.text)
+    assert caught.value.partial.text
+
+
+@ADAPTERS
+async def test_a_break_before_the_first_update_is_asked_for_again(adapter_type: AdapterType) -> None:
+    paced = Paced("rest", broken_before_content=1)
+    paced.go.set()
+    async with serve(paced) as server, adapter_on(server.base_url, adapter_type, max_retries=2) as chat:
+        updates = [update async for update in chat.get_streaming_response(MESSAGES)]
+
+    assert ChatResponse.from_updates(updates).text == TEXT
+    assert len(server.received) == 2
+    assert server.received[0].json() == server.received[1].json()
