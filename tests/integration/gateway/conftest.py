@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 from collections.abc import AsyncIterator, Generator, Iterator
 
-import attrs
-import httpx
 import openai
 import pytest
 
@@ -18,22 +15,13 @@ from tests.integration.gateway.fakes import (
     tripwire_handler,
     upstream_handler,
 )
-from tests.integration.gateway.proxy import MASTER_KEY, LiteLLMProxy, ProxyStartError
+from tests.integration.gateway.proxy import LiteLLMProxy, ProxyStartError
+from tests.integration.gateway.support import Gateway, sdk_client
 
 LITELLM_MISSING = (
     "litellm is not installed: the gateway tier needs the gateway extra (pip install -e '.[dev,gateway]', "
     "which `make test` does)"
 )
-
-
-@attrs.frozen
-class Gateway:
-    """The running proxy and the fakes behind it."""
-
-    proxy: LiteLLMProxy
-    upstream: FakeServer
-    codex: FakeServer
-    tripwire: FakeServer
 
 
 @pytest.fixture(scope="session")
@@ -79,23 +67,6 @@ def pytest_runtest_makereport(
         if isinstance(running, Gateway):
             report.sections.append(("litellm proxy log (tail)", running.proxy.log_text(tail_chars=8_000)))
     return report
-
-
-@contextlib.asynccontextmanager
-async def sdk_client(gateway: Gateway, *, max_retries: int) -> AsyncIterator[openai.AsyncOpenAI]:
-    """An SDK client for the proxy on a legacy httpx client, as the container builds one."""
-    http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
-    client = openai.AsyncOpenAI(
-        api_key=MASTER_KEY,
-        base_url=gateway.proxy.base_url,
-        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-        max_retries=max_retries,
-    )
-    try:
-        yield client
-    finally:
-        await client.close()
-        await http_client.aclose()
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from domain import (
     FunctionResultContent,
     ToolSpec,
 )
-from tests.integration.gateway.conftest import Gateway, sdk_client
 from tests.integration.gateway.fakes import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
 from tests.integration.gateway.proxy import MASTER_KEY
+from tests.integration.gateway.support import Gateway, sdk_client
 
 pytestmark = pytest.mark.gateway
 

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Literal, Protocol
+from typing import Literal
 
 import pytest
 
 from adapters.container import Container
 from adapters.offline import OfflineResponsesServer
-from tests.integration.offline.support import build_container, connections_drained
-
-
-class ContainerFactory(Protocol):
-    def __call__(
-        self, model: str, *, streaming: bool = True, max_retries: int = 0, timeout_seconds: float = 10.0
-    ) -> Container: ...
+from tests.integration.offline.support import ContainerFactory, build_container, connections_drained
 
 
 @pytest.fixture(params=["openai", "litellm"])

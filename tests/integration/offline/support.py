@@ -8,7 +8,7 @@ import logging
 import traceback
 from collections.abc import Awaitable, Iterable
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from dependency_injector import providers
 
@@ -119,3 +119,9 @@ def leaking_records(records: Iterable[logging.LogRecord], secret: str) -> list[s
         for record in records
         if any(secret in text for text in _record_texts(record))
     ]
+
+
+class ContainerFactory(Protocol):
+    def __call__(
+        self, model: str, *, streaming: bool = True, max_retries: int = 0, timeout_seconds: float = 10.0
+    ) -> Container: ...

@@ -18,8 +18,7 @@ from domain import (
     MalformedResponseError,
     ResponseFailedError,
 )
-from tests.integration.offline.conftest import ContainerFactory
-from tests.integration.offline.support import API_KEY, ECHO, GREETING, bounded
+from tests.integration.offline.support import API_KEY, ECHO, GREETING, ContainerFactory, bounded
 
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 

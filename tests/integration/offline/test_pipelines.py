@@ -11,8 +11,13 @@ import pytest
 from adapters.offline import OfflineResponsesServer, RecordedRequest
 from application import ToolCallRecord, workflow_from_json
 from domain import Workflow, WorkflowStep
-from tests.integration.offline.conftest import ContainerFactory
-from tests.integration.offline.support import DECISIONS, EXAMPLES, STANDUP_ACTION_ITEMS, bounded
+from tests.integration.offline.support import (
+    DECISIONS,
+    EXAMPLES,
+    STANDUP_ACTION_ITEMS,
+    ContainerFactory,
+    bounded,
+)
 
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 TRANSCRIPT = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
