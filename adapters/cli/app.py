@@ -49,7 +49,7 @@ from application import (
     workflow_from_json,
     workflow_to_json,
 )
-from domain import ChatError, ChatResponse, Workflow
+from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse, Workflow
 
 if TYPE_CHECKING:
     from adapters.telemetry.console import SpanTreeRecorder
@@ -207,6 +207,23 @@ def _span_recorder(args: argparse.Namespace) -> SpanTreeRecorder | None:
         raise ConfigurationError(str(exc)) from None
 
 
+class _WholeAnswers:
+    """``chat`` with only ``get_response``: the run's events then carry each answer whole.
+
+    Without --stream nothing of an answer is shown before it is whole, so the run need not stream
+    it; and an adapter asks again for a body broken in transit only while it has handed nothing
+    over, which an answer read whole never has.
+    """
+
+    def __init__(self, chat: ChatPort) -> None:
+        self._chat = chat
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        return await self._chat.get_response(messages, options)
+
+
 async def _run(
     command: str,
     work: _Work,
@@ -224,6 +241,8 @@ async def _run(
     container = Container()
     # Settings were resolved and checked once, above; the container builds everything else from them.
     container.settings.override(providers.Object(settings))
+    if not live.streams_text:
+        container.chat_decorators.add_args(providers.Object(_WholeAnswers))
     if recorder is not None:
         container.tracer_provider.override(providers.Object(recorder.tracer_provider))
         container.meter_provider.override(providers.Object(recorder.meter_provider))

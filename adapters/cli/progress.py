@@ -133,7 +133,7 @@ class LiveRun:
     ) -> None:
         self._console = console
         self._showing_progress = progress
-        self._stream = stream
+        self.streams_text = stream
         self.text = TextStream(console)
         self.progress = Progress(started=clock(), max_retries=max_retries, clock=clock)
         # Text and the live line on one terminal would write over each other: the line waits while
@@ -145,11 +145,11 @@ class LiveRun:
 
     def observe(self, event: RunEvent[object]) -> None:
         self.progress.observe(event)
-        if self._stream and isinstance(event, TextDelta):
+        if self.streams_text and isinstance(event, TextDelta):
             if self._text_on_terminal:
                 self._console.clear_status()
             self.text.write(event.text)
-        elif self._stream and isinstance(event, RoundFinished):
+        elif self.streams_text and isinstance(event, RoundFinished):
             # Each round's text on lines of its own: a model may talk before it calls its tools.
             self.text.end_line()
         self._redraw()
@@ -191,5 +191,5 @@ class LiveRun:
             logger.removeHandler(self._watcher)
             logger.setLevel(self._saved_level)
         self._console.clear_status()
-        if self._stream:
+        if self.streams_text:
             self.text.end_line()

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.cli import EXIT_OK, EXIT_USAGE, main
+from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE, main
 from adapters.cli.console import Console
 from adapters.cli.failures import logging_to
 from adapters.cli.progress import LiveRun, Progress, TextStream
@@ -261,3 +261,18 @@ def test_a_log_line_that_cannot_be_written_is_reported_by_logging_not_raised(
     with logging_to(broken, verbose=True):
         logging.getLogger("adapters.responses").warning("a request failed")
     assert "OSError: stderr is gone" in capsys.readouterr().err
+
+
+def test_stream_over_a_broken_event_stream_fails_and_over_json_asks_again() -> None:
+    clean = run("summarize", str(TRANSCRIPT), "--stream", "--no-streaming")
+    # An event stream's pieces go out as they arrive: once any has, a break is not asked for again.
+    broken = run("summarize", str(TRANSCRIPT), "--stream", "--scenario", "connection-reset*1", "--streaming")
+    assert broken.code == EXIT_MODEL_FAILED
+    [line] = broken.err_lines
+    assert line.startswith("meeting-agents: error: the gateway request failed: ")
+    # A JSON document is handed over once read whole, so its break is asked for again, as without --stream.
+    whole = run(
+        "summarize", str(TRANSCRIPT), "--stream", "--scenario", "connection-reset*1", "--no-streaming"
+    )
+    assert whole.code == EXIT_OK, whole.err
+    assert whole.out == clean.out

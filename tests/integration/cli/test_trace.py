@@ -31,13 +31,22 @@ def test_a_summary_with_a_guarded_call_prints_its_tree_on_stderr_only() -> None:
     assert re.fullmatch(rf"invoke_agent meeting_summary +{DURATION}  tokens \d+ in / \d+ out", lines[0])
     chats = [line for line in lines if line[3:].startswith("chat offline:malformed-arguments")]
     assert len(chats) == 3
-    streamed = rf"{DURATION}  tokens \d+ in / \d+ out  first update after {DURATION}$"
-    assert all(re.search(streamed, line) for line in chats)
+    # Nothing is shown before an answer is whole, so the command reads each answer whole.
+    assert all(re.search(rf"{DURATION}  tokens \d+ in / \d+ out$", line) for line in chats)
     refused = [line for line in lines if line.endswith("error invalid_tool_arguments")]
     assert len(refused) == 1
     assert refused[0].startswith("├─ execute_tool record_action_item")
     assert lines[-1].startswith("└─ chat ")
     assert all(line.startswith(("├─ ", "└─ ")) for line in lines[1:])
+
+
+def test_a_streamed_run_shows_each_requests_time_to_its_first_update() -> None:
+    ran = run("summarize", str(TRANSCRIPT), "--stream", "--trace")
+    assert ran.code == EXIT_OK
+    chats = [line for line in tree(ran.err) if line[3:].startswith("chat offline")]
+    assert len(chats) == 2
+    streamed = rf"{DURATION}  tokens \d+ in / \d+ out  first update after {DURATION}$"
+    assert all(re.search(streamed, line) for line in chats), chats
 
 
 def test_a_retried_request_shows_its_attempts_and_a_failed_run_its_error() -> None:
