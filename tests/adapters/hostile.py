@@ -107,6 +107,12 @@ class HostileBody:
     content_encoding: str | None = None
     spoiled: tuple[str, ...] = ()
     request_id: str | None = REQUEST_ID
+    # The label the body's shape calls for: what an honest gateway would have sent.
+    natural_type: str = JSON
+
+    def honestly_labelled(self) -> HostileBody:
+        """The same bytes and status under the label their shape calls for, with a plain request id."""
+        return attrs.evolve(self, content_type=self.natural_type, request_id=REQUEST_ID)
 
     def response(self) -> httpx.Response:
         labels = {"content-type": self.content_type, "retry-after-ms": "1"}
@@ -372,7 +378,7 @@ def _on_the_wire(draw: st.DrawFn, content: bytes, default_type: str, notes: list
         wire = wire[:cut]
     status = draw(st.sampled_from(STATUSES)) if draw(st.integers(min_value=0, max_value=7)) == 7 else 200
     request_id = draw(request_ids)
-    return HostileBody(wire, content_type, status, label, tuple(notes), request_id)
+    return HostileBody(wire, content_type, status, label, tuple(notes), request_id, default_type)
 
 
 @st.composite
