@@ -21,6 +21,7 @@ from domain import (
     ChatResponse,
     ChatResponseUpdate,
     ChatTransportError,
+    FinishReason,
     StreamingChatPort,
     Usage,
 )
@@ -43,12 +44,17 @@ class _ChatRequest:
         "answered",
         "attempts",
         "context",
+        "finish_reason",
         "metric_attributes",
+        "model_id",
+        "response_id",
         "span",
         "started",
-        "stream",
+        "streamed",
         "telemetry",
+        "traced",
         "updates",
+        "usage",
     )
 
     def __init__(self, telemetry: Telemetry, span: trace.Span, metric_attributes: dict[str, AttributeValue]):
@@ -59,8 +65,15 @@ class _ChatRequest:
         self.attempts = 0
         self.answered = 0
         self.context = context.set_value(_REQUEST_KEY, self, trace.set_span_in_context(span))
-        # A streamed answer: what its updates said so far (all of them only when content is captured).
-        self.stream: ChatResponse | None = None
+        # Without an SDK the span is the API's invalid one: nothing is gained by making it current.
+        self.traced = span.get_span_context().is_valid
+        # A streamed answer: the metadata its updates gave so far, and the updates themselves only
+        # when content is captured (the answer is then folded from them).
+        self.streamed = False
+        self.response_id: str | None = None
+        self.model_id: str | None = None
+        self.finish_reason: FinishReason | None = None
+        self.usage: Usage | None = None
         self.updates: list[ChatResponseUpdate] = []
 
     # ------------------------------------------------------------ attempts (from the HTTP client's hooks)
@@ -79,19 +92,20 @@ class _ChatRequest:
 
     # ------------------------------------------------------------ a streamed answer
     def received(self, update: ChatResponseUpdate) -> None:
-        known = self.stream
-        if known is None:
+        if not self.streamed:
+            self.streamed = True
             waited = time.perf_counter() - self.started
             self.span.set_attribute(c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, waited)
             self.telemetry.time_to_first_chunk.record(waited, self.metric_attributes)
-            known = ChatResponse()
-        # Only the metadata is kept as it goes; the contents are kept only to be captured.
-        self.stream = ChatResponse(
-            response_id=update.response_id or known.response_id,
-            model_id=update.model_id or known.model_id,
-            finish_reason=update.finish_reason or known.finish_reason,
-            usage=update.usage or known.usage,
-        )
+        # Most updates are pieces of text: each field is looked at, and kept only when it is given.
+        if update.response_id is not None:
+            self.response_id = update.response_id
+        if update.model_id is not None:
+            self.model_id = update.model_id
+        if update.finish_reason is not None:
+            self.finish_reason = update.finish_reason
+        if update.usage is not None:
+            self.usage = update.usage
         if self.telemetry.capture_content:
             self.updates.append(update)
 
@@ -107,7 +121,12 @@ class _ChatRequest:
     def _streamed(self) -> ChatResponse:
         if self.updates:
             return ChatResponse.from_updates(self.updates)
-        return self.stream or ChatResponse()
+        return ChatResponse(
+            response_id=self.response_id,
+            model_id=self.model_id,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+        )
 
     # ------------------------------------------------------------ outcome
     def succeeded(self, response: ChatResponse) -> None:
@@ -121,9 +140,9 @@ class _ChatRequest:
         error_type = type(error).__name__
         if self.attempts > self.answered:
             self._attempt_event(self.attempts, {c.ERROR_TYPE: error_type})
-        usage: Usage | None = self.stream.usage if self.stream is not None else None
-        if self.stream is not None:
-            self._describe(self.stream)
+        usage = self.usage
+        if self.streamed:
+            self._describe(self._streamed())
         if isinstance(error, ChatError):
             partial = error.partial
             if partial is not None:
@@ -295,13 +314,14 @@ class InstrumentedStreamingChat(InstrumentedChat):
             context.detach(token)
         try:
             while True:
-                token = context.attach(request.context)
+                step = context.attach(request.context) if request.traced else None
                 try:
                     update = await anext(updates)
                 except StopAsyncIteration:
                     break
                 finally:
-                    context.detach(token)
+                    if step is not None:
+                        context.detach(step)
                 request.received(update)
                 yield update
         except GeneratorExit:

@@ -7,10 +7,11 @@ import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 
 import pytest
+from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from adapters.telemetry import InstrumentedChat, InstrumentedStreamingChat, instrument_chat
+from adapters.telemetry import InstrumentedChat, InstrumentedStreamingChat, Telemetry, instrument_chat
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -218,3 +219,15 @@ async def test_a_real_adapter_streamed_after_a_retry_is_one_span_with_its_attemp
     assert (found["gen_ai.usage.input_tokens"], found["gen_ai.usage.output_tokens"]) == (9, 4)
     assert isinstance(found["gen_ai.response.time_to_first_chunk"], float)
     assert [dict(e.attributes or {}).get("http.response.status_code") for e in span.events] == [503, 200]
+
+
+async def test_without_an_sdk_a_stream_passes_through_whole() -> None:
+    telemetry = Telemetry(
+        tracer_provider=trace.NoOpTracerProvider(), meter_provider=metrics.NoOpMeterProvider()
+    )
+    turn = ScriptedTurn(text="Ship it on Monday.", usage=Usage(1, 2, 3))
+    chat = InstrumentedStreamingChat(ScriptedChat(turn), telemetry, model=MODEL)
+
+    updates = [update async for update in chat.get_streaming_response(ASK)]
+
+    assert ChatResponse.from_updates(updates) == turn.response(1)
