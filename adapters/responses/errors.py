@@ -61,6 +61,7 @@ from domain import (
 )
 
 __all__ = [
+    "MAX_ID",
     "RETRY_COUNT_HEADER",
     "CutShortError",
     "DeadlineExceededError",
@@ -75,7 +76,9 @@ __all__ = [
 
 _MAX_PROVIDER_TEXT: Final = 300
 _MAX_PROVIDER_CODE: Final = 100
-_MAX_ID: Final = 200
+# LiteLLM's ids are base64 strings several hundred characters long, and an id cut short cannot be
+# matched with the gateway's logs: the bound only stops a hostile gateway's megabyte "id".
+MAX_ID: Final = 4096
 # Stand-ins for a lower-level exception's own causes, at most this many deep.
 _MAX_CAUSES: Final = 8
 _NONE: Final = Redactor.none()
@@ -193,7 +196,7 @@ def _scrubbed_content(content: Content, redactor: Redactor) -> Content:
     if isinstance(content, ReasoningContent):
         return ReasoningContent(
             redactor.redact(content.text),
-            item_id=_shown(content.item_id, redactor, _MAX_ID),
+            item_id=_shown(content.item_id, redactor, MAX_ID),
             encrypted_content=content.encrypted_content
             if content.encrypted_content is None or not redactor.contains_secret(content.encrypted_content)
             else None,
@@ -204,13 +207,13 @@ def _scrubbed_content(content: Content, redactor: Redactor) -> Content:
             call_id=redactor.redact(content.call_id),
             name=redactor.redact(content.name),
             raw_arguments=redactor.redact(content.raw_arguments),
-            item_id=_shown(content.item_id, redactor, _MAX_ID),
+            item_id=_shown(content.item_id, redactor, MAX_ID),
         )
     if isinstance(content, ProviderItemContent):
         return ProviderItemContent(
             redactor.redact(content.type),
             redactor.redact(content.raw_json),
-            _shown(content.item_id, redactor, _MAX_ID),
+            _shown(content.item_id, redactor, MAX_ID),
         )
     return FunctionResultContent(
         redactor.redact(content.call_id), _scrubbed_json(content.result, redactor), content.is_error
@@ -241,10 +244,10 @@ def scrubbed_response(response: ChatResponse | None, redactor: Redactor) -> Chat
             ChatMessage(message.role, tuple(_scrubbed_content(c, redactor) for c in message.contents))
             for message in response.messages
         ),
-        response_id=_shown(response.response_id, redactor, _MAX_ID),
-        model_id=_shown(response.model_id, redactor, _MAX_ID),
+        response_id=_shown(response.response_id, redactor, MAX_ID),
+        model_id=_shown(response.model_id, redactor, MAX_ID),
         created_at=response.created_at,
-        status=_shown(response.status, redactor, _MAX_ID),
+        status=_shown(response.status, redactor, MAX_ID),
         finish_reason=response.finish_reason,
         usage=response.usage,
     )
@@ -319,10 +322,10 @@ def _mapped(
         return exc
     found = _attribute(exc, "partial")
     arrived = scrubbed_response(found if isinstance(found, ChatResponse) else partial, redactor)
-    known_request_id = _shown(request_id, redactor, _MAX_ID)
+    known_request_id = _shown(request_id, redactor, MAX_ID)
     context = _Known(
-        response_id=_shown(arrived.response_id, redactor, _MAX_ID) if arrived is not None else None,
-        model_id=_shown(arrived.model_id, redactor, _MAX_ID) if arrived is not None else None,
+        response_id=_shown(arrived.response_id, redactor, MAX_ID) if arrived is not None else None,
+        model_id=_shown(arrived.model_id, redactor, MAX_ID) if arrived is not None else None,
         request_id=known_request_id,
         partial=arrived,
     )
@@ -346,7 +349,7 @@ def _mapped(
             f"the response body exceeded agent.max_response_bytes ({too_large.limit} bytes)", **context
         )
     if isinstance(exc, openai.APIStatusError):
-        context["request_id"] = _shown(exc.request_id, redactor, _MAX_ID) or known_request_id
+        context["request_id"] = _shown(exc.request_id, redactor, MAX_ID) or known_request_id
         return ChatTransportError(
             _status_message(exc, redactor),
             status_code=exc.status_code,

@@ -17,6 +17,7 @@ from adapters.redaction import Redactor
 from adapters.responses import ResponsesSettings
 from adapters.responses.attempts import ResponseTooLargeError
 from adapters.responses.errors import (
+    MAX_ID,
     DeadlineExceededError,
     LowerLevelError,
     ProviderFailureError,
@@ -363,8 +364,20 @@ async def test_an_error_status_whose_body_will_not_decode_keeps_its_status(chars
 
 
 def test_ids_an_error_carries_are_bounded() -> None:
-    long_ids = ChatResponse(response_id="r" * 10_000, model_id="m" * 10_000)
+    long_ids = ChatResponse(response_id="r" * 100_000, model_id="m" * 100_000)
 
-    error = map_error(TypeError("x"), partial=long_ids, request_id="q" * 10_000, answered=True)
+    error = map_error(TypeError("x"), partial=long_ids, request_id="q" * 100_000, answered=True)
 
-    assert all(len(value or "") <= 203 for value in (error.response_id, error.model_id, error.request_id))
+    for value in (error.response_id, error.model_id, error.request_id):
+        assert value is not None
+        assert MAX_ID <= len(value) <= MAX_ID + 3  # cut, with an ellipsis
+
+
+def test_a_real_gateways_long_ids_are_kept_whole() -> None:
+    # A LiteLLM response id: base64 of the provider, the model and the provider's own id.
+    litellm_id = "resp_" + "bGl0ZWxsbTpjdXN0b21fbGxtX3Byb3ZpZGVyOm9wZW5haTttb2RlbF9pZDo" * 8
+    arrived = ChatResponse(response_id=litellm_id, model_id="gpt-5.5")
+
+    error = map_error(TypeError("x"), partial=arrived, request_id=litellm_id, answered=True)
+
+    assert error.response_id == error.request_id == litellm_id
