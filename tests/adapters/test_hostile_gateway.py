@@ -19,6 +19,7 @@ from domain import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
+    ChatResponseUpdate,
     ChatTransportError,
     FunctionResultContent,
     MalformedResponseError,
@@ -137,6 +138,33 @@ async def test_the_content_type_label_and_the_request_id_do_not_change_what_a_bo
     as_sent = await assert_keeps_its_promises(adapter_type, body)
     honest = await assert_keeps_its_promises(adapter_type, body.honestly_labelled())
     assert _same_outcome(as_sent, honest), (as_sent, honest)
+
+
+async def _streamed(adapter_type: Adapter, body: HostileBody) -> ChatResponse | ChatError:
+    """``body`` asked for through ``get_streaming_response``, its updates folded."""
+    adapter = adapter_type(client_for(Recorder([body.response()])), ResponsesSettings(model="gpt-test"))
+    updates: list[ChatResponseUpdate] = []
+    try:
+        async with asyncio.timeout(EXCHANGE_BOUND_SECONDS):
+            async for update in adapter.get_streaming_response(QUESTION):
+                assert isinstance(update, ChatResponseUpdate)
+                updates.append(update)
+    except ChatError as error:
+        return error
+    return ChatResponse.from_updates(updates)
+
+
+@pytest.mark.parametrize("adapter_type", ADAPTERS)
+@property_settings(BODIES_PER_ADAPTER // 8)
+@given(body=hostile_bodies)
+async def test_streaming_any_body_folds_to_what_get_response_returns_or_raises(
+    adapter_type: Adapter, body: HostileBody
+) -> None:
+    """Streamed updates fold to ``get_response``'s answer, and a failure is of the same class."""
+    whole = await assert_keeps_its_promises(adapter_type, body)
+    streamed = await _streamed(adapter_type, body)
+    assert _same_outcome(streamed, whole), (streamed, whole)
+    event(f"streamed: {type(streamed).__name__}")
 
 
 TRANSCRIPT: Final = "Ana: I'll send the deck by Friday.\nBen: We decided to ship on Monday."
