@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import attrs
@@ -29,7 +29,6 @@ from domain import (
     ChatMessage,
     ChatOptions,
     ChatPort,
-    ChatResponse,
     FunctionCallContent,
     FunctionResultContent,
     ToolInvokerPort,
@@ -37,6 +36,7 @@ from domain import (
     WorkflowStep,
 )
 from tests.strategies import MARKER
+from tests.support.doubles import CallLog, RequestLog
 
 GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-container-test"}
 
@@ -227,42 +227,6 @@ def test_a_toml_file_configures_the_container(container: Container, tmp_path: Pa
 # ---------------------------------------------------------------- the chains
 
 
-class SeenCalls:
-    """A tool-invoker decorator that records the id of every call passing through it, then delegates."""
-
-    def __init__(self) -> None:
-        self.call_ids: list[str] = []
-
-    def __call__(self, inner: ToolInvokerPort) -> ToolInvokerPort:
-        seen = self
-
-        class Seeing:
-            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-                seen.call_ids.append(call.call_id)
-                return await inner.invoke(call)
-
-        return Seeing()
-
-
-class SeenRequests:
-    """A chat decorator that appends its tag to a shared log on every request, then delegates."""
-
-    def __init__(self, tag: str, log: list[str]) -> None:
-        self.tag, self.log = tag, log
-
-    def __call__(self, inner: ChatPort) -> ChatPort:
-        seen = self
-
-        class Seeing:
-            async def get_response(
-                self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-            ) -> ChatResponse:
-                seen.log.append(seen.tag)
-                return await inner.get_response(messages, options)
-
-        return Seeing()
-
-
 @attrs.frozen
 class Room:
     room: str = attrs.field(metadata={"description": "The room's name."})
@@ -289,7 +253,7 @@ async def test_a_host_tool_runs_guarded_through_the_container_loop_and_a_host_de
         ),
         ScriptedTurn(text="Fjord holds 12."),
     )
-    seen = SeenCalls()
+    seen = CallLog()
     with (
         container.chat_adapter.override(script),
         container.tool_invoker_decorators.override(providers.List(seen)),
@@ -303,7 +267,10 @@ async def test_a_host_tool_runs_guarded_through_the_container_loop_and_a_host_de
     assert isinstance(run, ToolRun)
     assert run.text == "Fjord holds 12."
     assert ran == ["Fjord"]  # the malformed call never reached the tool
-    assert seen.call_ids == ["c1", "c2"]  # but the host's decorator saw it, refused by the guard
+    assert [c.call_id for c in seen.calls] == [
+        "c1",
+        "c2",
+    ]  # but the host's decorator saw it, refused by the guard
     assert [(r.call.call_id, r.guarded) for r in run.tool_calls] == [("c1", True), ("c2", False)]
     assert run.tool_calls[1].result.result == {"room": "Fjord", "capacity": 12}
 
@@ -311,7 +278,7 @@ async def test_a_host_tool_runs_guarded_through_the_container_loop_and_a_host_de
 async def test_both_pipelines_run_their_tools_through_the_containers_invoker_chain(
     container: Container,
 ) -> None:
-    seen = SeenCalls()
+    seen = CallLog()
     script = ScriptedChat(
         ScriptedTurn(calls=(("s1", "list_participants", "{}"), ("s2", "record_decision", "{"))),
         ScriptedTurn(text="Summary."),
@@ -324,7 +291,7 @@ async def test_both_pipelines_run_their_tools_through_the_containers_invoker_cha
             Workflow("w", (WorkflowStep("s1", "Build", "task"),)), "no-op"
         )
 
-    assert seen.call_ids == ["s1", "s2", "w1"]
+    assert [c.call_id for c in seen.calls] == ["s1", "s2", "w1"]
     assert [r.guarded for r in summary.tool_calls] == [False, True]
 
 
@@ -333,7 +300,7 @@ async def test_chat_decorators_wrap_the_adapter_in_order_and_overriding_the_adap
 ) -> None:
     log: list[str] = []
     script = ScriptedChat(ScriptedTurn(text="one"), ScriptedTurn(text="two"))
-    container.chat_decorators.add_args(SeenRequests("inner", log), SeenRequests("outer", log))
+    container.chat_decorators.add_args(RequestLog("inner", log), RequestLog("outer", log))
     with container.chat_adapter.override(script):
         await container.chat().get_response([ChatMessage.user("hi")])
         summary = await container.summary_agent().summarize("Ana: hello")
@@ -346,7 +313,7 @@ async def test_chat_decorators_wrap_the_adapter_in_order_and_overriding_the_adap
 async def test_overriding_chat_replaces_the_whole_chain(container: Container) -> None:
     log: list[str] = []
     script = ScriptedChat(ScriptedTurn(text="direct"))
-    container.chat_decorators.add_args(SeenRequests("decorator", log))
+    container.chat_decorators.add_args(RequestLog("decorator", log))
     with container.chat.override(script):
         response = await container.chat().get_response([ChatMessage.user("hi")])
     assert response.text == "direct"

@@ -16,13 +16,12 @@ from domain import (
     ChatOptions,
     ChatPort,
     ChatTransportError,
-    FunctionCallContent,
-    FunctionResultContent,
     ToolSpec,
 )
 from tests.integration.gateway.fakes import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
 from tests.integration.gateway.proxy import MASTER_KEY
 from tests.integration.gateway.support import Gateway, sdk_client
+from tests.support.doubles import RecordingTools
 
 pytestmark = pytest.mark.gateway
 
@@ -51,16 +50,9 @@ def _asked(gateway: Gateway, nonce: str) -> list[RecordedRequest]:
     return [r for r in gateway.upstream.requests if r.mentions(nonce)]
 
 
-class _RecordingTool:
+def _time_tool() -> RecordingTools:
     """The tool behind the guard: answers ``current_time`` and remembers every call it ran."""
-
-    def __init__(self) -> None:
-        self.calls: list[FunctionCallContent] = []
-
-    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-        self.calls.append(call)
-        zone = str((call.arguments or {}).get("zone"))
-        return FunctionResultContent(call.call_id, {"time": "09:30", "zone": zone})
+    return RecordingTools(lambda call: {"time": "09:30", "zone": str((call.arguments or {}).get("zone"))})
 
 
 @ADAPTERS
@@ -98,7 +90,7 @@ async def test_a_streamed_tool_call_is_reassembled_and_its_result_accepted(
     assert (call.name, call.raw_arguments) == ("current_time", '{"zone": "Europe/Oslo"}')
     assert call.arguments == {"zone": "Europe/Oslo"}
     assert first.finish_reason == "tool_calls"
-    tool = _RecordingTool()
+    tool = _time_tool()
     result = await GuardedToolInvoker(tool).invoke(call)
     assert tool.calls == [call]
 
@@ -126,7 +118,7 @@ async def test_a_malformed_call_is_guarded_and_its_raw_arguments_go_back_verbati
     assert call.raw_arguments == MALFORMED_ARGUMENTS
     assert call.parse_error is not None
     assert call.parse_error.kind == "invalid_json"
-    tool = _RecordingTool()
+    tool = _time_tool()
     result = await GuardedToolInvoker(tool).invoke(call)
     assert tool.calls == []
     assert result.is_error

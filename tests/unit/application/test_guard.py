@@ -12,25 +12,15 @@ from hypothesis import strategies as st
 from application import GuardedToolInvoker
 from domain import FunctionCallContent, FunctionResultContent, ToolInvokerPort
 from tests.strategies import MARKER, malformed_argument_strings, valid_argument_strings
+from tests.support.doubles import RaisingTools, RecordingTools
 
 # The one property that CI runs 10,000 times; locally it stays quick.
 GUARD_EXAMPLES = 10_000 if os.environ.get("CI") else 200
 
 
-class SpyInvoker:
-    """Records every call it is awaited with and answers with a fixed success."""
-
-    def __init__(self) -> None:
-        self.calls: list[FunctionCallContent] = []
-
-    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-        self.calls.append(call)
-        return FunctionResultContent(call.call_id, {"ran": call.name})
-
-
-class RaisingInvoker:
-    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-        raise RuntimeError(f"inner exploded {MARKER}")
+def spy() -> RecordingTools:
+    """A tool that records every call it is awaited with and answers with a fixed success."""
+    return RecordingTools(lambda call: {"ran": call.name})
 
 
 class WrongIdInvoker:
@@ -39,7 +29,7 @@ class WrongIdInvoker:
 
 
 def test_spies_satisfy_the_port() -> None:
-    ports: tuple[ToolInvokerPort, ...] = (SpyInvoker(), RaisingInvoker(), WrongIdInvoker())
+    ports: tuple[ToolInvokerPort, ...] = (spy(), RaisingTools(f"inner exploded {MARKER}"), WrongIdInvoker())
     guard: ToolInvokerPort = GuardedToolInvoker(ports[0])
     assert guard is not None
 
@@ -51,7 +41,7 @@ def test_spies_satisfy_the_port() -> None:
     name=st.sampled_from(["list_steps", "list_participants", "record_decision", "anything"]),
 )
 async def test_malformed_arguments_never_invoke_the_tool(raw: str, call_id: str, name: str) -> None:
-    inner = SpyInvoker()
+    inner = spy()
     call = FunctionCallContent.parse(call_id=call_id, name=name, raw_arguments=raw)
 
     result = await GuardedToolInvoker(inner).invoke(call)
@@ -70,7 +60,7 @@ async def test_malformed_arguments_never_invoke_the_tool(raw: str, call_id: str,
 
 @given(raw=valid_argument_strings(), call_id=st.text(min_size=1, max_size=20))
 async def test_parsed_arguments_are_delegated_unchanged(raw: str, call_id: str) -> None:
-    inner = SpyInvoker()
+    inner = spy()
     call = FunctionCallContent.parse(call_id=call_id, name="tool", raw_arguments=raw)
 
     result = await GuardedToolInvoker(inner).invoke(call)
@@ -93,14 +83,14 @@ async def test_parsed_arguments_are_delegated_unchanged(raw: str, call_id: str) 
 )
 async def test_the_message_names_the_kind_of_failure(raw: str, why: str) -> None:
     call = FunctionCallContent.parse(call_id="c", name="t", raw_arguments=raw)
-    result = await GuardedToolInvoker(SpyInvoker()).invoke(call)
+    result = await GuardedToolInvoker(spy()).invoke(call)
     assert isinstance(result.result, dict)
     assert why in str(result.result["message"])
 
 
 async def test_a_truncated_object_reports_where_parsing_stopped() -> None:
     call = FunctionCallContent.parse(call_id="c", name="t", raw_arguments='{"owner": "Ann",')
-    result = await GuardedToolInvoker(SpyInvoker()).invoke(call)
+    result = await GuardedToolInvoker(spy()).invoke(call)
     assert isinstance(result.result, dict)
     assert "character 16" in str(result.result["message"])
 
@@ -110,14 +100,14 @@ async def test_the_message_ignores_whatever_text_the_parse_error_carries() -> No
     assert parsed.parse_error is not None
     tampered = attrs.evolve(parsed, parse_error=attrs.evolve(parsed.parse_error, message=MARKER))
 
-    result = await GuardedToolInvoker(SpyInvoker()).invoke(tampered)
+    result = await GuardedToolInvoker(spy()).invoke(tampered)
 
     assert MARKER not in str(result.result)
 
 
 @pytest.mark.parametrize("raw", ["", "{", f'["{MARKER}"]'])
 async def test_a_call_built_without_parse_is_parsed_and_refused(raw: str) -> None:
-    inner = SpyInvoker()
+    inner = spy()
     call = FunctionCallContent(call_id="c", name="t", raw_arguments=raw)
 
     guard = GuardedToolInvoker(inner)
@@ -130,7 +120,7 @@ async def test_a_call_built_without_parse_is_parsed_and_refused(raw: str) -> Non
 
 
 async def test_a_call_built_without_parse_is_delegated_with_its_arguments_parsed() -> None:
-    inner = SpyInvoker()
+    inner = spy()
     call = FunctionCallContent(call_id="c", name="t", raw_arguments='{"a": 1}')
 
     guard = GuardedToolInvoker(inner)
@@ -143,7 +133,7 @@ async def test_a_call_built_without_parse_is_delegated_with_its_arguments_parsed
 async def test_an_inner_invoker_that_raises_still_answers_the_call_without_its_text() -> None:
     call = FunctionCallContent.parse(call_id="c", name="t", raw_arguments="{}")
 
-    result = await GuardedToolInvoker(RaisingInvoker()).invoke(call)
+    result = await GuardedToolInvoker(RaisingTools(f"inner exploded {MARKER}")).invoke(call)
 
     assert result == FunctionResultContent("c", {"error": "tool_failed", "message": "The tool failed."}, True)
 
@@ -164,7 +154,7 @@ async def test_the_result_always_carries_the_calls_id() -> None:
     )
 )
 async def test_the_guard_reports_exactly_the_calls_it_answered_itself(calls: list[tuple[str, str]]) -> None:
-    inner = SpyInvoker()
+    inner = spy()
     guard = GuardedToolInvoker(inner)
     parsed = [
         FunctionCallContent.parse(call_id=call_id, name="t", raw_arguments=raw) for call_id, raw in calls

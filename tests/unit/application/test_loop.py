@@ -41,24 +41,9 @@ from domain import (
     Usage,
 )
 from tests.strategies import MARKER, loop_scripts, repeating_call_turns
+from tests.support.doubles import CallLog, FailingTools, RecordingTools, WholeAnswers
 
 USER = (ChatMessage.user("hello"),)
-
-
-class Echo:
-    """An invoker that answers each call with its name; records what it was awaited with."""
-
-    def __init__(self) -> None:
-        self.calls: list[FunctionCallContent] = []
-
-    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-        self.calls.append(call)
-        return FunctionResultContent(call.call_id, f"ran {call.name}")
-
-
-class Failing:
-    async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-        return FunctionResultContent(call.call_id, {"error": "tool_failed", "message": "no"}, is_error=True)
 
 
 def options(*names: str) -> ChatOptions:
@@ -78,7 +63,7 @@ async def test_a_round_appends_the_output_as_returned_and_one_result_per_call_in
     raw_a, raw_b = '{"b": 1,  "a": [ ]}', "{"
     chat = ScriptedChat(calls_turn(("c1", "a", raw_a), ("c2", "b", raw_b)), ScriptedTurn(text="done"))
 
-    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a", "b"), Echo())
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a", "b"), RecordingTools())
 
     assert chat.requests[0].messages == USER
     follow_up = chat.requests[1].messages
@@ -94,7 +79,7 @@ async def test_a_round_appends_the_output_as_returned_and_one_result_per_call_in
 async def test_the_first_request_is_the_users_and_the_rest_the_agents() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")), calls_turn(("c2", "a", "{}")), ScriptedTurn(text="ok"))
 
-    await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+    await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
 
     assert [r.options.initiator for r in chat.requests if r.options] == ["user", "agent", "agent"]
     assert all(r.options and r.options.instructions == "be brief" for r in chat.requests)
@@ -106,7 +91,7 @@ async def test_the_run_holds_every_message_the_summed_usage_and_the_last_respons
         ScriptedTurn(text="final words", usage=Usage(20, 3, 23, 5, None), response_id="resp_last"),
     )
 
-    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
 
     assert [m.role for m in run.messages] == ["assistant", "tool", "assistant"]
     assert run.messages[0] == run.responses[0].messages[0]
@@ -122,12 +107,12 @@ async def test_the_run_holds_every_message_the_summed_usage_and_the_last_respons
 
 async def test_usage_stays_unknown_when_no_response_reports_it() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")), ScriptedTurn(text="ok"))
-    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
     assert run.usage is None
 
 
 async def test_the_loop_guards_the_raw_tools_it_is_handed() -> None:
-    echo = Echo()
+    echo = RecordingTools()
     chat = ScriptedChat(calls_turn(("c1", "a", f'{{"x": "{MARKER}"'), ("c2", "a", "{}")), ScriptedTurn())
 
     run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), echo)
@@ -138,56 +123,37 @@ async def test_the_loop_guards_the_raw_tools_it_is_handed() -> None:
     assert run.tool_calls[0].result.result["error"] == "invalid_tool_arguments"
 
 
-class Tagging:
-    """A decorator that records every call it sees, and what it wraps, under its own tag."""
-
-    def __init__(self, tag: str, seen: list[tuple[str, str]], wrapped: list[object]) -> None:
-        self.tag, self.seen, self.wrapped = tag, seen, wrapped
-
-    def __call__(self, inner: ToolInvokerPort) -> ToolInvokerPort:
-        self.wrapped.append(inner)
-        decorator = self
-
-        class Wrapper:
-            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-                decorator.seen.append((decorator.tag, call.call_id))
-                return await inner.invoke(call)
-
-        return Wrapper()
-
-
 async def test_decorators_wrap_the_one_guard_in_order_and_see_every_call_refused_ones_included() -> None:
     seen: list[tuple[str, str]] = []
-    wrapped: list[object] = []
-    inner, outer = Tagging("inner", seen, wrapped), Tagging("outer", seen, wrapped)
-    echo = Echo()
+    inner, outer = CallLog("inner", seen), CallLog("outer", seen)
+    echo = RecordingTools()
     chat = ScriptedChat(calls_turn(("c1", "a", "{"), ("c2", "a", "{}")), ScriptedTurn())
     loop = ToolLoop(chat, LoopSettings(concurrent_tool_calls=False), decorators=(inner, outer))
 
     run = await loop.run(USER, options("a"), echo)
 
     # The first decorator wraps the guard the loop built; the second wraps the first.
-    assert isinstance(wrapped[0], GuardedToolInvoker)
-    assert not isinstance(wrapped[1], GuardedToolInvoker)
+    assert isinstance(inner.wrapped[0], GuardedToolInvoker)
+    assert not isinstance(outer.wrapped[0], GuardedToolInvoker)
     assert seen == [("outer", "c1"), ("inner", "c1"), ("outer", "c2"), ("inner", "c2")]
     assert [c.call_id for c in echo.calls] == ["c2"]
     assert [r.guarded for r in run.tool_calls] == [True, False]
 
 
 async def test_decorators_are_applied_once_per_run() -> None:
-    wrapped: list[object] = []
+    only = CallLog()
     loop = ToolLoop(
         ScriptedChat(
             calls_turn(("c1", "a", "{}")), calls_turn(("c2", "a", "{}")), ScriptedTurn(), ScriptedTurn()
         ),
-        decorators=(Tagging("only", [], wrapped),),
+        decorators=(only,),
     )
 
-    await loop.run(USER, options("a"), Echo())
-    await loop.run(USER, options("a"), Echo())
+    await loop.run(USER, options("a"), RecordingTools())
+    await loop.run(USER, options("a"), RecordingTools())
 
-    assert len(wrapped) == 2
-    assert wrapped[0] is not wrapped[1]
+    assert len(only.wrapped) == 2
+    assert only.wrapped[0] is not only.wrapped[1]
 
 
 async def test_guarded_reports_what_the_guard_refused_not_what_a_parser_would_say() -> None:
@@ -200,7 +166,7 @@ async def test_guarded_reports_what_the_guard_refused_not_what_a_parser_would_sa
 
     chat = ScriptedChat(calls_turn(("c1", "a", "{"), ("c2", "a", "{}")), ScriptedTurn())
 
-    run = await ToolLoop(chat, decorators=(refuse_everything,)).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, decorators=(refuse_everything,)).run(USER, options("a"), RecordingTools())
 
     # The host's decorator answered before the guard saw anything: nothing was guarded.
     assert [r.guarded for r in run.tool_calls] == [False, False]
@@ -220,7 +186,7 @@ async def test_what_a_decorator_raises_ends_the_run() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")), ScriptedTurn())
 
     with pytest.raises(LookupError):
-        await ToolLoop(chat, decorators=(explode,)).run(USER, options("a"), Echo())
+        await ToolLoop(chat, decorators=(explode,)).run(USER, options("a"), RecordingTools())
     assert len(chat.requests) == 1
 
 
@@ -263,7 +229,7 @@ async def test_after_max_iterations_one_last_request_goes_without_tools() -> Non
     turns = [calls_turn((f"c{i}", "a", "{}")) for i in range(3)]
     chat = ScriptedChat(*turns)
 
-    run = await ToolLoop(chat, LoopSettings(max_tool_iterations=2)).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, LoopSettings(max_tool_iterations=2)).run(USER, options("a"), RecordingTools())
 
     assert [len(r.options.tools) if r.options else None for r in chat.requests] == [1, 1, 0]
     assert chat.requests[2].options is not None
@@ -277,7 +243,7 @@ async def test_after_max_iterations_one_last_request_goes_without_tools() -> Non
 async def test_the_default_iteration_cap_is_forty() -> None:
     chat = ScriptedChat(*[calls_turn((f"c{i}", "a", "{}")) for i in range(40)], ScriptedTurn(text="enough"))
 
-    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
 
     assert len(chat.requests) == 41
     assert [bool(r.options and r.options.tools) for r in chat.requests] == [True] * 40 + [False]
@@ -293,7 +259,7 @@ async def test_after_three_rounds_with_errors_in_a_row_tools_are_withdrawn() -> 
         ScriptedTurn(text="I could not use the tools."),
     )
 
-    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
 
     assert [bool(r.options and r.options.tools) for r in chat.requests] == [True, True, True, False]
     assert run.text == "I could not use the tools."
@@ -309,7 +275,7 @@ async def test_a_clean_round_resets_the_error_budget() -> None:
         ScriptedTurn(text="ok"),
     )
 
-    await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+    await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
 
     assert all(r.options and r.options.tools for r in chat.requests)
 
@@ -317,14 +283,14 @@ async def test_a_clean_round_resets_the_error_budget() -> None:
 async def test_tool_errors_count_like_invalid_arguments() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")), calls_turn(("c2", "a", "{}")), ScriptedTurn())
 
-    await ToolLoop(chat, LoopSettings(max_consecutive_tool_errors=2)).run(USER, options("a"), Failing())
+    await ToolLoop(chat, LoopSettings(max_consecutive_tool_errors=2)).run(USER, options("a"), FailingTools())
 
     assert [bool(r.options and r.options.tools) for r in chat.requests] == [True, True, False]
 
 
 async def test_without_tools_on_offer_the_loop_asks_once() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")))
-    echo = Echo()
+    echo = RecordingTools()
 
     run = await ToolLoop(chat).run(USER, None, echo)
 
@@ -339,7 +305,7 @@ async def test_a_failure_mid_run_is_raised_with_the_run_so_far() -> None:
     chat = ScriptedChat(calls_turn(("c1", "a", "{}"), usage=Usage(1, 1, 2)), failure)
 
     with pytest.raises(ChatTransportError) as caught:
-        await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+        await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
 
     error = caught.value
     # A new error of the adapter error's class, chained from it; the adapter's own is left as it was.
@@ -360,7 +326,7 @@ async def test_a_failure_on_the_first_request_carries_an_empty_run() -> None:
     chat = ScriptedChat(ResponseFailedError("boom", code="server_error"))
 
     with pytest.raises(ResponseFailedError) as caught:
-        await ToolLoop(chat, LoopSettings()).run(USER, options("a"), Echo())
+        await ToolLoop(chat, LoopSettings()).run(USER, options("a"), RecordingTools())
 
     assert isinstance(caught.value, ToolRunError)
     assert caught.value.run == ToolRun()
@@ -438,7 +404,7 @@ def test_the_loop_exposes_its_settings() -> None:
 async def test_a_call_id_runs_at_most_once_per_run_and_every_call_gets_one_result(
     turns: list[list[tuple[str, str]]], concurrent: bool
 ) -> None:
-    echo = Echo()
+    echo = RecordingTools()
     chat = ScriptedChat(
         *(calls_turn(*((cid, "a", raw) for cid, raw in turn)) for turn in turns), ScriptedTurn()
     )
@@ -509,10 +475,10 @@ async def test_the_events_end_with_the_run_that_run_returns_and_report_every_pie
     script: list[tuple[str, list[tuple[str, str]]]], concurrent: bool
 ) -> None:
     loop_settings = LoopSettings(max_consecutive_tool_errors=100, concurrent_tool_calls=concurrent)
-    whole = await ToolLoop(scripted(script), loop_settings).run(USER, options("a"), Echo())
+    whole = await ToolLoop(scripted(script), loop_settings).run(USER, options("a"), RecordingTools())
     chat = scripted(script)
 
-    events = await collect(ToolLoop(chat, loop_settings).run_events(USER, options("a"), Echo()))
+    events = await collect(ToolLoop(chat, loop_settings).run_events(USER, options("a"), RecordingTools()))
 
     result = finished(events)
     assert result == whole
@@ -533,42 +499,25 @@ async def test_the_events_end_with_the_run_that_run_returns_and_report_every_pie
     )
 
 
-class WholeAnswers:
-    """A ChatPort that cannot stream: only ``get_response``."""
-
-    def __init__(self, inner: ScriptedChat) -> None:
-        self.inner = inner
-
-    async def get_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> ChatResponse:
-        return await self.inner.get_response(messages, options)
-
-
 async def test_a_chat_that_cannot_stream_gives_each_answers_text_as_one_piece() -> None:
     script = [("Let me look.", [("c1", "{}")]), ("It is done.", [])]
-    whole = await ToolLoop(scripted(script)).run(USER, options("a"), Echo())
+    whole = await ToolLoop(scripted(script)).run(USER, options("a"), RecordingTools())
     chat = scripted(script)
 
-    events = await collect(ToolLoop(WholeAnswers(chat)).run_events(USER, options("a"), Echo()))
+    events = await collect(ToolLoop(WholeAnswers(chat)).run_events(USER, options("a"), RecordingTools()))
 
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Let me look.", "It is done."]
     assert finished(events) == whole
     assert not any(request.stream for request in chat.requests)
 
 
-class ClosingSpy:
+class ClosingSpy(WholeAnswers[ScriptedChat]):
     """A streaming ChatPort over a script that counts the streams it opened and the ones closed."""
 
     def __init__(self, inner: ScriptedChat) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.opened = 0
         self.closed = 0
-
-    async def get_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> ChatResponse:
-        return await self.inner.get_response(messages, options)
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
@@ -582,7 +531,7 @@ class ClosingSpy:
 
 
 async def test_leaving_at_the_first_text_closes_the_models_stream_and_runs_no_tool() -> None:
-    echo = Echo()
+    echo = RecordingTools()
     chat = ClosingSpy(scripted([("a long answer", [("c1", "{}")]), ("done", [])]))
     events = ToolLoop(chat).run_events(USER, options("a"), echo)
 
@@ -597,7 +546,7 @@ async def test_leaving_at_the_first_text_closes_the_models_stream_and_runs_no_to
 
 
 async def test_leaving_after_the_first_answered_call_runs_no_further_tool() -> None:
-    echo = Echo()
+    echo = RecordingTools()
     chat = scripted([("", [("c1", "{}"), ("c2", "{}")]), ("", [("c3", "{}")]), ("done", [])])
     events = ToolLoop(chat, LoopSettings(concurrent_tool_calls=False)).run_events(USER, options("a"), echo)
 
@@ -683,7 +632,7 @@ async def test_a_stream_that_fails_gives_its_text_then_raises_with_the_run_so_fa
     seen: list[RunEvent[ToolRun]] = []
 
     async def consume() -> None:
-        async for event in ToolLoop(chat).run_events(USER, options("a"), Echo()):
+        async for event in ToolLoop(chat).run_events(USER, options("a"), RecordingTools()):
             seen.append(event)
 
     with pytest.raises(MalformedResponseError) as caught:
@@ -708,7 +657,7 @@ async def test_a_result_a_decorator_files_under_another_id_still_answers_its_cal
 
     chat = ScriptedChat(calls_turn(("c1", "a", "{}")), ScriptedTurn())
 
-    run = await ToolLoop(chat, decorators=(misfiling,)).run(USER, options("a"), Echo())
+    run = await ToolLoop(chat, decorators=(misfiling,)).run(USER, options("a"), RecordingTools())
 
     assert [(r.call.call_id, r.result.call_id) for r in run.tool_calls] == [("c1", "c1")]
     assert [r.call_id for r in tool_results(run.messages[1])] == ["c1"]
@@ -730,16 +679,8 @@ class PlainUpdates:
             raise StopAsyncIteration from None
 
 
-class PlainStreaming:
+class PlainStreaming(WholeAnswers[ScriptedChat]):
     """Streams each scripted answer through :class:`PlainUpdates`."""
-
-    def __init__(self, inner: ScriptedChat) -> None:
-        self.inner = inner
-
-    async def get_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> ChatResponse:
-        return await self.inner.get_response(messages, options)
 
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
@@ -748,7 +689,7 @@ class PlainStreaming:
 
 
 async def test_a_stream_without_aclose_is_read_to_its_end() -> None:
-    events = await collect(ToolLoop(PlainStreaming(ScriptedChat())).run_events(USER, None, Echo()))
+    events = await collect(ToolLoop(PlainStreaming(ScriptedChat())).run_events(USER, None, RecordingTools()))
 
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["plain ", "words"]
     assert finished(events).text == "plain words"

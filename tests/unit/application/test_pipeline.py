@@ -18,8 +18,9 @@ from application import (
     ToolCallFinished,
     WorkflowEditorAgent,
 )
-from domain import FunctionCallContent, FunctionResultContent, ToolInvokerPort, Workflow, WorkflowStep
+from domain import Workflow, WorkflowStep
 from tests.strategies import PlannedCall, call_turns, summary_calls, workflow_calls, workflows
+from tests.support.doubles import CallLog
 
 TRANSCRIPT = "Ann: I will send the notes by Friday.\nBob: Agreed, we ship on Monday.\n"
 RELEASE = Workflow("release", (WorkflowStep("build", "Build", "task"), WorkflowStep("ship", "Ship", "task")))
@@ -88,25 +89,8 @@ async def test_edit_events_end_with_what_edit_returns(
     assert check_events(events, text=whole.text, answered_calls=len(whole.tool_calls)) == whole
 
 
-class SeenCalls:
-    """A tool-invoker decorator recording the names of the calls that reach the tools."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def __call__(self, inner: ToolInvokerPort) -> ToolInvokerPort:
-        seen = self
-
-        class Seeing:
-            async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-                seen.names.append(call.name)
-                return await inner.invoke(call)
-
-        return Seeing()
-
-
 async def test_an_abandoned_edit_runs_no_further_tool() -> None:
-    seen = SeenCalls()
+    seen = CallLog()
     chat = ScriptedChat(
         ScriptedTurn(calls=(("c1", "list_steps", "{}"), ("c2", "remove_step", '{"step_id": "ship"}'))),
         ScriptedTurn(calls=(("c3", "remove_step", '{"step_id": "build"}'),)),
@@ -120,12 +104,12 @@ async def test_an_abandoned_edit_runs_no_further_tool() -> None:
             break
     await events.aclose()
 
-    assert seen.names == ["list_steps"]
+    assert [c.name for c in seen.calls] == ["list_steps"]
     assert len(chat.requests) == 1
 
 
 async def test_a_summary_abandoned_while_the_model_writes_runs_no_tool() -> None:
-    seen = SeenCalls()
+    seen = CallLog()
     chat = ScriptedChat(
         ScriptedTurn(text="Let me record that.", calls=(("c1", "record_decision", '{"decision": "Ship."}'),)),
         ScriptedTurn(text="Done."),
@@ -137,5 +121,5 @@ async def test_a_summary_abandoned_while_the_model_writes_runs_no_tool() -> None
             break
     await events.aclose()
 
-    assert seen.names == []
+    assert [c.name for c in seen.calls] == []
     assert len(chat.requests) == 1
