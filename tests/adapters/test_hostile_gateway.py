@@ -167,6 +167,31 @@ async def test_streaming_any_body_folds_to_what_get_response_returns_or_raises(
     event(f"streamed: {type(streamed).__name__}")
 
 
+# One retry is enough to show the budget holds; a body broken in transit is retried after the SDK's
+# back-off (half a second or more), so these examples are few.
+RETRIES: Final = 1
+
+
+@pytest.mark.parametrize("adapter_type", ADAPTERS)
+@property_settings(BODIES_PER_ADAPTER // 20)
+@given(body=hostile_bodies)
+async def test_a_gateway_answering_the_same_hostile_body_gets_at_most_max_retries_more_requests(
+    adapter_type: Adapter, body: HostileBody
+) -> None:
+    """Retried or not, a request ends within its retry budget, each attempt sending the same body."""
+    recorder = Recorder([lambda request: body.response()])
+    client = client_for(recorder, max_retries=RETRIES)
+    adapter = adapter_type(client, ResponsesSettings(model="gpt-test"))
+    outcome = await _ask(adapter)
+
+    sent = recorder.requests
+    assert 1 <= len(sent) <= RETRIES + 1
+    assert len({request.content for request in sent}) == 1
+    if isinstance(outcome, ChatTransportError):
+        assert outcome.attempts == len(sent)
+    event(f"{type(outcome).__name__} after {len(sent)} requests")
+
+
 TRANSCRIPT: Final = "Ana: I'll send the deck by Friday.\nBen: We decided to ship on Monday."
 
 
