@@ -16,6 +16,7 @@ from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
 from benchmarks.harness import Check, Samples, Sizes, interleaved, peak_bytes, serve
+from benchmarks.streaming import streaming
 from benchmarks.telemetry import telemetry_overhead
 from domain import ChatMessage, FunctionCallContent
 
@@ -289,6 +290,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         body_cap,
         deadline_overshoot,
         telemetry_overhead,
+        streaming,
     ):
         checks.extend(await benchmark(sizes, timings))
     timings["wall_s"] = time.perf_counter() - started

@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, Final, cast
 
@@ -85,45 +85,31 @@ def _guard_library_logs() -> None:
 
 
 class _Channel:
-    """The updates of one streamed request on their way from the reading task to the caller.
+    """How the task that reads a streamed request and the caller's iteration meet.
 
-    Updates that carry no content (the ids of ``response.created``) wait until the first one that
-    does, or the end: until then nothing has reached the caller, so a body broken in transit may
-    still be asked for again and the broken attempt's updates are dropped unseen.
+    The reader's event folder collects the updates; the caller swaps them out whenever it looks.
+    Between two reads from the network, the reader wakes a caller that is waiting and lets it
+    run, so updates go out as the body arrives, per read rather than per event.
     """
 
-    __slots__ = ("content_sent", "handed", "held", "queue")
+    __slots__ = ("ended", "handed", "held", "waiter")
 
     def __init__(self) -> None:
-        # Unbounded: reading never waits on the caller, and the body cap bounds what can pile up.
-        self.queue: asyncio.Queue[list[ChatResponseUpdate] | None] = asyncio.Queue()
+        # Updates without content (the ids of ``response.created``) held until the first with content.
         self.held: list[ChatResponseUpdate] = []
-        self.content_sent = False
         # True once the caller has been handed an update: from then on nothing is asked for again.
         self.handed = False
+        self.ended = False
+        self.waiter: asyncio.Future[None] | None = None
 
-    def push(self, updates: list[ChatResponseUpdate]) -> None:
-        if not self.content_sent:
-            if not any(update.contents for update in updates):
-                self.held.extend(updates)
-                return
-            updates = [*self.held, *updates]
-            self.held = []
-            self.content_sent = True
-        self.queue.put_nowait(updates)
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
-    def restart(self) -> None:
-        """Another attempt: what the broken one brought, and the caller has not seen, is dropped."""
-        while not self.queue.empty():
-            self.queue.get_nowait()
-        self.held = []
-        self.content_sent = False
-
-    def finish(self, *, complete: bool) -> None:
-        if complete and self.held:
-            self.queue.put_nowait(self.held)
-        self.held = []
-        self.queue.put_nowait(None)
+    def end(self) -> None:
+        self.ended = True
+        self.wake()
 
 
 @attrs.define
@@ -169,7 +155,16 @@ class _Exchange:
         self.answered = False
         self.streamed = False
         if self.channel is not None:
-            self.channel.restart()
+            # What the broken attempt brought, and the caller has not been handed, is dropped.
+            self.channel.held = []
+
+    async def between_reads(self) -> None:
+        """Before the next read from the network: a waiting caller gets what has arrived."""
+        channel = self.channel
+        if channel is not None and channel.waiter is not None and self.folder.out:
+            channel.wake()
+            # A body already in memory never suspends the reader: let the caller run now.
+            await asyncio.sleep(0)
 
     def may_ask_again(self) -> bool:
         """Whether a broken body may be asked for again: never once the caller was handed an update."""
@@ -283,18 +278,35 @@ async def _head(chunks: AsyncIterator[bytes]) -> bytes:
 
 
 class _Rest(httpx.AsyncByteStream):
-    """A body whose first bytes were already read to tell its shape: those, then the rest as it comes."""
+    """A body whose first bytes were already read to tell its shape: those, then the rest as it comes.
 
-    def __init__(self, head: bytes, rest: AsyncIterator[bytes], original: httpx.Response) -> None:
+    ``between`` runs before each further read from the network (a streaming caller is handed
+    what the chunk before brought)."""
+
+    def __init__(
+        self,
+        head: bytes,
+        rest: AsyncIterator[bytes],
+        original: httpx.Response,
+        between: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self._head = head
         self._rest = rest
         self._original = original
+        self._between = between
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        between = self._between
         if self._head:
             yield self._head
+        if between is None:
+            async for chunk in self._rest:
+                yield chunk
+            return
+        await between()
         async for chunk in self._rest:
             yield chunk
+            await between()
 
     async def aclose(self) -> None:
         await self._original.aclose()
@@ -379,16 +391,34 @@ class _ResponsesAdapter(abc.ABC):
         channel = _Channel()
         exchange = self._new_exchange(request, channel)
         reading = asyncio.create_task(self._read_for(request, exchange, channel))
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                updates = await channel.queue.get()
-                if updates is None:
-                    break
-                for update in updates:
+                folder = exchange.folder
+                updates = folder.out
+                if updates:
+                    folder.out = []
+                    if not channel.handed:
+                        if not any(update.contents for update in updates):
+                            channel.held.extend(updates)
+                            continue
+                        updates = [*channel.held, *updates]
+                        channel.held = []
                     channel.handed = True
-                    yield update
+                    for update in updates:
+                        yield update
+                    continue
+                if channel.ended:
+                    break
+                channel.waiter = loop.create_future()
+                try:
+                    await channel.waiter
+                finally:
+                    channel.waiter = None
             # The reading task has ended: this raises its ChatError, if it had one.
             await reading
+            for update in channel.held:
+                yield update
         finally:
             if not reading.done():
                 reading.cancel()
@@ -398,15 +428,14 @@ class _ResponsesAdapter(abc.ABC):
                 reading.exception()
 
     async def _read_for(self, request: ResponsesRequest, exchange: _Exchange, channel: _Channel) -> None:
-        complete = False
         try:
             result = await self._run(request, exchange)
-            if not exchange.streamed:
+            out = exchange.folder.out
+            if not exchange.streamed and out is not None:
                 # A JSON document: its contents go out once it is read.
-                channel.push(list(result.to_updates()))
-            complete = True
+                out.extend(result.to_updates())
         finally:
-            channel.finish(complete=complete)
+            channel.end()
 
     def _new_exchange(self, request: ResponsesRequest, channel: _Channel | None = None) -> _Exchange:
         return _Exchange(
@@ -510,7 +539,7 @@ class _ResponsesAdapter(abc.ABC):
         live = httpx.Response(
             http.status_code,
             headers=_plain_headers(http),
-            stream=_Rest(head, chunks, http),
+            stream=_Rest(head, chunks, http, exchange.between_reads if exchange.channel else None),
             request=http.request,
         )
         return await self._fold_stream(live, exchange)
@@ -548,19 +577,10 @@ class _ResponsesAdapter(abc.ABC):
         )
         folder = exchange.folder
         feed = folder.feed
-        channel = exchange.channel
         exchange.streamed = True
         try:
-            if channel is None:
-                async for event in stream:
-                    feed(event)
-            else:
-                take, push = folder.take, channel.push
-                async for event in stream:
-                    feed(event)
-                    updates = take()
-                    if updates:
-                        push(updates)
+            async for event in stream:
+                feed(event)
         finally:
             await stream.close()
         return folder.result()

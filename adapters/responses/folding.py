@@ -48,6 +48,11 @@ def _high_surrogate(character: str) -> bool:
     return "\ud800" <= character <= "\udbff"
 
 
+def _reasoning_piece(kind: int, piece: str) -> ReasoningContent:
+    """A piece of a reasoning summary part (``summary`` is the piece itself) or of reasoning text."""
+    return ReasoningContent(piece, summary=(piece,)) if kind == _SUMMARY else ReasoningContent(piece)
+
+
 class _Text:
     """One text part arriving as deltas: kept in joined chunks plus a short tail of recent deltas.
 
@@ -78,8 +83,21 @@ class _Text:
         if len(tail) >= _CHUNK:
             self.chunks.append("".join(tail))
             tail.clear()
-        if self.kind != _ARGUMENTS:
-            self._emit(delta)
+        kind = self.kind
+        if kind == _ARGUMENTS:
+            return
+        out = self.item.folder.out
+        if out is not None:
+            if self.seen and not self.held and delta and not _high_surrogate(delta[-1]):
+                # The common case, kept short: one delta, one update.
+                content = TextContent(delta) if kind == _TEXT else _reasoning_piece(kind, delta)
+                out.append(ChatResponseUpdate((content,), "assistant", self.item.sequence, self.part))
+            else:
+                self._emit(delta)
+        elif not self.seen:
+            # Nobody streams: only the first piece matters, for the item's place in the answer.
+            self.seen = True
+            self.item.emit(self.kind, self.part, "")
 
     def settle(self, whole: object) -> None:
         """The whole text, as a ".done" event or a finished item repeats it: what it adds to the
@@ -91,12 +109,12 @@ class _Text:
             self.chunks, self.tail = [whole], []
             return
         arrived = self.value() if self.seen else ""
-        if self.held and arrived.endswith(self.held):
-            # A lone half of a pair still held back: the whole text says what it became.
-            arrived = arrived[: -len(self.held)]
-            self.held = ""
+        if arrived and _high_surrogate(arrived[-1]):
+            # The first half of a pair never went out (it is held back): the whole text says what it became.
+            arrived = arrived[:-1]
         if not whole.startswith(arrived):
             return
+        self.held = ""
         rest = whole[len(arrived) :]
         self.chunks, self.tail = [whole], []
         if rest or not self.seen:
@@ -110,14 +128,15 @@ class _Text:
 
     def _emit(self, piece: str) -> None:
         if self.held:
-            piece = self.held + piece
+            # JSON joins a pair within one string, so a pair can only form across deltas: here.
+            piece = mend_surrogates(self.held + piece)
             self.held = ""
         if piece and _high_surrogate(piece[-1]):
             self.held = piece[-1]
             piece = piece[:-1]
         if piece or not self.seen:
             self.seen = True
-            self.item.emit(self.kind, self.part, mend_surrogates(piece))
+            self.item.emit(self.kind, self.part, piece)
 
     def value(self) -> str:
         # A surrogate pair split across two deltas is one character once the deltas are joined.
@@ -210,13 +229,7 @@ class _Item:
         out = folder.out
         if out is None:
             return
-        content: Content
-        if kind == _TEXT:
-            content = TextContent(piece)
-        elif kind == _SUMMARY:
-            content = ReasoningContent(piece, summary=(piece,))
-        else:
-            content = ReasoningContent(piece)
+        content = TextContent(piece) if kind == _TEXT else _reasoning_piece(kind, piece)
         out.append(ChatResponseUpdate((content,), "assistant", self.sequence, part))
 
     def emit_whole(self, contents: list[Content]) -> None:
@@ -355,15 +368,15 @@ class EventFolder:
     alone because the SDK maps unknown types onto unrelated classes; unknown types (and a ``type``
     that is not a string) are skipped.
 
-    With ``updates=True``, :meth:`take` hands over the :class:`ChatResponseUpdate`s each event
-    brought: text and reasoning as pieces the moment they arrive, each call and provider item
-    whole once it finishes, the ids from the lifecycle events, and the status, finish reason and
-    usage at the end. :meth:`result` is then exactly ``ChatResponse.from_updates`` of them all,
-    because both follow one rule: what reached the caller stands. A ".done" event, a finished
-    item or the terminal ``output`` only adds what extends the text that arrived (a whole form
-    that contradicts it is not taken), a call or provider item goes out once, at its first
-    finished form, and items are listed in the order they first went out; items that only the
-    terminal ``output`` holds follow the streamed ones, in its order.
+    With ``updates=True``, :attr:`out` collects the :class:`ChatResponseUpdate`s the events bring
+    (whoever hands them on swaps in an empty list): text and reasoning as pieces the moment they
+    arrive, each call and provider item whole once it finishes, the ids from the lifecycle events,
+    and the status, finish reason and usage at the end. :meth:`result` is then exactly
+    ``ChatResponse.from_updates`` of them all, because both follow one rule: what reached the caller
+    stands. A ".done" event, a finished item or the terminal ``output`` only adds what extends the
+    text that arrived (a whole form that contradicts it is not taken), a call or provider item goes
+    out once, at its first finished form, and items are listed in the order they first went out;
+    items that only the terminal ``output`` holds follow the streamed ones, in its order.
 
     Nothing that streamed is dropped: an item missing from the terminal event's ``output`` is
     kept, and two items streamed on one ``output_index`` are both kept.
@@ -395,7 +408,7 @@ class EventFolder:
         self._current: dict[int, _Item] = {}
         self._sequence = itertools.count()
         self.orders = itertools.count()
-        # The updates not yet taken; None when nobody streams them (get_response).
+        # The updates not yet handed on; None when nobody streams them (get_response).
         self.out: list[ChatResponseUpdate] | None = [] if updates else None
         self._handlers: dict[str, Callable[[str, Any], None]] = {
             "response.created": self._on_lifecycle,
@@ -425,14 +438,6 @@ class EventFolder:
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(kind, event)
-
-    def take(self) -> list[ChatResponseUpdate]:
-        """The updates the events fed since the last call brought (none unless built with ``updates``)."""
-        out = self.out
-        if not out:
-            return []
-        self.out = []
-        return out
 
     def result(self) -> ChatResponse:
         """The folded response; raises :class:`CutShortError` if no terminal event arrived."""

@@ -41,7 +41,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
 
     report = json.loads(output.read_text())
     names = [check["name"] for check in report["checks"]]
-    assert len(names) == 17
+    assert len(names) == 19
     for expected in (
         "fold overhead",
         "responses.stream()",
@@ -54,6 +54,8 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "telemetry per request",
         "telemetry per tool call",
         "instrumented / plain SSE fold",
+        "get_streaming_response / raw SDK iteration",
+        "time to first update",
     ):
         assert any(expected in name for name in names), expected
     assert all(math.isfinite(check["value"]) for check in report["checks"])
