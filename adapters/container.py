@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeAlias, TypeVar
+from typing import Any, Protocol, Self, TypeAlias, TypeVar
 
 import attrs
 import httpx
@@ -156,7 +156,28 @@ def _traced_tool_decorators(
     return [*decorators, InstrumentedToolInvoker.decorator(telemetry)]
 
 
-def _summary_agent(
+_Pipeline = TypeVar("_Pipeline", SummaryAgent, WorkflowEditorAgent)
+_TracedPipeline = TypeVar("_TracedPipeline", covariant=True)
+
+
+class _Traced(Protocol[_TracedPipeline]):
+    """What ``InstrumentedSummaryAgent`` and ``InstrumentedWorkflowEditorAgent`` are built with."""
+
+    def __call__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings,
+        *,
+        telemetry: Telemetry,
+        model: str,
+        options: ChatOptions | None,
+        decorators: Sequence[ToolInvokerDecorator],
+    ) -> _TracedPipeline: ...
+
+
+def _pipeline(
+    plain: type[_Pipeline],
+    traced: _Traced[_Pipeline],
     *,
     chat: ChatPort,
     settings: LoopSettings,
@@ -164,30 +185,12 @@ def _summary_agent(
     telemetry: Telemetry | None,
     model: str,
     options: ChatOptions | None = None,
-) -> SummaryAgent:
+) -> _Pipeline:
     if telemetry is None:
-        return SummaryAgent(chat, settings, options=options, decorators=decorators)
+        return plain(chat, settings, options=options, decorators=decorators)
     # A run's model is the one its options ask for, when they name one.
     run_model = options.model if options is not None and options.model else model
-    return InstrumentedSummaryAgent(
-        chat, settings, options=options, decorators=decorators, telemetry=telemetry, model=run_model
-    )
-
-
-def _workflow_editor_agent(
-    *,
-    chat: ChatPort,
-    settings: LoopSettings,
-    decorators: Sequence[ToolInvokerDecorator],
-    telemetry: Telemetry | None,
-    model: str,
-    options: ChatOptions | None = None,
-) -> WorkflowEditorAgent:
-    if telemetry is None:
-        return WorkflowEditorAgent(chat, settings, options=options, decorators=decorators)
-    # A run's model is the one its options ask for, when they name one.
-    run_model = options.model if options is not None and options.model else model
-    return InstrumentedWorkflowEditorAgent(
+    return traced(
         chat, settings, options=options, decorators=decorators, telemetry=telemetry, model=run_model
     )
 
@@ -303,7 +306,9 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         ToolLoop, chat=traced_chat, settings=loop_settings, decorators=traced_tool_invoker_decorators
     )
     summary_agent = providers.Factory(
-        _summary_agent,
+        _pipeline,
+        SummaryAgent,
+        InstrumentedSummaryAgent,
         chat=traced_chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
@@ -311,7 +316,9 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         model=model,
     )
     workflow_editor_agent = providers.Factory(
-        _workflow_editor_agent,
+        _pipeline,
+        WorkflowEditorAgent,
+        InstrumentedWorkflowEditorAgent,
         chat=traced_chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
