@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.responses import ResponsesSettings
 from domain import (
     ChatError,
     ChatMessage,
@@ -20,6 +21,7 @@ from domain import (
     TextContent,
 )
 from tests.adapters.support import (
+    API_KEY,
     JSON,
     SSE,
     Recorder,
@@ -262,3 +264,37 @@ async def test_every_recorded_body_streams_to_what_get_response_returns(entry: d
             continue
         updates = await updates_of(adapter)
         assert_folds_to(updates, response)
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+async def test_a_streamed_body_over_the_cap_is_refused_from_the_iterator_with_what_arrived() -> None:
+    document = response_document([message_item("msg_1", "word " * 4_000)])
+    body = sse(stream_events(document, chunk=5))
+    settings = ResponsesSettings(model="gpt-test", max_response_bytes=len(body) // 2)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)]), settings):
+        with pytest.raises(MalformedResponseError) as raised:
+            await updates_of(adapter)
+        assert "max_response_bytes" in str(raised.value)
+
+
+async def test_secrets_a_gateway_echoes_in_a_streamed_failure_reach_no_part_of_the_error() -> None:
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "error", "code": "bad_key", "message": f"key {API_KEY} refused"},
+    ]
+
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        with pytest.raises(ResponseFailedError) as raised:
+            await updates_of(adapter)
+        for error in _chain(raised.value):
+            assert API_KEY not in str(error)
+            assert API_KEY not in repr(error)

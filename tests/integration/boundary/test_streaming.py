@@ -70,7 +70,7 @@ class Paced:
 
 @asynccontextmanager
 async def adapter_on(
-    base_url: str, adapter_type: AdapterType, *, max_retries: int
+    base_url: str, adapter_type: AdapterType, *, max_retries: int, deadline: float = BOUND * 3
 ) -> AsyncIterator[StreamingChatPort]:
     async with httpx.AsyncClient() as http_client:
         client = openai.AsyncOpenAI(
@@ -80,7 +80,7 @@ async def adapter_on(
             max_retries=max_retries,
             timeout=BOUND,
         )
-        yield adapter_type(client, ResponsesSettings(model="gpt-test", deadline_seconds=BOUND * 3))
+        yield adapter_type(client, ResponsesSettings(model="gpt-test", deadline_seconds=deadline))
 
 
 @ADAPTERS
@@ -171,3 +171,30 @@ async def test_a_break_before_the_first_update_is_asked_for_again(adapter_type: 
     assert ChatResponse.from_updates(updates).text == TEXT
     assert len(server.received) == 2
     assert server.received[0].json() == server.received[1].json()
+
+
+@ADAPTERS
+async def test_a_stream_that_stalls_after_its_first_update_ends_at_the_deadline_with_what_arrived(
+    adapter_type: AdapterType,
+) -> None:
+    paced = Paced("hold")
+    seen: list[ChatResponseUpdate] = []
+
+    async def read(chat: StreamingChatPort) -> None:
+        async for update in chat.get_streaming_response(MESSAGES):
+            seen.append(update)
+
+    async with (
+        serve(paced) as server,
+        adapter_on(server.base_url, adapter_type, max_retries=3, deadline=1.0) as chat,
+    ):
+        with pytest.raises(ChatTransportError) as caught:
+            await read(chat)
+        # The request is given up at its deadline: the connection goes with it.
+        await asyncio.wait_for(paced.left.wait(), BOUND)
+
+    assert "deadline" in str(caught.value)
+    assert caught.value.partial is not None
+    assert caught.value.partial.text == ChatResponse.from_updates(seen).text
+    assert caught.value.partial.text
+    assert len(server.received) == 1
