@@ -1,21 +1,6 @@
 """The ``meeting-agents`` command line: summarize a transcript or edit a workflow through the container."""
 
-from adapters.cli.app import (
-    EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
-    EXIT_MODEL_FAILED,
-    EXIT_NOT_CARRIED_OUT,
-    EXIT_OK,
-    EXIT_USAGE,
-    main,
-)
+from adapters.cli import app
+from adapters.cli.app import *  # noqa: F403  # the package's names are app's, listed once in app.__all__
 
-__all__ = [
-    "EXIT_INCOMPLETE",
-    "EXIT_INTERRUPTED",
-    "EXIT_MODEL_FAILED",
-    "EXIT_NOT_CARRIED_OUT",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "main",
-]
+__all__ = app.__all__
