@@ -220,39 +220,38 @@ async def test_http_errors_carry_status_attempts_and_request_id(
 
 
 @ADAPTERS
-async def test_a_connection_reset_is_a_transport_error(
-    containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
+@pytest.mark.parametrize(
+    ("scenario", "max_retries", "timeout_seconds", "said", "attempts"),
+    [
+        # A body broken in transit is asked for again within max_retries, on either path.
+        ("connection-reset", 1, 10.0, "connection", 2),
+        # Long enough for the first half of the body to arrive on a busy machine, short for the suite.
+        ("stall", 0, 1.0, "timed out", 1),
+    ],
+)
+async def test_a_broken_or_stalled_body_is_a_transport_error_with_what_had_arrived(
+    containers: ContainerFactory,
+    server: OfflineResponsesServer,
+    streaming: bool,
+    scenario: str,
+    max_retries: int,
+    timeout_seconds: float,
+    said: str,
+    attempts: int,
 ) -> None:
-    chat = containers("offline:connection-reset", streaming=streaming, max_retries=1).chat()
+    chat = containers(
+        model_for(scenario), streaming=streaming, max_retries=max_retries, timeout_seconds=timeout_seconds
+    ).chat()
 
     with pytest.raises(ChatTransportError) as caught:
         await ask(chat)
 
     error = caught.value
     assert error.status_code is None
-    assert "connection" in error.message
+    assert said in error.message
+    assert error.attempts == len(server.requests) == attempts
     assert_is_what_had_arrived(error.partial, streaming)
     # The request id comes with the headers, before the body breaks: the last attempt's is kept.
-    assert error.request_id == server.requests[-1].request_id
-    # A body broken in transit is asked for again within max_retries, on either path.
-    assert error.attempts == len(server.requests) == 2
-
-
-@ADAPTERS
-async def test_a_stalled_server_ends_in_a_timeout(
-    containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
-) -> None:
-    # Long enough for the first half of the body to arrive on a busy machine, short for the suite.
-    chat = containers("offline:stall", streaming=streaming, timeout_seconds=1.0).chat()
-
-    with pytest.raises(ChatTransportError) as caught:
-        await ask(chat)
-
-    error = caught.value
-    assert error.status_code is None
-    assert "timed out" in error.message
-    assert error.attempts == len(server.requests) == 1
-    assert_is_what_had_arrived(error.partial, streaming)
     assert error.request_id == server.requests[-1].request_id
 
 
