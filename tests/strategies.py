@@ -9,6 +9,7 @@ from typing import Any, Literal
 import attrs
 from hypothesis import strategies as st
 
+from adapters.scripted import ScriptedChat, ScriptedTurn
 from domain import Workflow, WorkflowStep
 
 # Marker planted in malformed inputs: an error message must never echo it.
@@ -114,6 +115,20 @@ class PlannedCall:
     raw: str
     kind: CallKind
     arguments: Mapping[str, Any] | None = None
+
+
+def planned_chat(
+    turns: Sequence[Sequence[PlannedCall]], texts: Sequence[str] = (), *, final_text: str = "Done."
+) -> tuple[ScriptedChat, list[str]]:
+    """A model that sends each turn's calls (ids ``call_<turn>_<index>``) with ``texts[turn]``, if there is
+    one, then answers ``final_text`` alone; and the ids of the calls, in the order they are sent."""
+    ids: list[str] = []
+    scripted: list[ScriptedTurn] = []
+    for t, turn in enumerate(turns):
+        calls = tuple((f"call_{t}_{i}", c.name, c.raw) for i, c in enumerate(turn))
+        ids.extend(call_id for call_id, _, _ in calls)
+        scripted.append(ScriptedTurn(text=texts[t] if t < len(texts) else "", calls=calls))
+    return ScriptedChat(*scripted, ScriptedTurn(text=final_text)), ids
 
 
 # Strings a tool accepts as they are: non-empty, no surrounding whitespace.

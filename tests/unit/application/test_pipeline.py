@@ -19,7 +19,7 @@ from application import (
     WorkflowEditorAgent,
 )
 from domain import Workflow, WorkflowStep
-from tests.strategies import PlannedCall, call_turns, summary_calls, workflow_calls, workflows
+from tests.strategies import PlannedCall, call_turns, planned_chat, summary_calls, workflow_calls, workflows
 from tests.support.doubles import CallLog
 
 TRANSCRIPT = "Ann: I will send the notes by Friday.\nBob: Agreed, we ship on Monday.\n"
@@ -30,13 +30,7 @@ SETTINGS = LoopSettings(max_consecutive_tool_errors=10)
 
 def script(turns: list[list[PlannedCall]], texts: list[str]) -> ScriptedChat:
     """A model that says ``texts[i]`` with the calls of turn ``i``, then the last text alone."""
-    return ScriptedChat(
-        *(
-            ScriptedTurn(text=text, calls=tuple((f"call_{t}_{i}", c.name, c.raw) for i, c in enumerate(turn)))
-            for t, (turn, text) in enumerate(zip(turns, texts, strict=False))
-        ),
-        ScriptedTurn(text=texts[-1]),
-    )
+    return planned_chat(turns, texts, final_text=texts[-1])[0]
 
 
 async def collect(events: AsyncIterator[RunEvent[object]]) -> list[RunEvent[object]]:

@@ -23,7 +23,7 @@ from domain import (
     ReasoningOptions,
     Usage,
 )
-from tests.strategies import PlannedCall, call_turns, summary_calls
+from tests.strategies import PlannedCall, call_turns, planned_chat, summary_calls
 
 TRANSCRIPT = """\
 [00:00] Ann: Let's start with the release.
@@ -32,16 +32,6 @@ Chen: I will fix the build by Friday.
 Ann: Agreed: we ship on Monday.
 """
 PARTICIPANTS = ["Ann", "Bob Smith", "Chen"]
-
-
-def script(turns: list[list[PlannedCall]], final_text: str) -> tuple[ScriptedChat, list[str]]:
-    ids: list[str] = []
-    scripted: list[ScriptedTurn] = []
-    for t, turn in enumerate(turns):
-        calls = tuple((f"call_{t}_{i}", c.name, c.raw) for i, c in enumerate(turn))
-        ids.extend(call_id for call_id, _, _ in calls)
-        scripted.append(ScriptedTurn(calls=calls))
-    return ScriptedChat(*scripted, ScriptedTurn(text=final_text)), ids
 
 
 def error_code(result: FunctionResultContent) -> object:
@@ -53,7 +43,7 @@ def error_code(result: FunctionResultContent) -> object:
 async def test_tools_run_exactly_for_well_formed_calls_and_every_call_is_answered_once(
     turns: list[list[PlannedCall]], concurrent: bool
 ) -> None:
-    chat, ids = script(turns, "The team agreed to ship.")
+    chat, ids = planned_chat(turns, final_text="The team agreed to ship.")
     settings = LoopSettings(max_consecutive_tool_errors=len(turns) + 1, concurrent_tool_calls=concurrent)
 
     summary = await SummaryAgent(chat, settings).summarize(TRANSCRIPT)

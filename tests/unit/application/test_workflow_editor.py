@@ -22,7 +22,7 @@ from domain import (
     Workflow,
     WorkflowStep,
 )
-from tests.strategies import PlannedCall, call_turns, workflow_calls, workflows
+from tests.strategies import PlannedCall, call_turns, planned_chat, workflow_calls, workflows
 
 RELEASE = Workflow(
     "release",
@@ -50,16 +50,6 @@ def reference_edit(workflow: Workflow, name: str, arguments: Mapping[str, Any]) 
     return workflow, True
 
 
-def script(turns: list[list[PlannedCall]]) -> tuple[ScriptedChat, list[str]]:
-    ids: list[str] = []
-    scripted: list[ScriptedTurn] = []
-    for t, turn in enumerate(turns):
-        calls = tuple((f"call_{t}_{i}", c.name, c.raw) for i, c in enumerate(turn))
-        ids.extend(call_id for call_id, _, _ in calls)
-        scripted.append(ScriptedTurn(calls=calls))
-    return ScriptedChat(*scripted, ScriptedTurn(text="Done.")), ids
-
-
 def steps_json(workflow: Workflow) -> list[dict[str, str]]:
     return [{"id": s.id, "name": s.name, "kind": s.kind} for s in workflow.steps]
 
@@ -68,7 +58,7 @@ def steps_json(workflow: Workflow) -> list[dict[str, str]]:
 async def test_edits_apply_exactly_the_well_formed_calls_and_every_call_is_answered_once(
     workflow: Workflow, turns: list[list[PlannedCall]], concurrent: bool
 ) -> None:
-    chat, ids = script(turns)
+    chat, ids = planned_chat(turns)
     settings = LoopSettings(max_consecutive_tool_errors=len(turns) + 1, concurrent_tool_calls=concurrent)
 
     edit = await WorkflowEditorAgent(chat, settings).edit(workflow, "edit it")
