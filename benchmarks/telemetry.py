@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
-from adapters.telemetry import InstrumentedChat, InstrumentedToolInvoker, Telemetry
+from adapters.telemetry import InstrumentedChat, InstrumentedStreamingChat, InstrumentedToolInvoker, Telemetry
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import make_body
 from benchmarks.harness import Check, Samples, Sizes, interleaved, serve
@@ -23,6 +23,7 @@ from domain import (
     ChatPort,
     ChatResponse,
     FunctionCallContent,
+    StreamingChatPort,
     TextContent,
     ToolInvokerPort,
     Usage,
@@ -100,6 +101,14 @@ def _tool_calls(
     return run
 
 
+def _streams(chat: StreamingChatPort) -> Callable[[], Awaitable[object]]:
+    async def run() -> None:
+        async for _ in chat.get_streaming_response(MESSAGES):
+            pass
+
+    return run
+
+
 def _noise(samples: Samples) -> float:
     """The spread of one variant's runs relative to their median: what two equal variants can differ by."""
     return (max(samples.seconds) - min(samples.seconds)) / statistics.median(samples.seconds)
@@ -133,11 +142,15 @@ async def telemetry_overhead(sizes: Sizes, timings: dict[str, Any]) -> list[Chec
     body = make_body(sizes.scaling[0])
     client, _ = serve(body.sse, "text/event-stream")
     adapter = ResponsesSseAdapter(client, ResponsesSettings(model=MODEL))
+    # The pipelines' run events read the same body as updates, one per event: the per-update path.
     folds = await interleaved(
         {
             "fold_plain": _requests(adapter, 1),
             "fold_api_only": _requests(InstrumentedChat(adapter, _api_only(), model=MODEL), 1),
             "fold_sdk": _requests(InstrumentedChat(adapter, recording, model=MODEL), 1),
+            "stream_plain": _streams(adapter),
+            "stream_api_only": _streams(InstrumentedStreamingChat(adapter, _api_only(), model=MODEL)),
+            "stream_sdk": _streams(InstrumentedStreamingChat(adapter, recording, model=MODEL)),
         },
         runs=sizes.runs,
     )
@@ -164,18 +177,23 @@ async def telemetry_overhead(sizes: Sizes, timings: dict[str, Any]) -> list[Chec
                 f"(bare {per_call[f'{kind}_bare'] * 1e6:.1f} us); fold {fold * 1e3:.1f} ms CPU",
             )
         )
-    noise = _noise(folds["fold_plain"])
-    for variant, label in (("fold_api_only", "no SDK"), ("fold_sdk", "SDK recording")):
-        ratio = folds[variant].median / fold
-        checks.append(
-            Check(
-                f"instrumented / plain SSE fold, {label}, {body.events} events",
-                ratio,
-                "ratio",
-                f"within noise (+-{noise:.1%})",
-                abs(ratio - 1) <= noise,
-                f"{folds[variant].median * 1e3:.1f} vs {fold * 1e3:.1f} ms CPU; "
-                "noise: the spread of the plain runs",
+    for path, what in (
+        ("fold", "SSE fold (get_response)"),
+        ("stream", "SSE stream (get_streaming_response)"),
+    ):
+        plain = folds[f"{path}_plain"]
+        noise = _noise(plain)
+        for variant, label in (("api_only", "no SDK"), ("sdk", "SDK recording")):
+            ratio = folds[f"{path}_{variant}"].median / plain.median
+            checks.append(
+                Check(
+                    f"instrumented / plain {what}, {label}, {body.events} events",
+                    ratio,
+                    "ratio",
+                    f"within noise (+-{noise:.1%})",
+                    abs(ratio - 1) <= noise,
+                    f"{folds[f'{path}_{variant}'].median * 1e3:.1f} vs {plain.median * 1e3:.1f} ms CPU; "
+                    "noise: the spread of the plain runs",
+                )
             )
-        )
     return checks

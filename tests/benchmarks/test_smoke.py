@@ -41,7 +41,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
 
     report = json.loads(output.read_text())
     names = [check["name"] for check in report["checks"]]
-    assert len(names) == 19
+    assert len(names) == 21
     for expected in (
         "fold overhead",
         "responses.stream()",
@@ -56,6 +56,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "instrumented / plain SSE fold",
         "get_streaming_response / raw SDK iteration",
         "time to first update",
+        "instrumented / plain SSE stream",
     ):
         assert any(expected in name for name in names), expected
     assert all(math.isfinite(check["value"]) for check in report["checks"])
