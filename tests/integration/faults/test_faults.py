@@ -29,8 +29,8 @@ from tests.integration.offline.support import (
     bounded,
     build_container,
     connections_drained,
-    leaking_records,
 )
+from tests.support.leaks import leaking_records
 
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 ADAPTER_LOGGER = "adapters.responses"

@@ -19,8 +19,8 @@ from tests.integration.offline.support import (
     STANDUP_ACTION_ITEMS,
     build_container,
     connections_drained,
-    leaking_records,
 )
+from tests.support.leaks import leaking_records
 
 RUNS = 200
 FAULT_EVERY = 20  # one run in twenty: 5%

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import traceback
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
@@ -28,7 +25,6 @@ __all__ = [
     "bounded",
     "build_container",
     "connections_drained",
-    "leaking_records",
 ]
 
 EXAMPLES: Final = Path(__file__).resolve().parents[3] / "examples"
@@ -95,30 +91,6 @@ def build_container(
 async def connections_drained(server: OfflineResponsesServer, baseline: int = 0, within: float = 5.0) -> bool:
     """Whether the server's open connections fall back to ``baseline`` within ``within`` seconds."""
     return await asyncio.to_thread(server.wait_for_connections, baseline, within)
-
-
-def _record_texts(record: logging.LogRecord) -> Iterable[str]:
-    yield str(record.msg)
-    yield repr(record.args)
-    # A record whose arguments do not fit its format still has its parts checked above and below.
-    with contextlib.suppress(TypeError, ValueError):
-        yield record.getMessage()
-    # Every attribute, so that whatever a logger passed as ``extra`` is checked too.
-    for name, value in vars(record).items():
-        yield f"{name}={value!r}"
-    if record.exc_info and record.exc_info[1] is not None:
-        yield "".join(traceback.format_exception(record.exc_info[1]))
-    if record.stack_info:
-        yield record.stack_info
-
-
-def leaking_records(records: Iterable[logging.LogRecord], secret: str) -> list[str]:
-    """``logger: message`` of each record showing ``secret`` anywhere: message, args, extras, traceback."""
-    return [
-        f"{record.name}: {record.msg}"
-        for record in records
-        if any(secret in text for text in _record_texts(record))
-    ]
 
 
 class ContainerFactory(Protocol):
