@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any, NamedTuple
 
 import openai
 import pytest
@@ -15,7 +16,10 @@ from domain import (
     ChatMessage,
     ChatOptions,
     ChatPort,
+    ChatResponse,
     ChatTransportError,
+    FunctionCallContent,
+    FunctionResultContent,
     ToolSpec,
 )
 from tests.integration.gateway.fakes import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
@@ -76,31 +80,45 @@ async def test_text_arrives_whole_with_usage(
     assert bool(upstream.body.get("stream")) is (adapter_type is ResponsesSseAdapter)
 
 
+class _ToolRound(NamedTuple):
+    """One call answered: the first answer and its one call, what the guarded tool ran and gave, the reply."""
+
+    first: ChatResponse
+    call: FunctionCallContent
+    ran: list[FunctionCallContent]
+    result: FunctionResultContent
+    second: ChatResponse
+    follow_up: list[dict[str, Any]]  # the messages the gateway forwarded upstream with the result
+
+
+async def _tool_round(chat: ChatPort, gateway: Gateway, question: str, nonce: str) -> _ToolRound:
+    """Asks ``question`` with ``nonce``, runs its one call through the guard and sends the result back."""
+    history = [ChatMessage.user(f"{question} {nonce}")]
+    first = await chat.get_response(history, TOOLS)
+    [call] = first.function_calls
+    tool = _time_tool()
+    result = await GuardedToolInvoker(tool).invoke(call)
+    history += [*first.messages, ChatMessage("tool", (result,))]
+    second = await chat.get_response(history, TOOLS)
+    return _ToolRound(first, call, tool.calls, result, second, _asked(gateway, nonce)[-1].body["messages"])
+
+
 @ADAPTERS
 async def test_a_streamed_tool_call_is_reassembled_and_its_result_accepted(
     gateway: Gateway, proxy_client: openai.AsyncOpenAI, adapter_type: AdapterType
 ) -> None:
-    nonce = f"tool-{uuid.uuid4()}"
     chat = _adapter(adapter_type, proxy_client, "gw-tool")
-    history = [ChatMessage.user(f"What time is it in Oslo? {nonce}")]
 
-    first = await chat.get_response(history, TOOLS)
+    done = await _tool_round(chat, gateway, "What time is it in Oslo?", f"tool-{uuid.uuid4()}")
 
-    [call] = first.function_calls
+    call = done.call
     assert (call.name, call.raw_arguments) == ("current_time", '{"zone": "Europe/Oslo"}')
     assert call.arguments == {"zone": "Europe/Oslo"}
-    assert first.finish_reason == "tool_calls"
-    tool = _time_tool()
-    result = await GuardedToolInvoker(tool).invoke(call)
-    assert tool.calls == [call]
-
-    history += [*first.messages, ChatMessage("tool", (result,))]
-    second = await chat.get_response(history, TOOLS)
-
-    assert second.text == 'Tool said: {"time":"09:30","zone":"Europe/Oslo"}'
-    assert second.function_calls == ()
-    follow_up = _asked(gateway, nonce)[-1]
-    [sent_call] = [m for m in follow_up.body["messages"] if m.get("tool_calls")]
+    assert done.first.finish_reason == "tool_calls"
+    assert done.ran == [call]
+    assert done.second.text == 'Tool said: {"time":"09:30","zone":"Europe/Oslo"}'
+    assert done.second.function_calls == ()
+    [sent_call] = [m for m in done.follow_up if m.get("tool_calls")]
     assert sent_call["tool_calls"][0]["function"]["arguments"] == '{"zone": "Europe/Oslo"}'
 
 
@@ -108,34 +126,25 @@ async def test_a_streamed_tool_call_is_reassembled_and_its_result_accepted(
 async def test_a_malformed_call_is_guarded_and_its_raw_arguments_go_back_verbatim(
     gateway: Gateway, proxy_client: openai.AsyncOpenAI, adapter_type: AdapterType
 ) -> None:
-    nonce = f"malformed-{uuid.uuid4()}"
     chat = _adapter(adapter_type, proxy_client, "gw-malformed")
-    history = [ChatMessage.user(f"What time is it? {nonce}")]
 
-    first = await chat.get_response(history, TOOLS)
+    done = await _tool_round(chat, gateway, "What time is it?", f"malformed-{uuid.uuid4()}")
 
-    [call] = first.function_calls
+    call, result = done.call, done.result
     assert call.raw_arguments == MALFORMED_ARGUMENTS
     assert call.parse_error is not None
     assert call.parse_error.kind == "invalid_json"
-    tool = _time_tool()
-    result = await GuardedToolInvoker(tool).invoke(call)
-    assert tool.calls == []
+    assert done.ran == []
     assert result.is_error
     assert isinstance(result.result, dict)
     assert result.result["error"] == "invalid_tool_arguments"
     assert MALFORMED_ARGUMENTS not in json.dumps(result.result)
-
-    history += [*first.messages, ChatMessage("tool", (result,))]
-    second = await chat.get_response(history, TOOLS)
-
     # The proxy accepted the verbatim malformed arguments and the model read the guard's answer.
-    assert second.text.startswith("Tool said: ")
-    assert "invalid_tool_arguments" in second.text
-    follow_up = _asked(gateway, nonce)[-1]
-    [sent_call] = [m for m in follow_up.body["messages"] if m.get("tool_calls")]
+    assert done.second.text.startswith("Tool said: ")
+    assert "invalid_tool_arguments" in done.second.text
+    [sent_call] = [m for m in done.follow_up if m.get("tool_calls")]
     assert sent_call["tool_calls"][0]["function"]["arguments"] == MALFORMED_ARGUMENTS
-    [sent_result] = [m for m in follow_up.body["messages"] if m.get("role") == "tool"]
+    [sent_result] = [m for m in done.follow_up if m.get("role") == "tool"]
     assert sent_result["tool_call_id"] == call.call_id
     assert json.loads(sent_result["content"])["error"] == "invalid_tool_arguments"
 
