@@ -42,6 +42,7 @@ from domain import (
 )
 from tests.strategies import MARKER, loop_scripts, repeating_call_turns
 from tests.support.doubles import CallLog, FailingTools, RecordingTools, WholeAnswers
+from tests.support.runs import leave_at
 
 USER = (ChatMessage.user("hello"),)
 
@@ -533,12 +534,7 @@ class ClosingSpy(WholeAnswers[ScriptedChat]):
 async def test_leaving_at_the_first_text_closes_the_models_stream_and_runs_no_tool() -> None:
     echo = RecordingTools()
     chat = ClosingSpy(scripted([("a long answer", [("c1", "{}")]), ("done", [])]))
-    events = ToolLoop(chat).run_events(USER, options("a"), echo)
-
-    async for event in events:
-        if isinstance(event, TextDelta):
-            break
-    await events.aclose()
+    await leave_at(ToolLoop(chat).run_events(USER, options("a"), echo), TextDelta)
 
     assert (chat.opened, chat.closed) == (1, 1)
     assert echo.calls == []
@@ -548,12 +544,10 @@ async def test_leaving_at_the_first_text_closes_the_models_stream_and_runs_no_to
 async def test_leaving_after_the_first_answered_call_runs_no_further_tool() -> None:
     echo = RecordingTools()
     chat = scripted([("", [("c1", "{}"), ("c2", "{}")]), ("", [("c3", "{}")]), ("done", [])])
-    events = ToolLoop(chat, LoopSettings(concurrent_tool_calls=False)).run_events(USER, options("a"), echo)
-
-    async for event in events:
-        if isinstance(event, ToolCallFinished):
-            break
-    await events.aclose()
+    await leave_at(
+        ToolLoop(chat, LoopSettings(concurrent_tool_calls=False)).run_events(USER, options("a"), echo),
+        ToolCallFinished,
+    )
 
     assert [c.call_id for c in echo.calls] == ["c1"]
     assert len(chat.requests) == 1

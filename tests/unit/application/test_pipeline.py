@@ -21,6 +21,7 @@ from application import (
 from domain import Workflow, WorkflowStep
 from tests.strategies import PlannedCall, call_turns, planned_chat, summary_calls, workflow_calls, workflows
 from tests.support.doubles import CallLog
+from tests.support.runs import leave_at
 
 TRANSCRIPT = "Ann: I will send the notes by Friday.\nBob: Agreed, we ship on Monday.\n"
 RELEASE = Workflow("release", (WorkflowStep("build", "Build", "task"), WorkflowStep("ship", "Ship", "task")))
@@ -91,12 +92,7 @@ async def test_an_abandoned_edit_runs_no_further_tool() -> None:
         ScriptedTurn(text="Removed both."),
     )
     agent = WorkflowEditorAgent(chat, LoopSettings(concurrent_tool_calls=False), decorators=(seen,))
-    events = agent.edit_events(RELEASE, "remove everything")
-
-    async for event in events:
-        if isinstance(event, ToolCallFinished):
-            break
-    await events.aclose()
+    await leave_at(agent.edit_events(RELEASE, "remove everything"), ToolCallFinished)
 
     assert [c.name for c in seen.calls] == ["list_steps"]
     assert len(chat.requests) == 1
@@ -108,12 +104,7 @@ async def test_a_summary_abandoned_while_the_model_writes_runs_no_tool() -> None
         ScriptedTurn(text="Let me record that.", calls=(("c1", "record_decision", '{"decision": "Ship."}'),)),
         ScriptedTurn(text="Done."),
     )
-    events = SummaryAgent(chat, SETTINGS, decorators=(seen,)).summarize_events(TRANSCRIPT)
-
-    async for event in events:
-        if isinstance(event, TextDelta):
-            break
-    await events.aclose()
+    await leave_at(SummaryAgent(chat, SETTINGS, decorators=(seen,)).summarize_events(TRANSCRIPT), TextDelta)
 
     assert [c.name for c in seen.calls] == []
     assert len(chat.requests) == 1
