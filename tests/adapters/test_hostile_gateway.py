@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
@@ -122,6 +122,20 @@ async def test_any_json_body_gives_a_response_that_goes_out_again_or_a_chat_erro
     event(type(outcome).__name__)
 
 
+def _opens_with_a_line_the_sniffing_misses(body: HostileBody) -> bool:
+    """A stream opening with a BOM or a colon-less line, which only its SSE label makes readable today.
+
+    Findings #25, left out until the body is sniffed past them; the named cases below hold it.
+    """
+    return any(
+        note in body.spoiled
+        for note in (
+            "stray line b'no colon at all' before event 0",
+            "stray line b'\\xef\\xbb\\xbfdata: {}' before event 0",
+        )
+    )
+
+
 def _same_outcome(first: ChatResponse | ChatError, second: ChatResponse | ChatError) -> bool:
     if isinstance(first, ChatResponse) or isinstance(second, ChatResponse):
         return first == second
@@ -135,6 +149,7 @@ async def test_the_content_type_label_and_the_request_id_do_not_change_what_a_bo
     adapter_type: Adapter, body: HostileBody
 ) -> None:
     """Either adapter reads either shape under any label, so only the bytes decide the outcome."""
+    assume(not _opens_with_a_line_the_sniffing_misses(body))
     as_sent = await assert_keeps_its_promises(adapter_type, body)
     honest = await assert_keeps_its_promises(adapter_type, body.honestly_labelled())
     assert _same_outcome(as_sent, honest), (as_sent, honest)
@@ -509,3 +524,32 @@ async def test_an_error_status_is_a_transport_error_with_its_status_whatever_its
 
     assert isinstance(error, ChatTransportError)
     assert (error.status_code, error.request_id) == (status, REQUEST_ID)
+
+
+BOM: Final = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("adapter_type", ADAPTERS)
+@pytest.mark.parametrize("label", [JSON, "text/plain"])
+@pytest.mark.parametrize("opening", [BOM, b"no colon at all\n\n"], ids=["a BOM", "a colon-less line"])
+@pytest.mark.xfail(
+    strict=True, reason="findings #25: the body is sniffed from its first byte, before any BOM"
+)
+async def test_a_stream_opening_with_a_bom_or_a_colon_less_line_folds_under_any_label(
+    adapter_type: Adapter, label: str, opening: bytes
+) -> None:
+    body = HostileBody(opening + _stream(_events()).content, label)
+
+    assert isinstance(await assert_keeps_its_promises(adapter_type, body), ChatResponse)
+
+
+@pytest.mark.parametrize("adapter_type", ADAPTERS)
+@pytest.mark.xfail(
+    strict=True, reason="findings #25: the body is sniffed from its first byte, before any BOM"
+)
+async def test_a_json_response_opening_with_a_bom_folds_under_an_event_stream_label(
+    adapter_type: Adapter,
+) -> None:
+    body = HostileBody(BOM + _json(_document()).content, SSE)
+
+    assert isinstance(await assert_keeps_its_promises(adapter_type, body), ChatResponse)
