@@ -24,6 +24,7 @@ from application import (
     WorkflowEdit,
     WorkflowEditorAgent,
 )
+from application.pipeline import ToolPipeline
 from application.tools import DUPLICATE_CALL_ID
 from domain import ChatOptions, ChatPort, Workflow
 
@@ -97,12 +98,22 @@ class _NestedRun(_AgentRun):
 _NESTED: Final = _NestedRun()
 
 
-class _Traced:
+class _Traced(ToolPipeline):
     """What both instrumented pipelines share: the telemetry, the agent's name and its run spans."""
 
     _agent_name: str
 
-    def _init_telemetry(self, telemetry: Telemetry, model: str) -> None:
+    def __init__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings | None = None,
+        *,
+        telemetry: Telemetry,
+        model: str,
+        options: ChatOptions | None = None,
+        decorators: Sequence[ToolInvokerDecorator] = (),
+    ) -> None:
+        super().__init__(chat, settings, options=options, decorators=decorators)
         self._telemetry = telemetry
         self._model = model
 
@@ -199,19 +210,6 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
 
     _agent_name = MEETING_SUMMARY
 
-    def __init__(
-        self,
-        chat: ChatPort,
-        settings: LoopSettings | None = None,
-        *,
-        telemetry: Telemetry,
-        model: str,
-        options: ChatOptions | None = None,
-        decorators: Sequence[ToolInvokerDecorator] = (),
-    ) -> None:
-        super().__init__(chat, settings, options=options, decorators=decorators)
-        self._init_telemetry(telemetry, model)
-
     async def summarize(self, transcript: str) -> MeetingSummary:
         with self._agent_run() as run:
             summary = await super().summarize(transcript)
@@ -230,19 +228,6 @@ class InstrumentedWorkflowEditorAgent(_Traced, WorkflowEditorAgent):
     """
 
     _agent_name = WORKFLOW_EDITOR
-
-    def __init__(
-        self,
-        chat: ChatPort,
-        settings: LoopSettings | None = None,
-        *,
-        telemetry: Telemetry,
-        model: str,
-        options: ChatOptions | None = None,
-        decorators: Sequence[ToolInvokerDecorator] = (),
-    ) -> None:
-        super().__init__(chat, settings, options=options, decorators=decorators)
-        self._init_telemetry(telemetry, model)
 
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
         with self._agent_run() as run:
