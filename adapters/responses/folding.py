@@ -207,12 +207,24 @@ class _Item:
         self.call_id = text(field(item, "call_id")) or self.call_id
         self.name = text(field(item, "name")) or self.name
 
+    def shape(self) -> str | None:
+        """The item's type: as it said, else as its parts show (what went out decides what it is)."""
+        if self.kind is not None:
+            return "message" if self.kind == "message-done" else self.kind
+        if any(part.seen for part in self.texts.values()):
+            return "message"
+        if any(part.seen for part in (*self.summary.values(), *self.reasoning.values())):
+            return "reasoning"
+        if self.arguments.chunks or self.arguments.tail:
+            return "function_call"
+        return None
+
     def is_other_than(self, item: Any) -> bool:
-        """True when ``item`` is visibly a different item from this one (another id or kind)."""
+        """True when ``item`` is visibly a different item from this one (another id or type)."""
         item_id, kind = text(field(item, "id")), text(field(item, "type"))
-        own_kind = "message" if self.kind == "message-done" else self.kind
+        shape = self.shape()
         return (self.item_id is not None and item_id is not None and item_id != self.item_id) or (
-            own_kind is not None and kind is not None and kind != own_kind
+            shape is not None and kind is not None and kind != shape
         )
 
     def part(self, parts: dict[int, _Text], kind: int, index: object) -> _Text:
@@ -535,11 +547,14 @@ class EventFolder:
             )
         return index
 
-    def _arriving(self, kind: str, event: Any) -> _Item:
+    def _arriving(self, kind: str, event: Any, shape: str | None = None) -> _Item:
         """The item still arriving at the event's output_index; a stream resumed with
-        starting_after can begin mid-item, without the item's "added"."""
+        starting_after can begin mid-item, without the item's "added". A part of another type than
+        the item there (text where reasoning arrived) starts a new item at the same index."""
         index = self._index(kind, event)
         item = self._current.get(index)
+        if item is not None and shape is not None and item.shape() not in (None, shape):
+            item = None
         if item is None:
             item = self._current[index] = _Item(self, index, next(self._sequence))
             self._items.append(item)
@@ -619,7 +634,7 @@ class EventFolder:
                 return earlier
         return None
 
-    def _late(self, kind: str, event: Any) -> _Item | None:
+    def _late(self, kind: str, event: Any, shape: str) -> _Item | None:
         """The item a part event belongs to, or None for a late repeat of a finished item's part
         (no item is arriving at its index, and the finished one there is the one it names)."""
         index = self._index(kind, event)
@@ -628,10 +643,10 @@ class EventFolder:
             for item in self._items:
                 if item.index == index and item.finished and named in (None, item.item_id):
                     return None
-        return self._arriving(kind, event)
+        return self._arriving(kind, event, shape)
 
     def _on_text_delta(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "message")
         if item is not None:
             item.part(item.texts, _TEXT, field(event, "content_index")).add(field(event, "delta"))
 
@@ -639,41 +654,41 @@ class EventFolder:
     # without its text (a gateway left the field out) leaves the deltas as they are.
 
     def _on_text_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "message")
         if item is not None:
             item.part(item.texts, _TEXT, field(event, "content_index")).settle(field(event, "text"))
 
     def _on_refusal_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "message")
         if item is not None:
             item.part(item.texts, _TEXT, field(event, "content_index")).settle(field(event, "refusal"))
 
     def _on_summary_delta(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "reasoning")
         if item is not None:
             item.part(item.summary, _SUMMARY, field(event, "summary_index")).add(field(event, "delta"))
 
     def _on_summary_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "reasoning")
         if item is not None:
             item.part(item.summary, _SUMMARY, field(event, "summary_index")).settle(field(event, "text"))
 
     def _on_reasoning_delta(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "reasoning")
         if item is not None:
             item.part(item.reasoning, _REASONING, field(event, "content_index")).add(field(event, "delta"))
 
     def _on_reasoning_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "reasoning")
         if item is not None:
             item.part(item.reasoning, _REASONING, field(event, "content_index")).settle(field(event, "text"))
 
     def _on_arguments_delta(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "function_call")
         if item is not None:
             item.arguments.add(field(event, "delta"))
 
     def _on_arguments_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event)
+        item = self._late(kind, event, "function_call")
         if item is not None:
             item.arguments.settle(field(event, "arguments"))

@@ -36,7 +36,7 @@ from tests.adapters.support import (
 )
 from tests.adapters.test_corpus import CORPUS
 from tests.adapters.test_corpus import ENTRIES as CORPUS_ENTRIES
-from tests.strategies import model_outputs
+from tests.strategies import model_outputs, output_items, output_texts
 
 MESSAGES = [ChatMessage.user("What happened in the meeting?")]
 
@@ -298,3 +298,41 @@ async def test_secrets_a_gateway_echoes_in_a_streamed_failure_reach_no_part_of_t
         for error in _chain(raised.value):
             assert API_KEY not in str(error)
             assert API_KEY not in repr(error)
+
+
+@st.composite
+def perturbed_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A generated answer's events as a careless gateway might send them: events dropped or sent
+    twice, ".done" texts that differ from the deltas, a terminal output reordered, cut or grown."""
+    output = draw(model_outputs())
+    litellm = draw(st.booleans())
+    document = response_document(output, litellm=litellm)
+    events = stream_events(document, chunk=draw(st.none() | st.integers(1, 5)), litellm=litellm)
+    *body, terminal = events
+    perturbed: list[dict[str, Any]] = []
+    for event in body:
+        action = draw(st.sampled_from(["keep"] * 6 + ["drop", "twice", "retext"]))
+        if action == "drop":
+            continue
+        if action == "retext":
+            event = {**event, **{key: draw(output_texts) for key in ("text", "arguments") if key in event}}
+        perturbed.append(event)
+        if action == "twice":
+            perturbed.append(event)
+    final_output = draw(st.permutations(document["output"]))
+    final_output = final_output[: draw(st.integers(0, len(final_output)))]
+    final_output += draw(st.lists(st.integers(0, 50).flatmap(output_items), max_size=2))
+    return [*perturbed, {**terminal, "response": {**terminal["response"], "output": final_output}}]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(events=perturbed_streams())
+async def test_even_a_careless_stream_folds_the_same_streamed_or_whole(events: list[dict[str, Any]]) -> None:
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        try:
+            response = await adapter.get_response(MESSAGES)
+        except ChatError as error:
+            with pytest.raises(type(error)):
+                await updates_of(adapter)
+            continue
+        assert_folds_to(await updates_of(adapter), response)
