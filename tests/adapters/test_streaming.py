@@ -62,6 +62,13 @@ def assert_folds_to(updates: list[ChatResponseUpdate], response: ChatResponse) -
     ]
 
 
+def test_both_adapters_satisfy_the_streaming_port() -> None:
+    sse_adapter, json_adapter = adapters_for(Recorder([answer("{}")]))
+    # Typed assignments: mypy --strict proves both adapters offer get_streaming_response as the port says.
+    ports: tuple[StreamingChatPort, StreamingChatPort] = (sse_adapter, json_adapter)
+    assert all(callable(port.get_streaming_response) for port in ports)
+
+
 @settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
     output=model_outputs(),
