@@ -45,6 +45,7 @@ __all__ = ["ResponsesJsonAdapter", "ResponsesSseAdapter"]
 _LOGGER: Final = logging.getLogger("adapters.responses")
 REQUEST_ID_HEADER: Final = "x-request-id"
 _SSE_STARTS: Final = (b"data:", b"event:", b":", b"id:", b"retry:")
+_BOM: Final = b"\xef\xbb\xbf"
 # The replayed body is already decoded: these headers described the bytes as they came over the wire.
 _WIRE_HEADERS: Final = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 _MAX_LOGGED_ID: Final = 200
@@ -261,7 +262,8 @@ def _is_event_stream(content_type: str) -> bool:
 def _is_stream_body(head: bytes, content_type: str) -> bool:
     """Whether a body is an event stream, from its first bytes rather than its label: gateways and
     proxies mislabel both shapes. A body that says neither goes by its label."""
-    start = head.lstrip()[:8]
+    # A UTF-8 byte order mark may open either shape: the SDK's SSE decoder and json.loads both skip it.
+    start = head.lstrip().removeprefix(_BOM).lstrip()[:8]
     if start.startswith(b"{"):
         return False
     return start.startswith(_SSE_STARTS) or _is_event_stream(content_type)
