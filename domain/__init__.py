@@ -15,7 +15,7 @@ from domain.messages import (
 )
 from domain.options import ChatOptions, Initiator, ReasoningOptions, ToolChoice, ToolSpec
 from domain.ports import ChatPort, StreamingChatPort, ToolInvokerPort
-from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage
+from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage, updates_of
 from domain.workflow import UnknownStepError, Workflow, WorkflowStep
 
 __all__ = [
@@ -50,4 +50,5 @@ __all__ = [
     "Workflow",
     "WorkflowStep",
     "parse_arguments",
+    "updates_of",
 ]

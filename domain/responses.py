@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
 from datetime import datetime
 from typing import Literal
 
@@ -20,7 +20,7 @@ from domain.messages import (
     TextContent,
 )
 
-__all__ = ["ChatResponse", "ChatResponseUpdate", "FinishReason", "Usage"]
+__all__ = ["ChatResponse", "ChatResponseUpdate", "FinishReason", "Usage", "updates_of"]
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
 
@@ -287,6 +287,17 @@ class ChatResponse:
                 yield from _content_updates(content, message.role, item, pieces)
                 item += 1
         yield ChatResponseUpdate(status=self.status, finish_reason=self.finish_reason, usage=self.usage)
+
+
+async def updates_of(answer: Awaitable[ChatResponse]) -> AsyncIterator[ChatResponseUpdate]:
+    """The updates of an answer read whole: awaits ``answer``, then yields its ``to_updates()``.
+
+    How a chat that only has whole answers offers ``get_streaming_response``: the stream is one
+    whole answer. A :class:`domain.errors.ChatError` raised by ``answer`` comes out of the iteration.
+    """
+    response = await answer
+    for update in response.to_updates():
+        yield update
 
 
 def _reasoning_text_parts(content: ReasoningContent) -> list[str] | None:

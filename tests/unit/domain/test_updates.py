@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
@@ -12,12 +14,14 @@ from domain import (
     ChatMessage,
     ChatResponse,
     ChatResponseUpdate,
+    ChatTransportError,
     Content,
     FunctionCallContent,
     ProviderItemContent,
     ReasoningContent,
     TextContent,
     Usage,
+    updates_of,
 )
 from tests.unit.domain.strategies import adapter_shaped_responses, streamed_updates
 
@@ -46,6 +50,34 @@ def test_to_updates_then_from_updates_is_the_identity(response: ChatResponse, pi
         c.text for m in response.messages for c in m.contents if isinstance(c, TextContent)
     )
     assert tuple(call for update in updates for call in update.function_calls) == response.function_calls
+
+
+async def _answered(response: ChatResponse) -> ChatResponse:
+    return response
+
+
+async def _read(updates: AsyncIterator[ChatResponseUpdate]) -> list[ChatResponseUpdate]:
+    return [update async for update in updates]
+
+
+@given(response=adapter_shaped_responses())
+def test_the_updates_of_an_answer_read_whole_fold_back_to_it(response: ChatResponse) -> None:
+    updates = asyncio.run(_read(updates_of(_answered(response))))
+    assert updates == list(response.to_updates())
+    assert ChatResponse.from_updates(updates) == response
+
+
+async def test_a_chat_error_of_the_answer_comes_out_of_its_updates() -> None:
+    partial = ChatResponse(response_id="resp_1")
+    failure = ChatTransportError("connection reset", status_code=502, partial=partial)
+
+    async def broken() -> ChatResponse:
+        raise failure
+
+    updates = updates_of(broken())
+    with pytest.raises(ChatTransportError) as caught:
+        await anext(updates)
+    assert caught.value is failure
 
 
 def test_two_text_parts_of_one_item_stay_two_text_contents() -> None:
