@@ -26,8 +26,8 @@ class RoundStarted:
 class TextDelta:
     """A piece of the model's text, in the order the pieces arrived.
 
-    The pieces of one round, joined, are that round's answer text (a whole answer is one piece
-    when the chat cannot stream).
+    The pieces of one round, joined, are that round's answer text (each text part is one piece
+    when the chat has only whole answers).
     """
 
     text: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from typing import TypeAlias, TypeGuard
+from typing import TypeAlias
 
 import attrs
 
@@ -22,7 +22,6 @@ from domain import (
     ChatResponseUpdate,
     FunctionCallContent,
     FunctionResultContent,
-    StreamingChatPort,
     ToolInvokerPort,
 )
 
@@ -110,9 +109,9 @@ class ToolLoop:
     ) -> AsyncGenerator[RunEvent[ToolRun], None]:
         """The run of :meth:`run` as events, ending with ``RunFinished(result)``, ``result`` its ``ToolRun``.
 
-        Each request streams its answer (``get_streaming_response``) when the chat offers it, so
-        ``TextDelta`` pieces come as they arrive; a chat that cannot stream gives each answer's text
-        as one piece. Calls are reported as they are answered (under concurrent invocation, in the
+        Each request streams its answer (``get_streaming_response``), so ``TextDelta`` pieces come as
+        they arrive (a chat that only has whole answers gives each text part of an answer as one
+        piece). Calls are reported as they are answered (under concurrent invocation, in the
         order they finish). Leaving the iteration early (``aclose()``, or cancelling the task) closes
         the model's stream, cancels the calls in flight and starts no other tool.
         """
@@ -205,23 +204,21 @@ class _Run:
         """Send the conversation so far; the text as it arrives, and the whole response into ``answer``."""
         conversation = (*self.messages, *self.produced)
         try:
-            if stream and _streams(self.chat):
-                updates: list[ChatResponseUpdate] = []
-                pieces = self.chat.get_streaming_response(conversation, request)
-                try:
-                    async for update in pieces:
-                        updates.append(update)
-                        if update.text:
-                            yield TextDelta(update.text)
-                finally:
-                    await _close(pieces)
-                answer.response = ChatResponse.from_updates(updates)
+            if not stream:
+                answer.response = await self.chat.get_response(conversation, request)
                 return
-            answer.response = await self.chat.get_response(conversation, request)
+            updates: list[ChatResponseUpdate] = []
+            pieces = self.chat.get_streaming_response(conversation, request)
+            try:
+                async for update in pieces:
+                    updates.append(update)
+                    if update.text:
+                        yield TextDelta(update.text)
+            finally:
+                await _close(pieces)
+            answer.response = ChatResponse.from_updates(updates)
         except ChatError as error:
             raise ToolRunError.from_error(error, self.result()) from error
-        if stream and answer.response.text:
-            yield TextDelta(answer.response.text)
 
     async def _answer(
         self, calls: Sequence[FunctionCallContent]
@@ -263,10 +260,6 @@ class _Answer:
     """Where :meth:`_Run._ask` leaves the model's whole response (an async generator returns nothing)."""
 
     response: ChatResponse
-
-
-def _streams(chat: ChatPort) -> TypeGuard[StreamingChatPort]:
-    return callable(getattr(chat, "get_streaming_response", None))
 
 
 async def _close(pieces: AsyncIterator[ChatResponseUpdate]) -> None:

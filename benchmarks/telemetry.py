@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from opentelemetry import metrics, trace
@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
-from adapters.telemetry import InstrumentedChat, InstrumentedStreamingChat, InstrumentedToolInvoker, Telemetry
+from adapters.telemetry import InstrumentedChat, InstrumentedToolInvoker, Telemetry
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import make_body
 from benchmarks.harness import Check, Samples, Sizes, interleaved, serve
@@ -22,11 +22,12 @@ from domain import (
     ChatOptions,
     ChatPort,
     ChatResponse,
+    ChatResponseUpdate,
     FunctionCallContent,
-    StreamingChatPort,
     TextContent,
     ToolInvokerPort,
     Usage,
+    updates_of,
 )
 
 __all__ = ["telemetry_overhead"]
@@ -82,6 +83,11 @@ class _Canned:
     ) -> ChatResponse:
         return self._response
 
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return updates_of(self.get_response(messages, options))
+
 
 def _requests(chat: ChatPort, n: int) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
@@ -101,7 +107,7 @@ def _tool_calls(
     return run
 
 
-def _streams(chat: StreamingChatPort) -> Callable[[], Awaitable[object]]:
+def _streams(chat: ChatPort) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
         async for _ in chat.get_streaming_response(MESSAGES):
             pass
@@ -149,8 +155,8 @@ async def telemetry_overhead(sizes: Sizes, timings: dict[str, Any]) -> list[Chec
             "fold_api_only": _requests(InstrumentedChat(adapter, _api_only(), model=MODEL), 1),
             "fold_sdk": _requests(InstrumentedChat(adapter, recording, model=MODEL), 1),
             "stream_plain": _streams(adapter),
-            "stream_api_only": _streams(InstrumentedStreamingChat(adapter, _api_only(), model=MODEL)),
-            "stream_sdk": _streams(InstrumentedStreamingChat(adapter, recording, model=MODEL)),
+            "stream_api_only": _streams(InstrumentedChat(adapter, _api_only(), model=MODEL)),
+            "stream_sdk": _streams(InstrumentedChat(adapter, recording, model=MODEL)),
         },
         runs=sizes.runs,
     )

@@ -14,7 +14,7 @@ from domain.messages import (
     TextContent,
 )
 from domain.options import ChatOptions, Initiator, ReasoningOptions, ToolChoice, ToolSpec
-from domain.ports import ChatPort, StreamingChatPort, ToolInvokerPort
+from domain.ports import ChatPort, ToolInvokerPort
 from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage, updates_of
 from domain.workflow import UnknownStepError, Workflow, WorkflowStep
 
@@ -40,7 +40,6 @@ __all__ = [
     "ReasoningOptions",
     "ResponseFailedError",
     "Role",
-    "StreamingChatPort",
     "TextContent",
     "ToolChoice",
     "ToolInvokerPort",

@@ -9,32 +9,28 @@ from domain.messages import ChatMessage, FunctionCallContent, FunctionResultCont
 from domain.options import ChatOptions
 from domain.responses import ChatResponse, ChatResponseUpdate
 
-__all__ = ["ChatPort", "StreamingChatPort", "ToolInvokerPort"]
+__all__ = ["ChatPort", "ToolInvokerPort"]
 
 
 class ChatPort(Protocol):
-    """Sends a conversation to a model and returns its complete answer.
+    """Sends a conversation to a model and returns its answer, whole or piece by piece as it arrives.
 
-    Implementations raise only :class:`domain.errors.ChatError` subclasses:
-    ``ResponseFailedError`` when the provider reports a failure, ``MalformedResponseError`` when
-    the body cannot be read as a response, ``ChatTransportError`` when HTTP itself fails. Each
-    carries what had arrived before the failure in ``partial``.
+    ``get_response`` returns the complete answer. ``get_streaming_response`` yields it as
+    :class:`ChatResponseUpdate`s; folding them with :meth:`ChatResponse.from_updates` gives what
+    ``get_response`` returns for the same answer. A chat that only has whole answers streams each
+    as one whole answer's updates (:func:`domain.responses.updates_of`). Leaving the iteration early
+    (``break`` then ``aclose()``, or cancellation) releases the connection.
+
+    Implementations raise only :class:`domain.errors.ChatError` subclasses, from ``get_response``
+    and from the streaming iterator alike: ``ResponseFailedError`` when the provider reports a
+    failure, ``MalformedResponseError`` when the body cannot be read as a response,
+    ``ChatTransportError`` when HTTP itself fails. Each carries what had arrived before the failure
+    in ``partial``.
     """
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse: ...
-
-
-class StreamingChatPort(ChatPort, Protocol):
-    """A :class:`ChatPort` that can also hand over its answer piece by piece, as it arrives.
-
-    ``get_streaming_response`` yields :class:`ChatResponseUpdate`s; folding them with
-    :meth:`ChatResponse.from_updates` gives what ``get_response`` returns for the same answer.
-    Leaving the iteration early (``break`` then ``aclose()``, or cancellation) releases the
-    connection. Failures raise the same :class:`domain.errors.ChatError` subclasses from the
-    iterator, with what had arrived in ``partial``.
-    """
 
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None

@@ -8,7 +8,7 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import attrs
@@ -49,7 +49,16 @@ from application import (
     workflow_from_json,
     workflow_to_json,
 )
-from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse, Workflow
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatOptions,
+    ChatPort,
+    ChatResponse,
+    ChatResponseUpdate,
+    Workflow,
+    updates_of,
+)
 
 if TYPE_CHECKING:
     from adapters.telemetry.console import SpanTreeRecorder
@@ -208,7 +217,7 @@ def _span_recorder(args: argparse.Namespace) -> SpanTreeRecorder | None:
 
 
 class _WholeAnswers:
-    """``chat`` with only ``get_response``: the run's events then carry each answer whole.
+    """``chat`` that streams each answer whole: ``get_streaming_response`` reads it by ``get_response``.
 
     Without --stream nothing of an answer is shown before it is whole, so the run need not stream
     it; and an adapter asks again for a body broken in transit only while it has handed nothing
@@ -222,6 +231,11 @@ class _WholeAnswers:
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
         return await self._chat.get_response(messages, options)
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return updates_of(self.get_response(messages, options))
 
 
 async def _run(

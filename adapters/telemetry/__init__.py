@@ -12,7 +12,6 @@ from adapters.telemetry.agents import (
 )
 from adapters.telemetry.chat import (
     InstrumentedChat,
-    InstrumentedStreamingChat,
     instrument_chat,
     instrument_http_client,
 )
@@ -26,7 +25,6 @@ __all__ = [
     "MEETING_SUMMARY",
     "WORKFLOW_EDITOR",
     "InstrumentedChat",
-    "InstrumentedStreamingChat",
     "InstrumentedSummaryAgent",
     "InstrumentedToolInvoker",
     "InstrumentedWorkflowEditorAgent",

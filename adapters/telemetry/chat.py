@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Final, cast, overload
+from typing import Final
 
 import httpx
 from opentelemetry import context, trace
@@ -22,11 +22,10 @@ from domain import (
     ChatResponseUpdate,
     ChatTransportError,
     FinishReason,
-    StreamingChatPort,
     Usage,
 )
 
-__all__ = ["InstrumentedChat", "InstrumentedStreamingChat", "instrument_chat", "instrument_http_client"]
+__all__ = ["InstrumentedChat", "instrument_chat", "instrument_http_client"]
 
 # The request being traced in this context, for the HTTP client's event hooks.
 _REQUEST_KEY: Final = context.create_key("meeting-assistant-agents.chat-request")
@@ -195,6 +194,13 @@ class InstrumentedChat:
     (attempt number and status code) when the HTTP client was passed to :func:`instrument_http_client`.
     Records ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``. ``model`` is the
     request model when the options name none.
+
+    The span of ``get_streaming_response`` starts with the call and ends when the stream ends, fails
+    (status ERROR and ``error.type``) or is abandoned by its caller (a ``stream.abandoned`` event),
+    whichever comes first. It records the time to the first update
+    (``gen_ai.response.time_to_first_chunk``, and the ``gen_ai.client.operation.time_to_first_chunk``
+    histogram). The span is current only while the inner stream is being read, so what the caller
+    does between updates is not inside it.
     """
 
     def __init__(self, inner: ChatPort, telemetry: Telemetry, *, model: str) -> None:
@@ -224,6 +230,48 @@ class InstrumentedChat:
             context.detach(token)
         request.succeeded(response)
         return response
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        request = self._begin(messages, options)
+        token = context.attach(request.context)
+        try:
+            updates = self._inner.get_streaming_response(messages, options)
+        except BaseException as exc:
+            request.failed(exc)
+            raise
+        finally:
+            context.detach(token)
+        try:
+            while True:
+                step = context.attach(request.context) if request.traced else None
+                try:
+                    update = await anext(updates)
+                except StopAsyncIteration:
+                    break
+                finally:
+                    if step is not None:
+                        context.detach(step)
+                request.received(update)
+                yield update
+        except GeneratorExit:
+            request.stream_abandoned()
+            raise
+        except BaseException as exc:
+            request.failed(exc)
+            raise
+        else:
+            request.stream_ended()
+        finally:
+            close = getattr(updates, "aclose", None)
+            if close is not None:
+                # Closing the inner stream releases its connection; its own spans and hooks still see ours.
+                token = context.attach(request.context)
+                try:
+                    await close()
+                finally:
+                    context.detach(token)
 
     def _begin(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> _ChatRequest:
         """Start the request's span (not yet current) with what is known before it is sent."""
@@ -281,76 +329,6 @@ def instrument_http_client(client: httpx.AsyncClient) -> httpx.AsyncClient:
     return client
 
 
-class InstrumentedStreamingChat(InstrumentedChat):
-    """An :class:`InstrumentedChat` over a ``StreamingChatPort``: streamed requests are traced too.
-
-    The span of ``get_streaming_response`` starts with the call and ends when the stream ends, fails
-    (status ERROR and ``error.type``) or is abandoned by its caller (a ``stream.abandoned`` event),
-    whichever comes first. It records the time to the first update
-    (``gen_ai.response.time_to_first_chunk``, and the ``gen_ai.client.operation.time_to_first_chunk``
-    histogram). The span is current only while the inner stream is being read, so what the caller
-    does between updates is not inside it.
-    """
-
-    def __init__(self, inner: StreamingChatPort, telemetry: Telemetry, *, model: str) -> None:
-        super().__init__(inner, telemetry, model=model)
-        self._streaming = inner
-
-    @property
-    def inner(self) -> StreamingChatPort:
-        return self._streaming
-
-    async def get_streaming_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        request = self._begin(messages, options)
-        token = context.attach(request.context)
-        try:
-            updates = self._streaming.get_streaming_response(messages, options)
-        except BaseException as exc:
-            request.failed(exc)
-            raise
-        finally:
-            context.detach(token)
-        try:
-            while True:
-                step = context.attach(request.context) if request.traced else None
-                try:
-                    update = await anext(updates)
-                except StopAsyncIteration:
-                    break
-                finally:
-                    if step is not None:
-                        context.detach(step)
-                request.received(update)
-                yield update
-        except GeneratorExit:
-            request.stream_abandoned()
-            raise
-        except BaseException as exc:
-            request.failed(exc)
-            raise
-        else:
-            request.stream_ended()
-        finally:
-            close = getattr(updates, "aclose", None)
-            if close is not None:
-                # Closing the inner stream releases its connection; its own spans and hooks still see ours.
-                token = context.attach(request.context)
-                try:
-                    await close()
-                finally:
-                    context.detach(token)
-
-
-@overload
-def instrument_chat(
-    inner: StreamingChatPort, telemetry: Telemetry, *, model: str
-) -> InstrumentedStreamingChat: ...
-@overload
-def instrument_chat(inner: ChatPort, telemetry: Telemetry, *, model: str) -> InstrumentedChat: ...
 def instrument_chat(inner: ChatPort, telemetry: Telemetry, *, model: str) -> InstrumentedChat:
-    """The instrumented ``inner``: an :class:`InstrumentedStreamingChat` when ``inner`` can stream."""
-    if callable(getattr(inner, "get_streaming_response", None)):
-        return InstrumentedStreamingChat(cast(StreamingChatPort, inner), telemetry, model=model)
+    """``inner`` with each of its requests, whole or streamed, traced (an :class:`InstrumentedChat`)."""
     return InstrumentedChat(inner, telemetry, model=model)

@@ -13,11 +13,11 @@ from adapters.responses import ResponsesSettings
 from domain import (
     ChatError,
     ChatMessage,
+    ChatPort,
     ChatResponse,
     ChatResponseUpdate,
     MalformedResponseError,
     ResponseFailedError,
-    StreamingChatPort,
     TextContent,
 )
 from tests.adapters.support import (
@@ -41,7 +41,7 @@ from tests.strategies import model_outputs, output_items, output_texts
 MESSAGES = [ChatMessage.user("What happened in the meeting?")]
 
 
-async def updates_of(adapter: StreamingChatPort) -> list[ChatResponseUpdate]:
+async def updates_of(adapter: ChatPort) -> list[ChatResponseUpdate]:
     return [update async for update in adapter.get_streaming_response(MESSAGES)]
 
 
@@ -62,10 +62,10 @@ def assert_folds_to(updates: list[ChatResponseUpdate], response: ChatResponse) -
     ]
 
 
-def test_both_adapters_satisfy_the_streaming_port() -> None:
+def test_both_adapters_satisfy_the_chat_port() -> None:
     sse_adapter, json_adapter = adapters_for(Recorder([answer("{}")]))
-    # Typed assignments: mypy --strict proves both adapters offer get_streaming_response as the port says.
-    ports: tuple[StreamingChatPort, StreamingChatPort] = (sse_adapter, json_adapter)
+    # Typed assignments: mypy --strict proves both adapters offer the whole port, get_streaming_response too.
+    ports: tuple[ChatPort, ChatPort] = (sse_adapter, json_adapter)
     assert all(callable(port.get_streaming_response) for port in ports)
 
 
@@ -235,7 +235,7 @@ async def test_a_stream_cut_before_its_terminal_event_raises_from_the_iterator_w
     for adapter in adapters_for(Recorder([answer(body, SSE)])):
         seen: list[ChatResponseUpdate] = []
 
-        async def read(adapter: StreamingChatPort = adapter, seen: list[ChatResponseUpdate] = seen) -> None:
+        async def read(adapter: ChatPort = adapter, seen: list[ChatResponseUpdate] = seen) -> None:
             async for update in adapter.get_streaming_response(MESSAGES):
                 seen.append(update)
 

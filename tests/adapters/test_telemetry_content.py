@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 
 from adapters.scripted import ScriptedChat
-from adapters.telemetry import InstrumentedStreamingChat, Telemetry
+from adapters.telemetry import InstrumentedChat, Telemetry
 from adapters.telemetry import instruments as telemetry_instruments
 from adapters.telemetry.content import input_messages, json_text, output_messages, tool_result
 from domain import (
@@ -91,7 +91,7 @@ async def test_token_attributes_appear_exactly_for_the_counts_the_provider_repor
     usage: Usage | None,
 ) -> None:
     otel = Otel()
-    chat = InstrumentedStreamingChat(ScriptedChat(ChatResponse(usage=usage)), otel.telemetry(), model="m")
+    chat = InstrumentedChat(ScriptedChat(ChatResponse(usage=usage)), otel.telemetry(), model="m")
 
     await chat.get_response([ChatMessage.user("hi")])
 
@@ -149,7 +149,7 @@ async def test_an_inner_stream_without_aclose_still_ends_the_span(otel: Otel) ->
         ) -> AsyncIterator[ChatResponseUpdate]:
             return Plain()
 
-    chat = InstrumentedStreamingChat(PlainStreaming(), otel.telemetry(), model="m")
+    chat = InstrumentedChat(PlainStreaming(), otel.telemetry(), model="m")
 
     assert [u.text async for u in chat.get_streaming_response([ChatMessage.user("hi")])] == ["hi"]
     (span,) = otel.spans()

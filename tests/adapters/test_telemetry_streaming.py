@@ -11,7 +11,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from adapters.telemetry import InstrumentedChat, InstrumentedStreamingChat, Telemetry, instrument_chat
+from adapters.telemetry import InstrumentedChat, Telemetry, instrument_chat
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -20,6 +20,7 @@ from domain import (
     MalformedResponseError,
     TextContent,
     Usage,
+    updates_of,
 )
 from tests.adapters.support import BASE_URL, Recorder, answer, message_item, response_document
 from tests.adapters.telemetry_support import Otel, real_adapter, served
@@ -68,24 +69,36 @@ def attributes(otel: Otel) -> dict[str, object]:
     return dict(span.attributes or {})
 
 
-def test_a_chat_that_can_stream_is_instrumented_for_streaming_and_one_that_cannot_is_not(otel: Otel) -> None:
-    telemetry = otel.telemetry()
+async def test_a_chat_with_only_whole_answers_is_traced_streaming_each_answer_whole(otel: Otel) -> None:
+    whole = ScriptedTurn(text="Ship it on Monday.", response_id="resp_whole").response(1)
 
-    class JsonOnly:
+    class WholeOnly:
+        """Streams only by reading its answer whole; its get_response is not traced twice."""
+
         async def get_response(
             self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
         ) -> ChatResponse:
-            return ChatResponse()
+            return whole
 
-    assert isinstance(instrument_chat(ScriptedChat(), telemetry, model=MODEL), InstrumentedStreamingChat)
-    plain = instrument_chat(JsonOnly(), telemetry, model=MODEL)
-    assert type(plain) is InstrumentedChat
-    assert not hasattr(plain, "get_streaming_response")
+        def get_streaming_response(
+            self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+        ) -> AsyncIterator[ChatResponseUpdate]:
+            return updates_of(self.get_response(messages, options))
+
+    chat = instrument_chat(WholeOnly(), otel.telemetry(), model=MODEL)
+    assert type(chat) is InstrumentedChat
+
+    updates = [update async for update in chat.get_streaming_response(ASK)]
+
+    assert updates == list(whole.to_updates())
+    found = attributes(otel)
+    assert found["gen_ai.response.id"] == "resp_whole"
+    assert "gen_ai.response.time_to_first_chunk" in found
 
 
 async def test_a_whole_stream_is_one_span_with_the_same_attributes_as_the_json_path(otel: Otel) -> None:
     turn = ScriptedTurn(text="Ship it on Monday.", usage=Usage(12, 5, 17), response_id="resp_7")
-    chat = InstrumentedStreamingChat(ScriptedChat(turn, turn), otel.telemetry(), model=MODEL)
+    chat = InstrumentedChat(ScriptedChat(turn, turn), otel.telemetry(), model=MODEL)
 
     updates = [update async for update in chat.get_streaming_response(ASK)]
     await chat.get_response(ASK)
@@ -107,7 +120,7 @@ async def test_a_whole_stream_is_one_span_with_the_same_attributes_as_the_json_p
 
 
 async def test_captured_output_of_a_stream_is_the_folded_answer(otel: Otel) -> None:
-    chat = InstrumentedStreamingChat(
+    chat = InstrumentedChat(
         ScriptedChat(ScriptedTurn(text="Ship it on Monday.")),
         otel.telemetry(capture_content=True),
         model=MODEL,
@@ -129,7 +142,7 @@ async def test_captured_output_of_a_stream_is_the_folded_answer(otel: Otel) -> N
 async def test_a_stream_that_fails_marks_its_span_and_keeps_what_arrived(otel: Otel) -> None:
     partial = ScriptedTurn(text="half", usage=Usage(4, 1, 5), response_id="resp_cut").response(1)
     failure = MalformedResponseError("the stream ended before a terminal event", partial=partial)
-    chat = InstrumentedStreamingChat(ScriptedChat(failure), otel.telemetry(), model=MODEL)
+    chat = InstrumentedChat(ScriptedChat(failure), otel.telemetry(), model=MODEL)
 
     with pytest.raises(MalformedResponseError):
         async for _ in chat.get_streaming_response(ASK):
@@ -145,7 +158,7 @@ async def test_a_stream_that_fails_marks_its_span_and_keeps_what_arrived(otel: O
 
 async def test_an_abandoned_stream_ends_its_span_and_closes_the_inner_stream(otel: Otel) -> None:
     inner = Endless()
-    chat = InstrumentedStreamingChat(inner, otel.telemetry(), model=MODEL)
+    chat = InstrumentedChat(inner, otel.telemetry(), model=MODEL)
 
     updates = chat.get_streaming_response(ASK)
     async for _ in updates:
@@ -163,7 +176,7 @@ async def test_an_abandoned_stream_ends_its_span_and_closes_the_inner_stream(ote
 async def test_a_cancelled_stream_ends_its_span_as_cancelled_and_closes_the_inner_stream(otel: Otel) -> None:
     first = asyncio.Event()
     inner = Endless(first)
-    chat = InstrumentedStreamingChat(inner, otel.telemetry(), model=MODEL)
+    chat = InstrumentedChat(inner, otel.telemetry(), model=MODEL)
 
     async def consume() -> None:
         async for _ in chat.get_streaming_response(ASK):
@@ -187,7 +200,7 @@ async def test_a_chat_whose_stream_cannot_even_start_marks_the_span(otel: Otel) 
         ) -> AsyncIterator[ChatResponseUpdate]:
             raise RuntimeError("no stream today")
 
-    chat = InstrumentedStreamingChat(Broken(), otel.telemetry(), model=MODEL)
+    chat = InstrumentedChat(Broken(), otel.telemetry(), model=MODEL)
 
     with pytest.raises(RuntimeError, match="no stream today"):
         await anext(chat.get_streaming_response(ASK))
@@ -208,7 +221,7 @@ async def test_a_real_adapter_streamed_after_a_retry_is_one_span_with_its_attemp
     )
     adapter, _ = real_adapter(recorder, streaming=streaming, max_retries=1)
     chat = instrument_chat(adapter, otel.telemetry(base_url=BASE_URL), model=MODEL)
-    assert isinstance(chat, InstrumentedStreamingChat)
+    assert isinstance(chat, InstrumentedChat)
 
     updates = [update async for update in chat.get_streaming_response(ASK)]
 
@@ -226,7 +239,7 @@ async def test_without_an_sdk_a_stream_passes_through_whole() -> None:
         tracer_provider=trace.NoOpTracerProvider(), meter_provider=metrics.NoOpMeterProvider()
     )
     turn = ScriptedTurn(text="Ship it on Monday.", usage=Usage(1, 2, 3))
-    chat = InstrumentedStreamingChat(ScriptedChat(turn), telemetry, model=MODEL)
+    chat = InstrumentedChat(ScriptedChat(turn), telemetry, model=MODEL)
 
     updates = [update async for update in chat.get_streaming_response(ASK)]
 

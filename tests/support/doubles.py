@@ -7,8 +7,8 @@
 - :class:`CallLog`: a tool-invoker *decorator* that keeps every call passing through it (and what it wrapped),
   optionally under a tag in a log shared with other decorators to prove their order.
 - :class:`RequestLog`: the same for the chat chain: tags each request in a log shared with other decorators.
-- :class:`WholeAnswers`: a ``ChatPort`` over another that cannot stream (only ``get_response``); the base of
-  the chat doubles that change only how streaming behaves.
+- :class:`WholeAnswers`: a ``ChatPort`` over another that only has whole answers (it streams each one whole);
+  the base of the chat doubles that change only how streaming behaves.
 
 The Responses SDK over ``httpx.MockTransport`` (``Recorder``, ``answer``, bodies) lives in
 :mod:`tests.adapters.support`; a real local HTTP server in :mod:`tests.support.local_server`; a scripted
@@ -17,7 +17,7 @@ model is the product's own :class:`adapters.scripted.ScriptedChat`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Generic, TypeVar
 
 from domain import (
@@ -25,10 +25,12 @@ from domain import (
     ChatOptions,
     ChatPort,
     ChatResponse,
+    ChatResponseUpdate,
     FunctionCallContent,
     FunctionResultContent,
     JsonValue,
     ToolInvokerPort,
+    updates_of,
 )
 
 __all__ = ["CallLog", "FailingTools", "RaisingTools", "RecordingTools", "RequestLog", "WholeAnswers"]
@@ -112,9 +114,11 @@ class RequestLog:
 
 
 class WholeAnswers(Generic[InnerChat]):
-    """A ChatPort that cannot stream: only ``get_response``, handed to the chat it wraps (kept as ``inner``).
+    """A ChatPort with only whole answers: those of the chat it wraps (kept as ``inner``), streamed whole.
 
-    Subclass it for a chat double that adds its own ``get_streaming_response`` over the same whole answers.
+    ``get_streaming_response`` yields the updates of this double's own ``get_response`` (``updates_of``), so a
+    subclass overriding ``get_response`` changes both; override ``get_streaming_response`` for a double that
+    streams its own way over the same whole answers.
     """
 
     def __init__(self, inner: InnerChat) -> None:
@@ -124,6 +128,11 @@ class WholeAnswers(Generic[InnerChat]):
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
         return await self.inner.get_response(messages, options)
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return updates_of(self.get_response(messages, options))
 
 
 class _Requested(WholeAnswers[ChatPort]):

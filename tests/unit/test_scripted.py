@@ -17,7 +17,6 @@ from domain import (
     ChatResponse,
     ChatResponseUpdate,
     ChatTransportError,
-    StreamingChatPort,
     TextContent,
     Usage,
 )
@@ -100,8 +99,8 @@ async def test_running_out_of_script_is_a_loud_test_failure() -> None:
     assert issubclass(ScriptExhaustedError, AssertionError)
 
 
-def test_the_fake_satisfies_the_streaming_port() -> None:
-    port: StreamingChatPort = ScriptedChat()
+def test_the_fake_satisfies_the_chat_port() -> None:
+    port: ChatPort = ScriptedChat()
     assert isinstance(port, ScriptedChat)
 
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from domain import ChatMessage, ChatResponse, ChatResponseUpdate, ChatTransportError, StreamingChatPort
+from domain import ChatMessage, ChatPort, ChatResponse, ChatResponseUpdate, ChatTransportError
 from tests.adapters.support import message_item, response_document, stream_events
 from tests.support.local_server import Received, Sender, serve
 
@@ -71,7 +71,7 @@ class Paced:
 @asynccontextmanager
 async def adapter_on(
     base_url: str, adapter_type: AdapterType, *, max_retries: int, deadline: float = BOUND * 3
-) -> AsyncIterator[StreamingChatPort]:
+) -> AsyncIterator[ChatPort]:
     async with httpx.AsyncClient() as http_client:
         client = openai.AsyncOpenAI(
             api_key="sk-streaming-test",
@@ -121,7 +121,7 @@ async def test_cancelling_the_reader_closes_the_connection(adapter_type: Adapter
     paced = Paced("hold")
     first = asyncio.Event()
 
-    async def read(chat: StreamingChatPort) -> None:
+    async def read(chat: ChatPort) -> None:
         async for update in chat.get_streaming_response(MESSAGES):
             if update.text:
                 first.set()
@@ -144,7 +144,7 @@ async def test_a_break_after_the_first_update_is_raised_with_what_arrived_and_no
     paced = Paced("reset")
     seen: list[ChatResponseUpdate] = []
 
-    async def read(chat: StreamingChatPort) -> None:
+    async def read(chat: ChatPort) -> None:
         async for update in chat.get_streaming_response(MESSAGES):
             seen.append(update)
             if update.text:
@@ -180,7 +180,7 @@ async def test_a_stream_that_stalls_after_its_first_update_ends_at_the_deadline_
     paced = Paced("hold")
     seen: list[ChatResponseUpdate] = []
 
-    async def read(chat: StreamingChatPort) -> None:
+    async def read(chat: ChatPort) -> None:
         async for update in chat.get_streaming_response(MESSAGES):
             seen.append(update)
 

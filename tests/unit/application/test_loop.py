@@ -500,7 +500,7 @@ async def test_the_events_end_with_the_run_that_run_returns_and_report_every_pie
     )
 
 
-async def test_a_chat_that_cannot_stream_gives_each_answers_text_as_one_piece() -> None:
+async def test_a_chat_with_only_whole_answers_gives_each_answers_text_as_one_piece() -> None:
     script = [("Let me look.", [("c1", "{}")]), ("It is done.", [])]
     whole = await ToolLoop(scripted(script)).run(USER, options("a"), RecordingTools())
     chat = scripted(script)
