@@ -235,7 +235,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
       each callable of ``chat_decorators`` (``ChatPort -> ChatPort``). Every pipeline and
       ``tool_loop`` talk to the model through it. A decorator's ``get_streaming_response`` should
       delegate to the inner chat's, or run events (``summarize_events``, ``run_events``) get each
-      answer whole (``domain.updates_of(self.get_response(...))`` streams it so).
+      answer whole (``domain.updates_of(lambda: self.get_response(...))`` streams it so).
     - ``tool_invoker_decorators`` (``ToolInvokerPort -> ToolInvokerPort``) wrap the tools of every
       run of ``tool_loop`` and of both pipelines, outside the guard, which the loop applies itself
       around the tools it is handed: no decorator can remove it, and each sees every call the guard

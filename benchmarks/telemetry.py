@@ -86,7 +86,7 @@ class _Canned:
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        return updates_of(self.get_response(messages, options))
+        return updates_of(lambda: self.get_response(messages, options))
 
 
 def _requests(chat: ChatPort, n: int) -> Callable[[], Awaitable[object]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Literal
 
@@ -289,13 +289,15 @@ class ChatResponse:
         yield ChatResponseUpdate(status=self.status, finish_reason=self.finish_reason, usage=self.usage)
 
 
-async def updates_of(answer: Awaitable[ChatResponse]) -> AsyncIterator[ChatResponseUpdate]:
-    """The updates of an answer read whole: awaits ``answer``, then yields its ``to_updates()``.
+async def updates_of(ask: Callable[[], Awaitable[ChatResponse]]) -> AsyncGenerator[ChatResponseUpdate, None]:
+    """The updates of an answer read whole: calls ``ask`` when iterated, then yields ``to_updates()``.
 
     How a chat that only has whole answers offers ``get_streaming_response``: the stream is one
-    whole answer. A :class:`domain.errors.ChatError` raised by ``answer`` comes out of the iteration.
+    whole answer. ``ask`` is called only once the iteration starts, so a stream closed before it
+    sends nothing and leaves no coroutine behind. A :class:`domain.errors.ChatError` raised by the
+    request comes out of the iteration.
     """
-    response = await answer
+    response = await ask()
     for update in response.to_updates():
         yield update
 

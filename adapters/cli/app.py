@@ -235,7 +235,7 @@ class _WholeAnswers:
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        return updates_of(self.get_response(messages, options))
+        return updates_of(lambda: self.get_response(messages, options))
 
 
 async def _run(

@@ -83,7 +83,7 @@ async def test_a_chat_with_only_whole_answers_is_traced_streaming_each_answer_wh
         def get_streaming_response(
             self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
         ) -> AsyncIterator[ChatResponseUpdate]:
-            return updates_of(self.get_response(messages, options))
+            return updates_of(lambda: self.get_response(messages, options))
 
     chat = instrument_chat(WholeOnly(), otel.telemetry(), model=MODEL)
     assert type(chat) is InstrumentedChat

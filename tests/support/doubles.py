@@ -132,7 +132,7 @@ class WholeAnswers(Generic[InnerChat]):
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        return updates_of(self.get_response(messages, options))
+        return updates_of(lambda: self.get_response(messages, options))
 
 
 class _Requested(WholeAnswers[ChatPort]):

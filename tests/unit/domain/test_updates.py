@@ -62,7 +62,7 @@ async def _read(updates: AsyncIterator[ChatResponseUpdate]) -> list[ChatResponse
 
 @given(response=adapter_shaped_responses())
 def test_the_updates_of_an_answer_read_whole_fold_back_to_it(response: ChatResponse) -> None:
-    updates = asyncio.run(_read(updates_of(_answered(response))))
+    updates = asyncio.run(_read(updates_of(lambda: _answered(response))))
     assert updates == list(response.to_updates())
     assert ChatResponse.from_updates(updates) == response
 
@@ -74,10 +74,23 @@ async def test_a_chat_error_of_the_answer_comes_out_of_its_updates() -> None:
     async def broken() -> ChatResponse:
         raise failure
 
-    updates = updates_of(broken())
+    updates = updates_of(broken)
     with pytest.raises(ChatTransportError) as caught:
         await anext(updates)
     assert caught.value is failure
+
+
+async def test_a_stream_closed_before_its_first_step_asks_nothing() -> None:
+    asked: list[str] = []
+
+    async def ask() -> ChatResponse:
+        asked.append("asked")
+        return ChatResponse()
+
+    updates = updates_of(ask)
+    await updates.aclose()
+
+    assert asked == []
 
 
 def test_two_text_parts_of_one_item_stay_two_text_contents() -> None:
