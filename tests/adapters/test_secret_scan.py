@@ -246,15 +246,26 @@ def log_leaks(records: list[logging.LogRecord]) -> list[str]:
     ]
 
 
-async def _ask(adapter: ResponsesSseAdapter | ResponsesJsonAdapter) -> ChatResponse | ChatError:
+async def _ask(
+    adapter: ResponsesSseAdapter | ResponsesJsonAdapter, *, streaming: bool = False
+) -> ChatResponse | ChatError:
     try:
-        return await adapter.get_response(QUESTION)
+        if not streaming:
+            return await adapter.get_response(QUESTION)
+        return ChatResponse.from_updates(
+            [update async for update in adapter.get_streaming_response(QUESTION)]
+        )
     except ChatError as error:
         return error
 
 
 async def _assert_nothing_leaks(
-    adapter_type: Adapter, position: Position, http: httpx.AsyncClient, base_url: str
+    adapter_type: Adapter,
+    position: Position,
+    http: httpx.AsyncClient,
+    base_url: str,
+    *,
+    streaming: bool = False,
 ) -> None:
     client = openai.AsyncOpenAI(
         api_key=API_KEY,
@@ -266,7 +277,7 @@ async def _assert_nothing_leaks(
     )
     adapter = adapter_type(client, SETTINGS)
     with captured() as records:
-        result = await _ask(adapter)
+        result = await _ask(adapter, streaming=streaming)
     if position.succeeds:
         assert isinstance(result, ChatResponse)
     else:
@@ -276,10 +287,11 @@ async def _assert_nothing_leaks(
     assert log_leaks(records) == []
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["get_response", "get_streaming_response"])
 @pytest.mark.parametrize("adapter_type", ADAPTERS)
 @pytest.mark.parametrize("position", list(POSITIONS.values()), ids=list(POSITIONS))
 async def test_an_echoed_secret_reaches_no_error_and_no_log_record(
-    adapter_type: Adapter, position: Position
+    adapter_type: Adapter, position: Position, streaming: bool
 ) -> None:
     replies = list(position.replies)
     sent: list[httpx.Request] = []
@@ -289,7 +301,9 @@ async def test_an_echoed_secret_reaches_no_error_and_no_log_record(
         return replies.pop(0).response()
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(reply)) as http:
-        await _assert_nothing_leaks(adapter_type, position, http, "http://gateway.test/v1")
+        await _assert_nothing_leaks(
+            adapter_type, position, http, "http://gateway.test/v1", streaming=streaming
+        )
     assert replies == []
     # The planted values are the ones the gateway was really sent.
     assert {(r.headers["authorization"], r.headers["x-gateway-token"]) for r in sent} == {
