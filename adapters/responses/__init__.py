@@ -1,7 +1,7 @@
 """The Responses adapters: ChatPorts over the OpenAI SDK's Responses API, streamed or JSON."""
 
-from adapters.responses.adapters import ResponsesJsonAdapter, ResponsesSseAdapter
-from adapters.responses.errors import map_error
+from adapters.responses.chat_adapters import ResponsesJsonAdapter, ResponsesSseAdapter
+from adapters.responses.error_mapping import map_error
 from adapters.responses.folding import EventFolder
 from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
 from adapters.responses.settings import MalformedArgumentsPolicy, ResponsesSettings

@@ -8,8 +8,8 @@ from typing import Any, Final
 
 import attrs
 
-from adapters.responses.errors import CutShortError, UnreadableResponseError
-from adapters.responses.mapping import (
+from adapters.responses.error_mapping import CutShortError, UnreadableResponseError
+from adapters.responses.to_domain import (
     chat_response,
     field,
     integer,
@@ -395,7 +395,7 @@ class EventFolder:
 
     ``response.failed`` and ``error`` events raise a :class:`ProviderFailureError` finding as they
     arrive; :meth:`result` raises :class:`CutShortError` when no terminal event came. The
-    adapters map both to domain errors (see ``adapters.responses.errors``).
+    adapters map both to domain errors (see ``adapters.responses.error_mapping``).
     """
 
     __slots__ = (

@@ -14,8 +14,8 @@ from typing import Any, Final
 import attrs
 from openai.resources.responses import AsyncResponses
 
-from adapters.responses.mapping import mend_surrogates
 from adapters.responses.settings import ResponsesSettings
+from adapters.responses.to_domain import mend_surrogates
 from domain import (
     ChatMessage,
     ChatOptions,

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from adapters.responses import ResponsesSettings
-from adapters.responses.attempts import LISTENER
+from adapters.responses.http_front import LISTENER
 from domain import ChatMessage, ChatTransportError
 from tests.adapters.support import (
     JSON,

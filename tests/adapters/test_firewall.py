@@ -15,8 +15,7 @@ import pytest
 
 from adapters.redaction import Redactor
 from adapters.responses import ResponsesSettings
-from adapters.responses.attempts import ResponseTooLargeError
-from adapters.responses.errors import (
+from adapters.responses.error_mapping import (
     MAX_ID,
     DeadlineExceededError,
     LowerLevelError,
@@ -25,6 +24,7 @@ from adapters.responses.errors import (
     map_error,
     scrubbed_cause,
 )
+from adapters.responses.http_front import ResponseTooLargeError
 from domain import (
     ChatError,
     ChatMessage,

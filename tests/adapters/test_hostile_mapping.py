@@ -14,9 +14,9 @@ from openai._utils._json import openapi_dumps
 from openai.types.responses import Response, ResponseStreamEvent
 
 from adapters.responses import ResponsesPayloadBuilder, ResponsesSettings
-from adapters.responses.errors import ProviderFailureError, UnreadableResponseError
+from adapters.responses.error_mapping import ProviderFailureError, UnreadableResponseError
 from adapters.responses.folding import EventFolder
-from adapters.responses.mapping import chat_response, created_at, item_contents, response_contents
+from adapters.responses.to_domain import chat_response, created_at, item_contents, response_contents
 from domain import ChatMessage, ChatResponse, Content, ProviderItemContent, Usage
 
 BUILDER = ResponsesPayloadBuilder(ResponsesSettings(model="m", store=True))

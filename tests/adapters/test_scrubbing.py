@@ -11,7 +11,7 @@ import pytest
 
 from adapters.redaction import REDACTED, RedactingFilter, Redactor
 from adapters.responses import ResponsesSettings
-from adapters.responses.errors import ProviderFailureError, map_error, scrubbed_response
+from adapters.responses.error_mapping import ProviderFailureError, map_error, scrubbed_response
 from domain import (
     ChatMessage,
     ChatResponse,

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
-from adapters.responses.attempts import observed
+from adapters.responses.http_front import observed
 from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
 from tests.adapters.support import (
     API_KEY,

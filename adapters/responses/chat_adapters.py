@@ -18,8 +18,7 @@ import openai
 from openai.types.responses import Response, ResponseStreamEvent
 
 from adapters.redaction import RedactingFilter, Redactor
-from adapters.responses.attempts import LISTENER, ResponseTooLargeError, attempts_of, observed, retry_backoff
-from adapters.responses.errors import (
+from adapters.responses.error_mapping import (
     CutShortError,
     DeadlineExceededError,
     UnreadableResponseError,
@@ -27,9 +26,16 @@ from adapters.responses.errors import (
     scrubbed_cause,
 )
 from adapters.responses.folding import EventFolder
-from adapters.responses.mapping import chat_response, provider_failure, raise_if_failed, response_contents
+from adapters.responses.http_front import (
+    LISTENER,
+    ResponseTooLargeError,
+    attempts_of,
+    observed,
+    retry_backoff,
+)
 from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
 from adapters.responses.settings import ResponsesSettings
+from adapters.responses.to_domain import chat_response, provider_failure, raise_if_failed, response_contents
 from domain import (
     ChatError,
     ChatMessage,

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from adapters.responses.errors import ProviderFailureError
+from adapters.responses.error_mapping import ProviderFailureError
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -47,7 +47,7 @@ __all__ = [
     "usage",
 ]
 
-_LOGGER: Final = logging.getLogger("adapters.responses.mapping")
+_LOGGER: Final = logging.getLogger("adapters.responses.to_domain")
 _INCOMPLETE_REASONS: Final[dict[str, FinishReason]] = {
     "max_output_tokens": "length",
     "content_filter": "content_filter",

@@ -13,8 +13,8 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from adapters.redaction import Redactor
-from adapters.responses.attempts import attempts_of
-from adapters.responses.errors import map_error
+from adapters.responses.error_mapping import map_error
+from adapters.responses.http_front import attempts_of
 from domain import ChatError, ChatResponse, ChatTransportError, MalformedResponseError, ResponseFailedError
 from tests.adapters.support import API_KEY
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from openai.types.responses import ResponseFunctionToolCall, ResponseUsage
 
-from adapters.responses.mapping import created_at, finish_reason, item_contents, usage
+from adapters.responses.to_domain import created_at, finish_reason, item_contents, usage
 from domain import FunctionCallContent, ProviderItemContent, Usage
 
 
@@ -82,7 +82,7 @@ UNWRITABLE = "An output item without a type, or not writable back as JSON, was l
 def test_an_item_that_could_not_go_back_is_left_out_with_a_log_line(
     item: object, why: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="adapters.responses.mapping"):
+    with caplog.at_level(logging.WARNING, logger="adapters.responses.to_domain"):
         assert item_contents(item) == []
 
     assert [record.getMessage() for record in caplog.records] == [why]

@@ -43,7 +43,7 @@ import httpx
 import openai
 
 from adapters.redaction import Redactor
-from adapters.responses.attempts import RETRY_COUNT_HEADER, ResponseTooLargeError, attempts_of
+from adapters.responses.http_front import RETRY_COUNT_HEADER, ResponseTooLargeError, attempts_of
 from domain import (
     ChatError,
     ChatMessage,
