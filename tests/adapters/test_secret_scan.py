@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import traceback
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -26,6 +24,7 @@ from tests.adapters.support import (
     sse,
     stream_events,
 )
+from tests.support.leaks import leaking_records
 from tests.support.local_server import Received, Sender, serve
 
 API_KEY: Final = "sk-planted-Qz7Kx2Vw9Lm4Tr"
@@ -222,28 +221,9 @@ def error_leaks(error: ChatError) -> list[str]:
     return [text[:300] for text in texts if any(marker in text for marker in MARKERS)]
 
 
-def _record_texts(record: logging.LogRecord) -> Iterator[str]:
-    yield str(record.msg)
-    yield repr(record.args)
-    # A record whose arguments do not fit its format is still checked by its parts above and below.
-    with contextlib.suppress(TypeError, ValueError):
-        yield record.getMessage()
-    # Every attribute, so that whatever a logger passed as ``extra`` is checked too.
-    for name, value in vars(record).items():
-        yield f"{name}={value!r}"
-    if record.exc_info and record.exc_info[1] is not None:
-        yield "".join(traceback.format_exception(record.exc_info[1]))
-    if record.stack_info:
-        yield record.stack_info
-
-
 def log_leaks(records: list[logging.LogRecord]) -> list[str]:
     """``logger: message`` of each record that shows a secret anywhere."""
-    return [
-        f"{record.name}: {record.msg}"
-        for record in records
-        if any(marker in text for text in _record_texts(record) for marker in MARKERS)
-    ]
+    return leaking_records(records, *MARKERS)
 
 
 async def _ask(
