@@ -31,8 +31,10 @@ def test_a_summary_with_a_guarded_call_prints_its_tree_on_stderr_only() -> None:
     assert re.fullmatch(rf"invoke_agent meeting_summary +{DURATION}  tokens \d+ in / \d+ out", lines[0])
     chats = [line for line in lines if line[3:].startswith("chat offline:malformed-arguments")]
     assert len(chats) == 3
-    # Nothing is shown before an answer is whole, so the command reads each answer whole.
-    assert all(re.search(rf"{DURATION}  tokens \d+ in / \d+ out$", line) for line in chats)
+    # Nothing is shown before an answer is whole, so the command reads each answer whole: its first
+    # update is the whole answer, handed over at the end of the request.
+    whole = rf"{DURATION}  tokens \d+ in / \d+ out  first update after {DURATION}$"
+    assert all(re.search(whole, line) for line in chats), chats
     refused = [line for line in lines if line.endswith("error invalid_tool_arguments")]
     assert len(refused) == 1
     assert refused[0].startswith("├─ execute_tool record_action_item")
