@@ -43,6 +43,7 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
     [
         ("domain.ports", "import openai", "domain is not allowed to import openai"),
         ("domain.messages", "import httpx", "domain is not allowed to import httpx"),
+        ("application.tools", "import httpx2", "application is not allowed to import httpx2"),
         (
             "application.guard",
             "import dependency_injector",
