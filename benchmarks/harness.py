@@ -13,7 +13,17 @@ import attrs
 import httpx
 import openai
 
-__all__ = ["CHUNK_BYTES", "Check", "Samples", "Sizes", "interleaved", "peak_bytes", "serve"]
+__all__ = [
+    "CHUNK_BYTES",
+    "Check",
+    "Samples",
+    "Sizes",
+    "WrongOutputError",
+    "interleaved",
+    "peak_bytes",
+    "sdk_iterate",
+    "serve",
+]
 
 # Bytes per chunk handed to the SDK: what a socket read typically yields, so the SSE decoder sees
 # events split across chunk boundaries as it would on the network.
@@ -130,3 +140,26 @@ async def peak_bytes(run: Callable[[], Awaitable[object]]) -> int:
     finally:
         tracemalloc.stop()
     return peak - before
+
+
+class WrongOutputError(AssertionError):
+    """A variant produced the wrong output: its timing would be meaningless."""
+
+
+async def sdk_iterate(sse: bytes, events: int) -> Callable[[], Awaitable[object]]:
+    """The baseline every fold is held to: iterating the SDK's own ``responses.create(stream=True)``.
+
+    Checked once before it is timed: it must see all ``events`` events of ``sse``.
+    """
+    client, _ = serve(sse, "text/event-stream")
+
+    async def run() -> int:
+        stream = await client.responses.create(model="gpt-5.5", input="Summarize the meeting.", stream=True)
+        count = 0
+        async for _event in stream:
+            count += 1
+        return count
+
+    if await run() != events:
+        raise WrongOutputError("raw SDK iteration did not see every event of the body")
+    return run

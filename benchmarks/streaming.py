@@ -9,7 +9,7 @@ from typing import Any
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from benchmarks.bodies import Body, make_body
-from benchmarks.harness import Check, Sizes, interleaved, serve
+from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, sdk_iterate, serve
 from domain import ChatMessage
 
 __all__ = ["streaming"]
@@ -18,10 +18,6 @@ _MODEL = "gpt-5.5"
 _MESSAGES = (ChatMessage.user("Summarize the meeting."),)
 _SSE = "text/event-stream"
 _TARGET = 1.10
-
-
-class _WrongOutputError(AssertionError):
-    """A variant produced the wrong output: its timing would be meaningless."""
 
 
 def _adapter(body: Body) -> ResponsesSseAdapter:
@@ -39,7 +35,7 @@ async def _streamed(body: Body) -> Callable[[], Awaitable[object]]:
         return pieces
 
     if await run() != body.deltas:
-        raise _WrongOutputError("get_streaming_response did not hand over one piece per delta")
+        raise WrongOutputError("get_streaming_response did not hand over one piece per delta")
     return run
 
 
@@ -50,22 +46,7 @@ async def _whole(body: Body) -> Callable[[], Awaitable[object]]:
         return (await adapter.get_response(_MESSAGES)).text
 
     if await run() != body.text:
-        raise _WrongOutputError("get_response folded the wrong text")
-    return run
-
-
-async def _sdk_iterate(body: Body) -> Callable[[], Awaitable[object]]:
-    client, _ = serve(body.sse, _SSE)
-
-    async def run() -> int:
-        stream = await client.responses.create(model=_MODEL, input="Summarize the meeting.", stream=True)
-        count = 0
-        async for _event in stream:
-            count += 1
-        return count
-
-    if await run() != body.events:
-        raise _WrongOutputError("raw SDK iteration did not see every event of the body")
+        raise WrongOutputError("get_response folded the wrong text")
     return run
 
 
@@ -102,7 +83,7 @@ async def streaming(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     samples = await interleaved(
         {
             "sse_streaming": await _streamed(body),
-            "sdk_iterate": await _sdk_iterate(body),
+            "sdk_iterate": await sdk_iterate(body.sse, body.events),
             "sse_get_response": await _whole(body),
         },
         runs=sizes.runs,

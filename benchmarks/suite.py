@@ -15,7 +15,16 @@ from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, Response
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
-from benchmarks.harness import Check, Samples, Sizes, interleaved, peak_bytes, serve
+from benchmarks.harness import (
+    Check,
+    Samples,
+    Sizes,
+    WrongOutputError,
+    interleaved,
+    peak_bytes,
+    sdk_iterate,
+    serve,
+)
 from benchmarks.streaming import streaming
 from benchmarks.telemetry import telemetry_overhead
 from domain import ChatMessage, FunctionCallContent
@@ -29,28 +38,9 @@ SSE = "text/event-stream"
 JSON = "application/json"
 
 
-class _WrongOutputError(AssertionError):
-    """A variant produced the wrong output: its timing would be meaningless."""
-
-
 def _expect(got: str, body: Body, who: str) -> None:
     if got != body.text:
-        raise _WrongOutputError(f"{who} folded {len(got)} characters, expected {len(body.text)}")
-
-
-async def _sdk_iterate(body: Body) -> Callable[[], Awaitable[object]]:
-    client, _ = serve(body.sse, SSE)
-
-    async def run() -> object:
-        stream = await client.responses.create(model=MODEL, input=PROMPT, stream=True)
-        count = 0
-        async for _event in stream:
-            count += 1
-        return count
-
-    if await run() != body.events:
-        raise _WrongOutputError("raw SDK iteration did not see every event of the body")
-    return run
+        raise WrongOutputError(f"{who} folded {len(got)} characters, expected {len(body.text)}")
 
 
 async def _sdk_accumulate(body: Body) -> Callable[[], Awaitable[object]]:
@@ -91,7 +81,7 @@ async def fold_overhead(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     samples = await interleaved(
         {
             "sse_adapter": await _adapter(body, streaming=True),
-            "sdk_iterate": await _sdk_iterate(body),
+            "sdk_iterate": await sdk_iterate(body.sse, body.events),
             "sdk_stream_accumulate": await _sdk_accumulate(body),
         },
         runs=sizes.runs,
@@ -122,7 +112,10 @@ async def scaling(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     for deltas in sizes.scaling:
         body = make_body(deltas)
         samples = await interleaved(
-            {"sse_adapter": await _adapter(body, streaming=True), "sdk_iterate": await _sdk_iterate(body)},
+            {
+                "sse_adapter": await _adapter(body, streaming=True),
+                "sdk_iterate": await sdk_iterate(body.sse, body.events),
+            },
             runs=sizes.runs,
         )
         per_event[body.events] = samples["sse_adapter"].median / body.events
@@ -154,7 +147,7 @@ async def memory(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     for ascii_only in (False, True):
         body = make_body(sizes.memory, ascii_only=ascii_only)
         adapter = await _adapter(body, streaming=True)
-        raw = await _sdk_iterate(body)
+        raw = await sdk_iterate(body.sse, body.events)
         peak = await peak_bytes(adapter)
         raw_peak = await peak_bytes(raw)
         limit = 4 * body.output_bytes + 2 * 1024 * 1024
@@ -221,7 +214,7 @@ async def tool_call_overhead(sizes: Sizes, timings: dict[str, Any]) -> list[Chec
             await guard.invoke(malformed)
 
     if (await guard.invoke(call)).result != {"sum": 5} or not (await guard.invoke(malformed)).is_error:
-        raise _WrongOutputError("the guarded registry answered the benchmark calls wrongly")
+        raise WrongOutputError("the guarded registry answered the benchmark calls wrongly")
     samples = await interleaved(
         {
             "direct": direct,
