@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from domain import ChatMessage, ChatResponse
 from tests.adapters.support import JSON, Recorder, adapters_for, answer, reasoning_item, response_document
 from tests.strategies import model_outputs, output_texts
-from tests.unit.domain.strategies import streamed_updates
+from tests.domain.strategies import streamed_updates
 
 
 @st.composite

@@ -29,7 +29,7 @@ from domain import (
     Usage,
 )
 from tests.adapters.telemetry_support import Otel
-from tests.unit.domain.strategies import adapter_shaped_responses, usages
+from tests.domain.strategies import adapter_shaped_responses, usages
 
 
 def expected_part(content: Content) -> dict[str, object]:

@@ -21,7 +21,7 @@ from adapters.offline.rules import (
 from application.summary import transcript_message
 from application.workflow_editor import instruction_message
 from domain import Workflow, WorkflowStep
-from tests.unit.application.strategies import hostile_texts
+from tests.application.strategies import hostile_texts
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 

@@ -14,7 +14,7 @@ from application.framing import FRAMING_RULE, frame, unframe
 from application.summary import transcript_message
 from application.workflow_editor import instruction_message
 from domain import Workflow, WorkflowStep
-from tests.unit.application.strategies import FRAME_TAGS, hostile_texts
+from tests.application.strategies import FRAME_TAGS, hostile_texts
 
 # Anything a reader could take for the start of a tag: "<", an optional "/", a name.
 _ANY_TAG = re.compile(r"</?[A-Za-z_]+")

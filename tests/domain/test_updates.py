@@ -23,7 +23,7 @@ from domain import (
     Usage,
     updates_of,
 )
-from tests.unit.domain.strategies import adapter_shaped_responses, streamed_updates
+from tests.domain.strategies import adapter_shaped_responses, streamed_updates
 
 
 def fold(*updates: ChatResponseUpdate) -> ChatResponse:

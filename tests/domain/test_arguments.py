@@ -23,7 +23,7 @@ from tests.strategies import (
     truncated_objects,
     valid_argument_strings,
 )
-from tests.unit.domain.strategies import (
+from tests.domain.strategies import (
     any_text,
     lone_surrogate_arguments,
     surrogate_pair_arguments,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from tests.unit.domain.strategies import any_text
+from tests.domain.strategies import any_text
 
 # Every tag a pipeline frames with, open and closed, and the entities its escaping writes.
 FRAME_TAGS = ("transcript", "instruction", "workflow")
