@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import attrs
 
-from domain import ChatError, ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, Usage
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatResponse,
+    ErrorContext,
+    FunctionCallContent,
+    FunctionResultContent,
+    Usage,
+)
 
 __all__ = ["ToolCallRecord", "ToolRun", "ToolRunError"]
 
@@ -84,16 +92,11 @@ class ToolRunError(ChatError):
         message: str,
         *,
         run: ToolRun | None = None,
-        response_id: str | None = None,
-        model_id: str | None = None,
-        request_id: str | None = None,
-        partial: ChatResponse | None = None,
+        **context: Unpack[ErrorContext],
     ) -> None:
         # ``run`` has a default so that an adapter error class's own __init__, which knows nothing
         # of runs, can still construct a derived class through super().
-        super().__init__(
-            message, response_id=response_id, model_id=model_id, request_id=request_id, partial=partial
-        )
+        super().__init__(message, **context)
         self.run = run if run is not None else ToolRun()
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -1,7 +1,13 @@
 """The domain: chat values, tool calls, workflows, the ports and the errors. No I/O here."""
 
 from domain.arguments import ArgumentsParseError, ParseErrorKind, parse_arguments
-from domain.errors import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
+from domain.errors import (
+    ChatError,
+    ChatTransportError,
+    ErrorContext,
+    MalformedResponseError,
+    ResponseFailedError,
+)
 from domain.messages import (
     ChatMessage,
     Content,
@@ -28,6 +34,7 @@ __all__ = [
     "ChatResponseUpdate",
     "ChatTransportError",
     "Content",
+    "ErrorContext",
     "FinishReason",
     "FunctionCallContent",
     "FunctionResultContent",

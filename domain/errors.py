@@ -17,12 +17,25 @@ exception text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 if TYPE_CHECKING:
     from domain.responses import ChatResponse
 
-__all__ = ["ChatError", "ChatTransportError", "MalformedResponseError", "ResponseFailedError"]
+__all__ = ["ChatError", "ChatTransportError", "ErrorContext", "MalformedResponseError", "ResponseFailedError"]
+
+
+class ErrorContext(TypedDict, total=False):
+    """What every :class:`ChatError` carries besides its message, each None when unknown.
+
+    A subclass's ``__init__`` takes these as ``**context: Unpack[ErrorContext]`` and hands them on,
+    so that the list is written once.
+    """
+
+    response_id: str | None
+    model_id: str | None
+    request_id: str | None
+    partial: ChatResponse | None
 
 
 class ChatError(Exception):
@@ -60,19 +73,8 @@ class ChatError(Exception):
 class ResponseFailedError(ChatError):
     """The provider reported that the response failed; ``code`` and ``message`` are its own."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        response_id: str | None = None,
-        model_id: str | None = None,
-        request_id: str | None = None,
-        partial: ChatResponse | None = None,
-    ) -> None:
-        super().__init__(
-            message, response_id=response_id, model_id=model_id, request_id=request_id, partial=partial
-        )
+    def __init__(self, message: str, *, code: str | None = None, **context: Unpack[ErrorContext]) -> None:
+        super().__init__(message, **context)
         self.code = code
 
 
@@ -96,13 +98,8 @@ class ChatTransportError(ChatError):
         *,
         status_code: int | None = None,
         attempts: int = 1,
-        response_id: str | None = None,
-        model_id: str | None = None,
-        request_id: str | None = None,
-        partial: ChatResponse | None = None,
+        **context: Unpack[ErrorContext],
     ) -> None:
-        super().__init__(
-            message, response_id=response_id, model_id=model_id, request_id=request_id, partial=partial
-        )
+        super().__init__(message, **context)
         self.status_code = status_code
         self.attempts = attempts
