@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Literal
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -106,6 +106,15 @@ class ChatResponseUpdate:
     def function_calls(self) -> tuple[FunctionCallContent, ...]:
         return tuple(c for c in self.contents if isinstance(c, FunctionCallContent))
 
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The response metadata this update gives, by field name: those of ``response_id``,
+        ``model_id``, ``created_at``, ``status``, ``finish_reason`` and ``usage`` that are not None.
+
+        Folding an answer's updates is ``metadata.update(update.metadata)`` for each, in order.
+        """
+        return {name: value for name in _METADATA if (value := getattr(self, name)) is not None}
+
 
 class _TextItem:
     """The text parts of one item, each a list of pieces until the fold is done."""
@@ -159,6 +168,8 @@ class _Whole:
         return [self.content]
 
 
+_METADATA: Final = ("response_id", "model_id", "created_at", "status", "finish_reason", "usage")
+
 _Slot = _TextItem | _ReasoningItem | _Whole
 
 
@@ -173,12 +184,8 @@ class _Fold:
         self.slots: list[tuple[Role, _Slot]] = []
         self.texts: dict[int, _TextItem] = {}
         self.reasonings: dict[int, _ReasoningItem] = {}
-        self.response_id: str | None = None
-        self.model_id: str | None = None
-        self.created_at: datetime | None = None
-        self.status: str | None = None
-        self.finish_reason: FinishReason | None = None
-        self.usage: Usage | None = None
+        # The metadata given so far, by field name; a field no update gave stays absent (None).
+        self.metadata: dict[str, Any] = {}
 
     def add(self, update: ChatResponseUpdate) -> None:
         role, item, part = update.role, update.item_index, update.part_index
@@ -198,18 +205,7 @@ class _Fold:
             else:
                 self.slots.append((role, _Whole(content)))
         # Metadata arrives as it becomes known; an update that does not know a value leaves it be.
-        if update.response_id is not None:
-            self.response_id = update.response_id
-        if update.model_id is not None:
-            self.model_id = update.model_id
-        if update.created_at is not None:
-            self.created_at = update.created_at
-        if update.status is not None:
-            self.status = update.status
-        if update.finish_reason is not None:
-            self.finish_reason = update.finish_reason
-        if update.usage is not None:
-            self.usage = update.usage
+        self.metadata.update(update.metadata)
 
     def response(self) -> ChatResponse:
         grouped: list[tuple[Role, list[Content]]] = []
@@ -219,12 +215,7 @@ class _Fold:
             grouped[-1][1].extend(slot.contents())
         return ChatResponse(
             messages=[ChatMessage(role, contents) for role, contents in grouped],
-            response_id=self.response_id,
-            model_id=self.model_id,
-            created_at=self.created_at,
-            status=self.status,
-            finish_reason=self.finish_reason,
-            usage=self.usage,
+            **self.metadata,
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Final
+from typing import Any, Final
 
 import httpx
 from opentelemetry import context, trace
@@ -21,7 +21,6 @@ from domain import (
     ChatResponse,
     ChatResponseUpdate,
     ChatTransportError,
-    FinishReason,
     Usage,
 )
 
@@ -43,17 +42,14 @@ class _ChatRequest:
         "answered",
         "attempts",
         "context",
-        "finish_reason",
+        "metadata",
         "metric_attributes",
-        "model_id",
-        "response_id",
         "span",
         "started",
         "streamed",
         "telemetry",
         "traced",
         "updates",
-        "usage",
     )
 
     def __init__(self, telemetry: Telemetry, span: trace.Span, metric_attributes: dict[str, AttributeValue]):
@@ -69,10 +65,7 @@ class _ChatRequest:
         # A streamed answer: the metadata its updates gave so far, and the updates themselves only
         # when content is captured (the answer is then folded from them).
         self.streamed = False
-        self.response_id: str | None = None
-        self.model_id: str | None = None
-        self.finish_reason: FinishReason | None = None
-        self.usage: Usage | None = None
+        self.metadata: dict[str, Any] = {}
         self.updates: list[ChatResponseUpdate] = []
 
     # ------------------------------------------------------------ attempts (from the HTTP client's hooks)
@@ -96,15 +89,7 @@ class _ChatRequest:
             waited = time.perf_counter() - self.started
             self.span.set_attribute(c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, waited)
             self.telemetry.time_to_first_chunk.record(waited, self.metric_attributes)
-        # Most updates are pieces of text: each field is looked at, and kept only when it is given.
-        if update.response_id is not None:
-            self.response_id = update.response_id
-        if update.model_id is not None:
-            self.model_id = update.model_id
-        if update.finish_reason is not None:
-            self.finish_reason = update.finish_reason
-        if update.usage is not None:
-            self.usage = update.usage
+        self.metadata.update(update.metadata)
         if self.telemetry.capture_content:
             self.updates.append(update)
 
@@ -120,12 +105,7 @@ class _ChatRequest:
     def _streamed(self) -> ChatResponse:
         if self.updates:
             return ChatResponse.from_updates(self.updates)
-        return ChatResponse(
-            response_id=self.response_id,
-            model_id=self.model_id,
-            finish_reason=self.finish_reason,
-            usage=self.usage,
-        )
+        return ChatResponse(**self.metadata)
 
     # ------------------------------------------------------------ outcome
     def succeeded(self, response: ChatResponse) -> None:
@@ -139,7 +119,7 @@ class _ChatRequest:
         error_type = type(error).__name__
         if self.attempts > self.answered:
             self._attempt_event(self.attempts, {c.ERROR_TYPE: error_type})
-        usage = self.usage
+        usage = self.metadata.get("usage")
         if self.streamed:
             self._describe(self._streamed())
         if isinstance(error, ChatError):

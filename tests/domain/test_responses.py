@@ -1,4 +1,5 @@
-"""Streamed updates: ChatResponse.from_updates folds pieces back into the whole response."""
+"""Responses and their streamed updates (domain/responses.py): derived text and calls, usage sums,
+and ChatResponse.from_updates folding pieces back into the whole response."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from domain import (
     ChatTransportError,
     Content,
     FunctionCallContent,
+    FunctionResultContent,
     ProviderItemContent,
     ReasoningContent,
     TextContent,
@@ -219,3 +222,44 @@ def test_updates_are_frozen_values_with_a_known_role() -> None:
 def test_to_updates_needs_at_least_one_piece() -> None:
     with pytest.raises(ValueError, match="pieces must be at least 1"):
         list(ChatResponse().to_updates(0))
+
+
+def test_an_update_gives_exactly_the_metadata_it_knows() -> None:
+    created = datetime(2026, 5, 1, tzinfo=UTC)
+    assert ChatResponseUpdate((TextContent("hi"),)).metadata == {}
+    update = ChatResponseUpdate(response_id="r1", created_at=created, finish_reason="stop", usage=Usage(9))
+    assert update.metadata == {
+        "response_id": "r1",
+        "created_at": created,
+        "finish_reason": "stop",
+        "usage": Usage(9),
+    }
+    # Every metadata field a ChatResponse has, and nothing else, can be given by an update.
+    every = ChatResponseUpdate(
+        response_id="r", model_id="m", created_at=created, status="done", finish_reason="stop", usage=Usage(1)
+    )
+    assert set(every.metadata) == {field.name for field in attrs.fields(ChatResponse)} - {"messages"}
+
+
+def test_response_text_and_function_calls_span_messages() -> None:
+    call_a = FunctionCallContent.parse(call_id="a", name="f", raw_arguments="{}")
+    call_b = FunctionCallContent.parse(call_id="b", name="g", raw_arguments="oops")
+    response = ChatResponse(
+        messages=(
+            ChatMessage(
+                "assistant", (ReasoningContent("thinking"), TextContent("Hello, "), TextContent("world."))
+            ),
+            ChatMessage("assistant", (call_a,)),
+            ChatMessage("tool", (FunctionResultContent("a", "done"),)),
+            ChatMessage("user", (TextContent("not assistant text"),)),
+            ChatMessage("assistant", (TextContent("Second."), call_b)),
+        )
+    )
+    assert response.text == "Hello, world.\nSecond."
+    assert response.function_calls == (call_a, call_b)
+    assert [c.call_id for c in response.function_calls] == ["a", "b"]
+
+
+def test_usage_adds_field_by_field_and_keeps_unknowns_unknown() -> None:
+    total = Usage(1, 2, 3, None, None) + Usage(10, 20, 30, 5, None)
+    assert total == Usage(11, 22, 33, 5, None)
