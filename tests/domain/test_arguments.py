@@ -10,6 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from domain import ArgumentsParseError, FunctionCallContent
+from tests.domain.strategies import (
+    any_text,
+    lone_surrogate_arguments,
+    surrogate_pair_arguments,
+)
 from tests.strategies import (
     MARKER,
     deep_nesting,
@@ -22,11 +27,6 @@ from tests.strategies import (
     trailing_garbage,
     truncated_objects,
     valid_argument_strings,
-)
-from tests.domain.strategies import (
-    any_text,
-    lone_surrogate_arguments,
-    surrogate_pair_arguments,
 )
 
 
