@@ -134,16 +134,33 @@ Content: TypeAlias = (
 )
 
 
-def _contents(value: Iterable[Content]) -> tuple[Content, ...]:
+def as_contents(value: Iterable[Content]) -> tuple[Content, ...]:
+    """The converter of every ``contents`` field: any iterable of contents, kept as a tuple."""
     return tuple(value)
 
 
+class HasContents:
+    """What a value with ``contents`` tells of them: its text and its function calls."""
+
+    __slots__ = ()
+    contents: tuple[Content, ...]
+
+    @property
+    def text(self) -> str:
+        """The text parts joined in order (reasoning is not text)."""
+        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+    @property
+    def function_calls(self) -> tuple[FunctionCallContent, ...]:
+        return tuple(c for c in self.contents if isinstance(c, FunctionCallContent))
+
+
 @attrs.frozen
-class ChatMessage:
+class ChatMessage(HasContents):
     """One message of a conversation: a role and an ordered tuple of contents."""
 
     role: Role = attrs.field(validator=attrs.validators.in_(ROLES))
-    contents: tuple[Content, ...] = attrs.field(default=(), converter=_contents)
+    contents: tuple[Content, ...] = attrs.field(default=(), converter=as_contents)
 
     @classmethod
     def system(cls, text: str) -> ChatMessage:
@@ -160,12 +177,3 @@ class ChatMessage:
     @classmethod
     def assistant(cls, text: str) -> ChatMessage:
         return cls("assistant", (TextContent(text),))
-
-    @property
-    def text(self) -> str:
-        """The message's text parts joined in order (reasoning is not text)."""
-        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
-
-    @property
-    def function_calls(self) -> tuple[FunctionCallContent, ...]:
-        return tuple(c for c in self.contents if isinstance(c, FunctionCallContent))

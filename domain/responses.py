@@ -15,9 +15,11 @@ from domain.messages import (
     ChatMessage,
     Content,
     FunctionCallContent,
+    HasContents,
     ReasoningContent,
     Role,
     TextContent,
+    as_contents,
 )
 
 __all__ = ["ChatResponse", "ChatResponseUpdate", "FinishReason", "Usage", "updates_of"]
@@ -58,12 +60,8 @@ def _messages(value: Iterable[ChatMessage]) -> tuple[ChatMessage, ...]:
     return tuple(value)
 
 
-def _contents(value: Iterable[Content]) -> tuple[Content, ...]:
-    return tuple(value)
-
-
 @attrs.frozen
-class ChatResponseUpdate:
+class ChatResponseUpdate(HasContents):
     """One piece of a streamed answer, as it arrives; :meth:`ChatResponse.from_updates` folds them.
 
     ``contents`` holds text and reasoning as pieces, and each function call (or other item) once
@@ -86,7 +84,7 @@ class ChatResponseUpdate:
     and ``usage`` are set on the updates where they become known; the last value given wins.
     """
 
-    contents: tuple[Content, ...] = attrs.field(default=(), converter=_contents)
+    contents: tuple[Content, ...] = attrs.field(default=(), converter=as_contents)
     role: Role = attrs.field(default="assistant", validator=attrs.validators.in_(ROLES))
     item_index: int | None = None
     part_index: int | None = None
@@ -96,15 +94,6 @@ class ChatResponseUpdate:
     status: str | None = None
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
-
-    @property
-    def text(self) -> str:
-        """The text pieces of this update, joined (reasoning is not text)."""
-        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
-
-    @property
-    def function_calls(self) -> tuple[FunctionCallContent, ...]:
-        return tuple(c for c in self.contents if isinstance(c, FunctionCallContent))
 
     @property
     def metadata(self) -> dict[str, Any]:
