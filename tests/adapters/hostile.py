@@ -14,8 +14,8 @@ import attrs
 import httpx
 from hypothesis import strategies as st
 
-from tests.adapters.support import JSON, REQUEST_ID, SSE, response_document, stream_events
 from tests.strategies import model_outputs
+from tests.support.gateway import JSON, REQUEST_ID, SSE, response_document, stream_events
 
 __all__ = [
     "HostileBody",

@@ -19,7 +19,7 @@ from domain import (
     ReasoningContent,
     TextContent,
 )
-from tests.adapters.support import REQUEST_ID, Recorder, adapters_for, answer
+from tests.support.gateway import REQUEST_ID, Recorder, adapters_for, answer
 
 _REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("MEETING_AGENTS_CORPUS", _REPO.parent / "shared" / "corpus" / "openai-recorded"))

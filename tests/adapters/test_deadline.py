@@ -13,7 +13,7 @@ import pytest
 from adapters.responses import ResponsesSettings
 from adapters.responses.http_front import LISTENER
 from domain import ChatMessage, ChatTransportError
-from tests.adapters.support import (
+from tests.support.gateway import (
     JSON,
     REQUEST_ID,
     SSE,

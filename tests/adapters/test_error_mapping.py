@@ -16,7 +16,7 @@ from adapters.redaction import Redactor
 from adapters.responses.error_mapping import map_error
 from adapters.responses.http_front import attempts_of
 from domain import ChatError, ChatResponse, ChatTransportError, MalformedResponseError, ResponseFailedError
-from tests.adapters.support import API_KEY
+from tests.support.gateway import API_KEY
 
 REDACTOR = Redactor([API_KEY])
 

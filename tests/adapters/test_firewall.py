@@ -33,7 +33,7 @@ from domain import (
     MalformedResponseError,
     ResponseFailedError,
 )
-from tests.adapters.support import (
+from tests.support.gateway import (
     API_KEY,
     REQUEST_ID,
     SSE,

@@ -20,7 +20,7 @@ from domain import (
     TextContent,
     Usage,
 )
-from tests.adapters.support import (
+from tests.support.gateway import (
     CREATED_AT,
     JSON,
     SSE,

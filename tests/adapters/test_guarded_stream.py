@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import LoopSettings, SummaryAgent, WorkflowEditorAgent
 from domain import Workflow, WorkflowStep
-from tests.adapters.support import (
+from tests.strategies import MARKER, malformed_argument_strings
+from tests.support.gateway import (
     SSE,
     Recorder,
     answer,
@@ -24,7 +25,6 @@ from tests.adapters.support import (
     sse,
     stream_events,
 )
-from tests.strategies import MARKER, malformed_argument_strings
 
 TRANSCRIPT = "[00:00] Ann: We ship Monday.\n[00:01] Bob: Agreed.\n"
 

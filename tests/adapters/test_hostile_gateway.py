@@ -34,7 +34,7 @@ from tests.adapters.hostile import (
     hostile_json_bodies,
     hostile_streams,
 )
-from tests.adapters.support import (
+from tests.support.gateway import (
     JSON,
     REQUEST_ID,
     SSE,

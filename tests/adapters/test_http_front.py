@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from adapters.responses.http_front import observed
 from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
-from tests.adapters.support import (
+from tests.support.gateway import (
     API_KEY,
     BASE_URL,
     JSON,

@@ -22,7 +22,7 @@ from domain import (
     TextContent,
     ToolSpec,
 )
-from tests.adapters.support import JSON, Recorder, adapters_for, answer, message_item, response_document
+from tests.support.gateway import JSON, Recorder, adapters_for, answer, message_item, response_document
 
 OK = json.dumps(response_document([message_item("msg_1", "ok")]))
 MALFORMED = '{"owner": "Ana", "task": "plan the \\u00e9vent", '

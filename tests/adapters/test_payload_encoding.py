@@ -21,7 +21,7 @@ from domain import (
     ReasoningContent,
     TextContent,
 )
-from tests.adapters.support import JSON, Recorder, adapters_for, answer, message_item, response_document
+from tests.support.gateway import JSON, Recorder, adapters_for, answer, message_item, response_document
 
 OK = json.dumps(response_document([message_item("msg_1", "ok")]))
 BUILDER = ResponsesPayloadBuilder(ResponsesSettings(model="m", store=True))

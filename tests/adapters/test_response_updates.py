@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain import ChatMessage, ChatResponse
-from tests.adapters.support import JSON, Recorder, adapters_for, answer, reasoning_item, response_document
-from tests.strategies import model_outputs, output_texts
 from tests.domain.strategies import streamed_updates
+from tests.strategies import model_outputs, output_texts
+from tests.support.gateway import JSON, Recorder, adapters_for, answer, reasoning_item, response_document
 
 
 @st.composite

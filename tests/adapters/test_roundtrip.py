@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionResultContent
-from tests.adapters.support import (
+from tests.strategies import model_outputs
+from tests.support.gateway import (
     JSON,
     SSE,
     Recorder,
@@ -19,7 +20,6 @@ from tests.adapters.support import (
     sse,
     stream_events,
 )
-from tests.strategies import model_outputs
 
 
 async def fold_everywhere(document: dict[str, Any], body: str) -> list[ChatResponse]:

@@ -23,7 +23,7 @@ from domain import (
     ResponseFailedError,
     TextContent,
 )
-from tests.adapters.support import (
+from tests.support.gateway import (
     API_KEY,
     JSON,
     Recorder,

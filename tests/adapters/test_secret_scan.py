@@ -16,7 +16,7 @@ import pytest
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatError, ChatMessage, ChatResponse
-from tests.adapters.support import (
+from tests.support.gateway import (
     JSON,
     SSE,
     message_item,

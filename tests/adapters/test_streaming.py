@@ -20,7 +20,10 @@ from domain import (
     ResponseFailedError,
     TextContent,
 )
-from tests.adapters.support import (
+from tests.adapters.test_corpus import CORPUS
+from tests.adapters.test_corpus import ENTRIES as CORPUS_ENTRIES
+from tests.strategies import model_outputs, output_items, output_texts
+from tests.support.gateway import (
     API_KEY,
     JSON,
     SSE,
@@ -34,9 +37,6 @@ from tests.adapters.support import (
     sse,
     stream_events,
 )
-from tests.adapters.test_corpus import CORPUS
-from tests.adapters.test_corpus import ENTRIES as CORPUS_ENTRIES
-from tests.strategies import model_outputs, output_items, output_texts
 
 MESSAGES = [ChatMessage.user("What happened in the meeting?")]
 

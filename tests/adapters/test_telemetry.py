@@ -38,7 +38,8 @@ from domain import (
     Workflow,
     WorkflowStep,
 )
-from tests.adapters.support import (
+from tests.adapters.telemetry_support import Otel, every_text, real_adapter, served
+from tests.support.gateway import (
     API_KEY,
     BASE_URL,
     Recorder,
@@ -47,7 +48,6 @@ from tests.adapters.support import (
     message_item,
     response_document,
 )
-from tests.adapters.telemetry_support import Otel, every_text, real_adapter, served
 
 MODEL = "gpt-test"
 TRANSCRIPT = "Ana: I will send the report by Friday.\nBen: We ship on Monday."

@@ -20,7 +20,8 @@ from adapters.telemetry import (
 )
 from application import SummaryAgent, ToolRegistry, WorkflowEditorAgent
 from domain import ChatMessage, ChatOptions, Workflow, WorkflowStep
-from tests.adapters.support import (
+from tests.adapters.telemetry_support import Otel, every_text
+from tests.support.gateway import (
     JSON,
     SSE,
     Recorder,
@@ -31,7 +32,6 @@ from tests.adapters.support import (
     sse,
     stream_events,
 )
-from tests.adapters.telemetry_support import Otel, every_text
 
 KEY = "sk-container-telemetry-KEY-5e1f"
 GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": KEY, "model": "gpt-configured", "max_retries": 1}

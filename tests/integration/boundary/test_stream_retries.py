@@ -21,7 +21,7 @@ from domain import (
     MalformedResponseError,
     ResponseFailedError,
 )
-from tests.adapters.support import message_item, response_document, stream_events
+from tests.support.gateway import message_item, response_document, stream_events
 from tests.support.local_server import Received, Sender, serve
 
 ADAPTERS = pytest.mark.parametrize(

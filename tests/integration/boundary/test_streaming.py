@@ -14,7 +14,7 @@ import pytest
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatMessage, ChatPort, ChatResponse, ChatResponseUpdate, ChatTransportError
-from tests.adapters.support import message_item, response_document, stream_events
+from tests.support.gateway import message_item, response_document, stream_events
 from tests.support.local_server import Received, Sender, serve
 
 ADAPTERS = pytest.mark.parametrize(

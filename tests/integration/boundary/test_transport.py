@@ -15,7 +15,7 @@ import pytest
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatMessage, ChatPort, ChatTransportError
-from tests.adapters.support import message_item, response_document, stream_events
+from tests.support.gateway import message_item, response_document, stream_events
 from tests.support.local_server import Received, Sender, serve
 
 API_KEY: Final = "sk-boundary-transport-test"

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from adapters.offline.threaded import Receive, Scope, Send, ThreadedServer, read_request
-from tests.adapters.support import message_item, response_document
+from tests.support.gateway import message_item, response_document
 
 __all__ = ["EchoGateway"]
 

@@ -1,0 +1,231 @@
+"""A Responses gateway in memory: the real SDK client over ``httpx.MockTransport``, and what it is served.
+
+Use it for anything about the wire format or the adapters' reading of it: :class:`Recorder` answers from a
+queue and keeps every request, :func:`adapters_for` builds both adapters over it, :func:`every_way` serves
+one answer to both as an event stream and as JSON, :class:`Pieces` sends a body in pieces (then breaks or
+stalls), and the bodies come from :mod:`adapters.offline.render`, the stand-in's own renderer. Where a test
+needs real sockets, use :mod:`tests.support.local_server` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Literal
+
+import attrs
+import httpx
+import openai
+import pytest
+
+from adapters.offline import render
+from adapters.offline.render import call_item, message_item, reasoning_item, sse, stream_events
+from adapters.offline.render import usage as usage_block
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from domain import ChatError, ChatMessage, ChatPort, ChatResponse, ChatResponseUpdate
+
+__all__ = [
+    "API_KEY",
+    "BASE_URL",
+    "CREATED_AT",
+    "JSON",
+    "QUESTION",
+    "REQUEST_ID",
+    "SSE",
+    "Adapter",
+    "Pieces",
+    "Recorder",
+    "adapters_for",
+    "all_updates",
+    "answer",
+    "assert_folds_to",
+    "assert_streams_what_it_answers",
+    "call_item",
+    "client_for",
+    "every_way",
+    "message_item",
+    "reasoning_item",
+    "response_document",
+    "sse",
+    "stream_events",
+    "streamed",
+]
+
+API_KEY = "sk-test-SECRET-4b1d"
+BASE_URL = "http://gateway.test/v1"
+SSE = "text/event-stream; charset=utf-8"
+JSON = "application/json"
+REQUEST_ID = "req_test_1"
+QUESTION = (ChatMessage.user("Summarize the meeting"),)
+
+Adapter = ResponsesSseAdapter | ResponsesJsonAdapter
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+@attrs.define
+class Recorder:
+    """A MockTransport handler that answers from a queue of responses and keeps every request."""
+
+    answers: list[httpx.Response | BaseException | Handler]
+    requests: list[httpx.Request] = attrs.field(factory=list)
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        if callable(answer):
+            return answer(request)
+        return answer
+
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(request.content) for request in self.requests]
+
+
+def answer(body: bytes | str, content_type: str = JSON, status: int = 200, **headers: str) -> httpx.Response:
+    content = body.encode() if isinstance(body, str) else body
+    return httpx.Response(
+        status,
+        content=content,
+        # retry-after-ms keeps the SDK's back-off short when a test makes it retry.
+        headers={"content-type": content_type, "x-request-id": REQUEST_ID, "retry-after-ms": "1", **headers},
+    )
+
+
+def client_for(recorder: Recorder, *, max_retries: int = 0, timeout: float = 5.0) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        api_key=API_KEY,
+        base_url=BASE_URL,
+        # openai 3 is typed for httpx2 but accepts a legacy httpx client (the container hands it one).
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(recorder)),  # type: ignore[arg-type]
+        max_retries=max_retries,
+        timeout=timeout,
+    )
+
+
+def adapters_for(
+    recorder: Recorder,
+    settings: ResponsesSettings | None = None,
+    *,
+    logger: logging.Logger | None = None,
+    **client_options: Any,
+) -> tuple[ResponsesSseAdapter, ResponsesJsonAdapter]:
+    client = client_for(recorder, **client_options)
+    settings = settings or ResponsesSettings(model="gpt-test")
+    return (
+        ResponsesSseAdapter(client, settings, logger=logger),
+        ResponsesJsonAdapter(client, settings, logger=logger),
+    )
+
+
+# ---------------------------------------------------------------- rendering model outputs as bodies
+CREATED_AT = 1_764_000_000
+
+
+def response_document(
+    output: list[dict[str, Any]],
+    *,
+    response_id: str = "resp_test",
+    model: str = "gpt-test-2026",
+    status: str = "completed",
+    usage: tuple[int, int, int] | None = (11, 7, 18),
+    incomplete_reason: str | None = None,
+    error: dict[str, Any] | None = None,
+    litellm: bool = False,
+) -> dict[str, Any]:
+    """:func:`adapters.offline.render.response_document` with a test's defaults; ``usage`` as
+    (input, output, total) tokens, with 3 cached and 2 reasoning tokens in OpenAI's dialect."""
+    counts = None
+    if usage is not None:
+        counts = {
+            **usage_block(usage[0], usage[1], cached_tokens=3, reasoning_tokens=2, litellm=litellm),
+            "total_tokens": usage[2],
+        }
+    return render.response_document(
+        output,
+        response_id=response_id,
+        model=model,
+        created_at=CREATED_AT,
+        status=status,
+        usage=counts,
+        error=error,
+        incomplete_reason=incomplete_reason,
+    )
+
+
+def every_way(document: dict[str, Any], *, litellm: bool = False, **stream_options: Any) -> list[Adapter]:
+    """Both adapters served ``document`` as an event stream (``stream_options`` go to
+    :func:`stream_events`), then both served it as a JSON body: four ways to the same answer."""
+    body = sse(stream_events(document, litellm=litellm, **stream_options), litellm=litellm)
+    served = (answer(body, SSE), answer(json.dumps(document), JSON))
+    return [adapter for one in served for adapter in adapters_for(Recorder([one]))]
+
+
+# ---------------------------------------------------------------- bodies as a network delivers them
+
+
+class Pieces(httpx.AsyncByteStream):
+    """A body sent ``size`` bytes at a time (at once without a size), as from a socket, then ``then``:
+    nothing more, an error raised as a dropped connection raises it, or a ``"stall"`` that never ends.
+
+    ``httpx.MockTransport`` reads a ``content=`` body at once; serve this to read one as it arrives.
+    """
+
+    def __init__(
+        self, data: bytes, size: int | None = None, then: BaseException | Literal["stall"] | None = None
+    ) -> None:
+        self._data = data
+        self._size = size or max(len(data), 1)
+        self._then = then
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for start in range(0, len(self._data), self._size):
+            yield self._data[start : start + self._size]
+        if self._then == "stall":
+            await asyncio.Event().wait()
+        elif self._then is not None:
+            raise self._then
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def streamed(body: Pieces, content_type: str = SSE, status: int = 200, **headers: str) -> httpx.Response:
+    """A response whose body arrives as ``body`` sends it."""
+    labels = {"content-type": content_type, "x-request-id": REQUEST_ID, **headers}
+    return httpx.Response(status, headers=labels, stream=body)
+
+
+# ---------------------------------------------------------------- streamed updates
+
+
+def assert_folds_to(updates: Sequence[ChatResponseUpdate], response: ChatResponse) -> None:
+    """The updates fold to ``response``, raw arguments included (which equality does not see)."""
+    folded = ChatResponse.from_updates(updates)
+    assert folded == response
+    assert [c.raw_arguments for c in folded.function_calls] == [
+        c.raw_arguments for c in response.function_calls
+    ]
+
+
+async def all_updates(
+    adapter: ChatPort, messages: Sequence[ChatMessage] = QUESTION
+) -> list[ChatResponseUpdate]:
+    """Every update ``get_streaming_response`` yields for ``messages``."""
+    return [update async for update in adapter.get_streaming_response(messages)]
+
+
+async def assert_streams_what_it_answers(
+    adapter: ChatPort, messages: Sequence[ChatMessage] = QUESTION
+) -> None:
+    """Asked twice, the adapter streams updates that fold to its whole answer, or fails the same way."""
+    try:
+        response = await adapter.get_response(messages)
+    except ChatError as error:
+        with pytest.raises(type(error)):
+            await all_updates(adapter, messages)
+        return
+    assert_folds_to(await all_updates(adapter, messages), response)
