@@ -1,21 +1,26 @@
-"""The composition root: adapter selection, configuration layers, overrides and closing."""
+"""The composition root: adapter selection, configuration layers, overrides, the chains, closing, and the
+telemetry switch (``agent.telemetry``: everything traced when on, the default, and nothing added when off)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import httpx
 import pytest
 from dependency_injector import providers
+from opentelemetry.trace import StatusCode
 
-from adapters.container import Container, chat_key
+from adapters.container import Container, chat_key, telemetry_key
 from adapters.offline import OfflineResponsesServer
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.settings import ConfigurationError, load_config_file
+from adapters.telemetry import InstrumentedChat, InstrumentedSummaryAgent, InstrumentedWorkflowEditorAgent
 from application import (
     RunFinished,
     SummaryAgent,
@@ -37,14 +42,26 @@ from domain import (
 )
 from tests.strategies import MARKER
 from tests.support.doubles import CallLog, RequestLog
+from tests.support.gateway import Recorder, answer, call_item, message_item, response_document
+from tests.support.telemetry import Otel, every_text, served
 
-GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-container-test"}
+KEY = "sk-container-test"
+GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": KEY}
 
 
 @pytest.fixture
-async def container() -> AsyncIterator[Container]:
+def otel() -> Iterator[Otel]:
+    with Otel() as recorded:
+        yield recorded
+
+
+@pytest.fixture
+async def container(otel: Otel) -> AsyncIterator[Container]:
     built = Container()
     built.environ.override(providers.Object({}))  # the test's own environment must not leak in
+    # Telemetry is on by default: its spans and metrics go to the test's own providers.
+    built.tracer_provider.override(providers.Object(otel.tracer_provider))
+    built.meter_provider.override(providers.Object(otel.meter_provider))
     yield built
     await built.aclose()
     built.reset_override()
@@ -390,3 +407,181 @@ async def test_pipeline_events_stream_through_the_containers_chains(
     assert len(pieces) > 1  # streamed in pieces, not handed over whole
     assert "".join(pieces) == last.result.text == "The meeting agreed to ship on Monday."
     assert [request.stream for request in script.requests] == [True]
+
+
+# ---------------------------------------------------------------- telemetry (agent.telemetry)
+
+TRANSCRIPT = "Ana: TRANSCRIPT-MARKER-2b7c. Ben: agreed."
+TRACED = {**GATEWAY, "model": "gpt-configured", "max_retries": 1}
+WORKFLOW = Workflow("w", (WorkflowStep("s1", "Build", "build"),))
+
+
+def summary_gateway(streaming: bool) -> Recorder:
+    """A busy answer first (retried), then one tool round with a malformed call, then text echoing the key."""
+    calls = response_document(
+        [
+            call_item("fc_1", "c1", "record_decision", '{"decision": "ARGS-MARKER-4d0a"'),
+            call_item("fc_2", "c2", "record_decision", '{"decision": "ARGS-MARKER-4d0a"}'),
+        ],
+        response_id="resp_1",
+    )
+    final = response_document([message_item("msg_1", f"Summary. Key: {KEY}")], response_id="resp_2")
+    return Recorder(
+        [
+            answer('{"error": {"message": "busy"}}', status=503),
+            served(calls, streaming=streaming),
+            served(final, streaming=streaming),
+        ]
+    )
+
+
+def answering(*documents: dict[str, Any], streaming: bool = False) -> Recorder:
+    return Recorder([served(document, streaming=streaming) for document in documents])
+
+
+@asynccontextmanager
+async def talking_to(container: Container, recorder: Recorder) -> AsyncIterator[None]:
+    """The container's HTTP client answers from ``recorder`` inside the block."""
+    async with httpx.AsyncClient(transport=httpx.MockTransport(recorder)) as client:
+        with container.http_client.override(client):
+            yield
+
+
+async def summarize(container: Container, recorder: Recorder, **agent: Any) -> None:
+    container.config.from_dict({"agent": {**TRACED, **agent}})
+    async with talking_to(container, recorder):
+        summary = await container.summary_agent().summarize(TRANSCRIPT)
+    assert summary.decisions == ("ARGS-MARKER-4d0a",)
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
+async def test_by_default_a_summary_run_is_traced_from_the_agent_down_to_each_http_attempt(
+    container: Container, otel: Otel, streaming: bool
+) -> None:
+    await summarize(container, summary_gateway(streaming), use_streaming=streaming)
+
+    assert isinstance(container.summary_agent(), InstrumentedSummaryAgent)
+    (agent,) = otel.named("invoke_agent meeting_summary")
+    chats, tools = otel.named("chat gpt-configured"), otel.named("execute_tool record_decision")
+    assert (len(chats), len(tools), len(otel.spans())) == (2, 2, 5)
+    assert all(
+        span.parent is not None and span.parent.span_id == agent.context.span_id for span in chats + tools
+    )
+    first = dict(chats[0].attributes or {})
+    assert (first["server.address"], first["server.port"]) == ("127.0.0.1", 9)
+    assert first["gen_ai.request.model"] == "gpt-configured"
+    assert first["gen_ai.response.id"] == "resp_1"
+    assert [dict(e.attributes or {}).get("http.response.status_code") for e in chats[0].events] == [503, 200]
+    guarded = [
+        span for span in tools if dict(span.attributes or {}).get("error.type") == "invalid_tool_arguments"
+    ]
+    assert len(guarded) == 1
+    assert guarded[0].status.status_code is StatusCode.ERROR
+    assert dict(agent.attributes or {})["gen_ai.usage.input_tokens"] == 22
+    assert otel.metric_names() == {"gen_ai.client.operation.duration", "gen_ai.client.token.usage"}
+    for text in every_text(otel):
+        assert KEY not in text
+        assert "MARKER" not in text
+
+
+async def test_with_capture_on_content_is_recorded_and_the_key_is_still_cut(
+    container: Container, otel: Otel
+) -> None:
+    await summarize(container, summary_gateway(True), telemetry_capture_content=True)
+
+    texts = list(every_text(otel))
+    assert any("TRANSCRIPT-MARKER-2b7c" in text for text in texts)
+    assert any("ARGS-MARKER-4d0a" in text for text in texts)
+    assert any("Key: [REDACTED]" in text for text in texts)
+    assert all(KEY not in text for text in texts)
+
+
+async def test_with_telemetry_off_there_is_no_span_no_metric_and_no_decorator(
+    container: Container, otel: Otel
+) -> None:
+    await summarize(container, summary_gateway(True), telemetry="false")
+
+    assert telemetry_key(container.settings()) == "off"
+    assert type(container.summary_agent()) is SummaryAgent
+    assert type(container.workflow_editor_agent()) is WorkflowEditorAgent
+    assert container.traced_chat() is container.chat()
+    assert otel.spans() == ()
+    assert otel.metric_names() == set()
+    async with httpx.AsyncClient() as client:
+        with container.http_client.override(client):
+            container.openai_client.reset()
+            container.openai_client()
+            assert client.event_hooks == {"request": [], "response": []}
+
+
+async def test_chat_stays_the_configured_chain_while_the_pipelines_talk_through_the_traced_one(
+    container: Container,
+) -> None:
+    container.config.from_dict({"agent": TRACED})
+
+    assert isinstance(container.chat(), ResponsesSseAdapter)
+    traced = container.traced_chat()
+    assert isinstance(traced, InstrumentedChat)
+    assert traced.inner is container.chat()
+    assert isinstance(container.workflow_editor_agent(), InstrumentedWorkflowEditorAgent)
+
+
+async def test_a_host_tool_loop_gets_chat_and_tool_spans_with_host_decorators_inside_them(
+    container: Container, otel: Otel
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def ping() -> dict[str, object]:
+        """Answer pong."""
+        return {"pong": True}
+
+    seen = CallLog()
+    calls = response_document([call_item("fc_1", "p1", "ping", "{}")], response_id="resp_1")
+    final = response_document([message_item("msg_1", "pong")], response_id="resp_2")
+    container.config.from_dict({"agent": TRACED})
+    container.tool_invoker_decorators.add_args(seen)
+    async with talking_to(container, answering(calls, final, streaming=True)):
+        run = await container.tool_loop().run(
+            (ChatMessage.user("ping"),), ChatOptions(tools=registry.specs), registry
+        )
+
+    assert run.text == "pong"
+    assert [call.call_id for call in seen.calls] == ["p1"]
+    assert [span.name for span in otel.spans()] == [
+        "chat gpt-configured",
+        "execute_tool ping",
+        "chat gpt-configured",
+    ]
+    assert otel.named("invoke_agent") == []
+
+
+async def test_the_workflow_editor_run_is_traced_as_workflow_editor(container: Container, otel: Otel) -> None:
+    final = response_document([message_item("msg_1", "Nothing to change.")], response_id="resp_1")
+    container.config.from_dict({"agent": TRACED})
+    async with talking_to(container, answering(final)):
+        await container.workflow_editor_agent().edit(WORKFLOW, "ok")
+
+    assert [span.name for span in otel.spans()] == ["chat gpt-configured", "invoke_agent workflow_editor"]
+
+
+@pytest.mark.parametrize("telemetry", ["true", "false"])
+async def test_a_pipeline_built_with_its_own_options_runs_them_and_its_span_names_their_model(
+    container: Container, otel: Otel, telemetry: str
+) -> None:
+    final = response_document([message_item("msg_1", "Nothing to change.")], response_id="resp_1")
+    recorder = answering(final, final)
+    container.config.from_dict({"agent": {**TRACED, "telemetry": telemetry}})
+    options = ChatOptions(model="gpt-per-run")
+    async with talking_to(container, recorder):
+        await container.summary_agent(options=options).summarize(TRANSCRIPT)
+        await container.workflow_editor_agent(options=options).edit(WORKFLOW, "ok")
+
+    assert [body["model"] for body in recorder.bodies()] == ["gpt-per-run"] * 2
+    runs = otel.named("invoke_agent")
+    assert [dict(span.attributes or {})["gen_ai.request.model"] for span in runs] == (
+        ["gpt-per-run"] * 2 if telemetry == "true" else []
+    )
+    assert [span.name for span in otel.named("chat ")] == (
+        ["chat gpt-per-run"] * 2 if telemetry == "true" else []
+    )

@@ -1,4 +1,5 @@
-"""The span tree of ``--trace``: one line per span under its parent, with duration, tokens and error type."""
+"""The span tree of ``--trace``: one line per span under its parent, with duration, tokens and error type;
+``span_tree_recorder`` (the package's way to it) refuses with the install hint when the SDK is missing."""
 
 from __future__ import annotations
 
@@ -10,17 +11,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from adapters.telemetry import (
-    InstrumentedChat,
-    InstrumentedSummaryAgent,
-    InstrumentedToolInvoker,
-    Telemetry,
-    TracingUnavailableError,
-    span_tree_recorder,
-)
+from adapters.telemetry import Telemetry, TracingUnavailableError, span_tree_recorder
 from adapters.telemetry.console import SpanTreeRecorder, render_span_tree
 from application import LoopSettings
 from domain import Usage
+from tests.support.telemetry import TRANSCRIPT, traced_summary_agent
 
 # A line is the label padded to the widest one, two spaces, then the duration and the details.
 LINE = re.compile(r"(?P<label>.*?) {2,}(?P<duration>\d+\.\d+ m?s|unfinished)(?P<details>.*)")
@@ -28,9 +23,6 @@ LINE = re.compile(r"(?P<label>.*?) {2,}(?P<duration>\d+\.\d+ m?s|unfinished)(?P<
 
 def labels(tree: str) -> list[str]:
     return [match.group("label") for match in map(LINE.fullmatch, tree.splitlines()) if match is not None]
-
-
-TRANSCRIPT = "Ana: I will send the report by Friday.\nBen: We ship on Monday."
 
 
 async def test_a_run_is_drawn_as_its_agent_span_over_its_chats_and_tools_in_order() -> None:
@@ -43,13 +35,7 @@ async def test_a_run_is_drawn_as_its_agent_span_over_its_chats_and_tools_in_orde
         ),
         ScriptedTurn(text="Done.", usage=Usage(200, 40, 240)),
     )
-    agent = InstrumentedSummaryAgent(
-        InstrumentedChat(chat, telemetry, model="offline"),
-        LoopSettings(concurrent_tool_calls=False),
-        telemetry=telemetry,
-        model="offline",
-        decorators=(InstrumentedToolInvoker.decorator(telemetry),),
-    )
+    agent = traced_summary_agent(chat, telemetry, LoopSettings(concurrent_tool_calls=False), model="offline")
 
     await agent.summarize(TRANSCRIPT)
     lines = recorder.render().splitlines()

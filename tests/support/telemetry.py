@@ -1,10 +1,22 @@
-"""OpenTelemetry SDK doubles: tracer and meter providers that keep every span and data point in memory."""
+"""OpenTelemetry in memory for the telemetry tests, and the instrumented objects they trace.
+
+- :class:`Otel`: an SDK tracer and meter provider of one test, keeping every span and data point in
+  memory; hand ``otel.telemetry(...)`` to the decorators (or its providers to a container), so no global
+  provider is touched. Use it as a context manager (or through an ``otel`` fixture) so it is shut down.
+- :func:`every_text`: every string a backend would receive from it, for "no secret reaches telemetry".
+- :func:`traced_summary_agent`: a summary agent with its chat and its tools instrumented, the run span
+  over them, as the container builds it when telemetry is on.
+- :func:`real_adapter` and :func:`served`: a real Responses adapter over a :class:`Recorder` whose HTTP
+  client reports each attempt to the chat span, and a document as the answer a streaming or a JSON
+  request gets. For everything else about the wire, use :mod:`tests.support.gateway`.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, Final, Self
 
 import attrs
 import httpx
@@ -17,8 +29,21 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from adapters.redaction import Redactor
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from adapters.telemetry import Telemetry, instrument_http_client
-from tests.adapters.support import API_KEY, BASE_URL, JSON, SSE, Recorder, answer, sse, stream_events
+from adapters.telemetry import (
+    InstrumentedSummaryAgent,
+    InstrumentedToolInvoker,
+    Telemetry,
+    instrument_chat,
+    instrument_http_client,
+)
+from application import LoopSettings
+from domain import ChatPort
+from tests.support.gateway import API_KEY, BASE_URL, JSON, SSE, Recorder, answer, sse, stream_events
+
+__all__ = ["MODEL", "TRANSCRIPT", "Otel", "every_text", "real_adapter", "served", "traced_summary_agent"]
+
+MODEL: Final = "gpt-test"
+TRANSCRIPT: Final = "Ana: I will send the report by Friday.\nBen: We ship on Monday."
 
 
 @attrs.define
@@ -35,6 +60,14 @@ class Otel:
         self.tracer_provider = TracerProvider()
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
 
     def telemetry(
         self, *, capture_content: bool = False, redactor: Redactor | None = None, base_url: str | None = None
@@ -101,9 +134,22 @@ def every_text(otel: Otel) -> Iterator[str]:
         yield from values(point.attributes)
 
 
+def traced_summary_agent(
+    chat: ChatPort, telemetry: Telemetry, settings: LoopSettings | None = None, *, model: str = MODEL
+) -> InstrumentedSummaryAgent:
+    """A summary agent over ``chat`` with its chat and tool spans inside its run spans."""
+    return InstrumentedSummaryAgent(
+        instrument_chat(chat, telemetry, model=model),
+        settings,
+        telemetry=telemetry,
+        model=model,
+        decorators=(InstrumentedToolInvoker.decorator(telemetry),),
+    )
+
+
 def real_adapter(
-    recorder: Recorder, *, streaming: bool, max_retries: int = 0, model: str = "gpt-test"
-) -> tuple[ResponsesSseAdapter | ResponsesJsonAdapter, httpx.AsyncClient]:
+    recorder: Recorder, *, streaming: bool, max_retries: int = 0, model: str = MODEL
+) -> ResponsesSseAdapter | ResponsesJsonAdapter:
     """A real Responses adapter over ``recorder``, its HTTP client reporting attempts to the chat spans."""
     http_client = instrument_http_client(httpx.AsyncClient(transport=httpx.MockTransport(recorder)))
     client = openai.AsyncOpenAI(
@@ -113,8 +159,7 @@ def real_adapter(
         max_retries=max_retries,
     )
     settings = ResponsesSettings(model=model)
-    adapter = ResponsesSseAdapter(client, settings) if streaming else ResponsesJsonAdapter(client, settings)
-    return adapter, http_client
+    return ResponsesSseAdapter(client, settings) if streaming else ResponsesJsonAdapter(client, settings)
 
 
 def served(document: dict[str, Any], *, streaming: bool) -> httpx.Response:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
 from opentelemetry.semconv.attributes import error_attributes, http_attributes, server_attributes
 
-from adapters.telemetry import conventions, server_of
+from adapters.telemetry import conventions
 
 # Every name the package emits, against the constant of opentelemetry-semantic-conventions that defines it.
 NAMES = [
@@ -95,30 +93,3 @@ def test_bucket_boundaries_are_the_conventions_advisory_ones() -> None:
     assert conventions.TOKEN_BUCKETS == (
         1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
     )  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("base_url", "expected"),
-    [
-        ("http://127.0.0.1:4000/v1", ("127.0.0.1", 4000)),
-        ("https://gateway.example/v1", ("gateway.example", 443)),
-        ("http://gateway.example", ("gateway.example", 80)),
-        ("http://[::1]:8080/v1", ("::1", 8080)),
-        ("http://gateway.example:notaport/v1", ("gateway.example", None)),
-        ("http://[::1/v1", (None, None)),
-        ("gateway.example", (None, None)),
-        ("", (None, None)),
-        (None, (None, None)),
-    ],
-)
-def test_the_server_is_read_from_the_base_url(
-    base_url: str | None, expected: tuple[str | None, int | None]
-) -> None:
-    assert server_of(base_url) == expected
-
-
-@given(
-    host=st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z]{2,6}){0,2}", fullmatch=True), port=st.integers(1, 65535)
-)
-def test_any_host_and_port_are_read_back(host: str, port: int) -> None:
-    assert server_of(f"https://{host}:{port}/v1") == (host, port)

@@ -1,0 +1,297 @@
+"""The instrumented pipelines: one ``invoke_agent`` span per run over its chat and tool spans, whole or as
+run events (``summarize_events``, ``edit_events``), however the run ends or the caller stops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
+
+from adapters.scripted import ScriptedChat, ScriptedTurn
+from adapters.telemetry import (
+    InstrumentedSummaryAgent,
+    InstrumentedToolInvoker,
+    InstrumentedWorkflowEditorAgent,
+    instrument_chat,
+)
+from application import (
+    MeetingSummary,
+    RunEvent,
+    RunFinished,
+    SummaryAgent,
+    TextDelta,
+    ToolCallFinished,
+    WorkflowEdit,
+    WorkflowEditorAgent,
+)
+from domain import ChatMessage, ChatResponse, ChatTransportError, Usage, Workflow, WorkflowStep
+from tests.support.runs import leave_at
+from tests.support.telemetry import MODEL, TRANSCRIPT, Otel, traced_summary_agent
+
+WORKFLOW = Workflow("release", (WorkflowStep("s1", "Build", "build"),))
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def two_rounds() -> ScriptedChat:
+    """A malformed and a valid call in the first round, the summary in the second."""
+    return ScriptedChat(
+        ScriptedTurn(
+            calls=(
+                ("c1", "record_decision", '{"decision": "Ship on Monday"'),
+                ("c2", "record_decision", '{"decision": "Ship on Monday"}'),
+            ),
+            usage=Usage(10, 2, 12),
+        ),
+        ScriptedTurn(text="We agreed to ship on Monday.", usage=Usage(20, 8, 28)),
+    )
+
+
+def assert_one_run_over(otel: Otel, *, chats: int, tools: int) -> ReadableSpan:
+    """The one run span, with every chat and tool span its child in its trace; returns the run span."""
+    (run,) = otel.named("invoke_agent")
+    children = otel.named("chat ") + otel.named("execute_tool ")
+    assert (len(otel.named("chat ")), len(otel.named("execute_tool ")), len(otel.spans())) == (
+        chats,
+        tools,
+        1 + chats + tools,
+    )
+    for child in children:
+        assert child.parent is not None
+        assert child.parent.span_id == run.context.span_id
+        assert child.context.trace_id == run.context.trace_id
+    return run
+
+
+# ---------------------------------------------------------------- a whole run
+
+
+async def test_a_run_with_one_malformed_and_one_valid_call_is_one_agent_span_over_two_chats_and_two_tools(
+    otel: Otel,
+) -> None:
+    telemetry = otel.telemetry(base_url="http://gateway.test:4000/v1")
+    summary = await traced_summary_agent(two_rounds(), telemetry).summarize(TRANSCRIPT)
+
+    assert summary.decisions == ("Ship on Monday",)
+    agent = assert_one_run_over(otel, chats=2, tools=2)
+    chats, tools = otel.named("chat "), otel.named("execute_tool ")
+    assert agent.name == "invoke_agent meeting_summary"
+    assert agent.parent is None
+    assert agent.kind is SpanKind.INTERNAL
+    assert attributes(agent) | {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "meeting_summary",
+        "gen_ai.provider.name": "openai",
+    } == attributes(agent)
+    for chat in chats:
+        assert chat.name == f"chat {MODEL}"
+        assert chat.kind is SpanKind.CLIENT
+        found = attributes(chat)
+        assert found["gen_ai.operation.name"] == "chat"
+        assert found["gen_ai.provider.name"] == "openai"
+        assert found["gen_ai.request.model"] == MODEL
+        assert found["gen_ai.response.model"] == "scripted"
+        assert found["server.address"] == "gateway.test"
+        assert found["server.port"] == 4000
+    assert [attributes(chat)["gen_ai.response.id"] for chat in chats] == [
+        "resp_scripted_1",
+        "resp_scripted_2",
+    ]
+    assert [attributes(chat)["gen_ai.response.finish_reasons"] for chat in chats] == [
+        ("tool_calls",),
+        ("stop",),
+    ]
+    by_call = {attributes(tool)["gen_ai.tool.call.id"]: tool for tool in tools}
+    guarded, valid = by_call["c1"], by_call["c2"]
+    for tool in (guarded, valid):
+        assert tool.name == "execute_tool record_decision"
+        assert tool.kind is SpanKind.INTERNAL
+        assert attributes(tool)["gen_ai.operation.name"] == "execute_tool"
+        assert attributes(tool)["gen_ai.tool.name"] == "record_decision"
+        assert attributes(tool)["gen_ai.tool.type"] == "function"
+    assert attributes(guarded)["error.type"] == "invalid_tool_arguments"
+    assert guarded.status.status_code is StatusCode.ERROR
+    assert "error.type" not in attributes(valid)
+    assert valid.status.status_code is StatusCode.UNSET
+
+
+async def test_the_workflow_editor_run_is_an_invoke_agent_workflow_editor_span(otel: Otel) -> None:
+    telemetry = otel.telemetry()
+    chat = ScriptedChat(ScriptedTurn(calls=(("c1", "list_steps", ""),)), ScriptedTurn(text="Nothing to do."))
+    agent = InstrumentedWorkflowEditorAgent(
+        instrument_chat(chat, telemetry, model=MODEL),
+        telemetry=telemetry,
+        model=MODEL,
+        decorators=(InstrumentedToolInvoker.decorator(telemetry),),
+    )
+
+    edit = await agent.edit(WORKFLOW, "Tidy up")
+
+    assert edit.workflow == WORKFLOW
+    assert isinstance(agent, WorkflowEditorAgent)
+    run = assert_one_run_over(otel, chats=2, tools=1)
+    assert run.name == "invoke_agent workflow_editor"
+    assert attributes(run)["gen_ai.agent.name"] == "workflow_editor"
+    assert [span.name for span in otel.named("execute_tool")] == ["execute_tool list_steps"]
+
+
+async def test_a_failed_run_marks_its_agent_span_and_the_failed_chat_span(otel: Otel) -> None:
+    failure = ChatTransportError("HTTP 503 from the gateway", status_code=503, attempts=3)
+    agent = traced_summary_agent(ScriptedChat(failure), otel.telemetry())
+
+    with pytest.raises(ChatTransportError):
+        await agent.summarize(TRANSCRIPT)
+
+    (run,) = otel.named("invoke_agent")
+    (chat,) = otel.named("chat ")
+    for span in (run, chat):
+        assert span.status.status_code is StatusCode.ERROR
+        assert attributes(span)["error.type"] == "ChatTransportError"
+    assert attributes(chat)["http.response.status_code"] == 503
+    assert isinstance(agent, SummaryAgent)
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert dict(duration.attributes or {})["error.type"] == "ChatTransportError"
+
+
+async def test_a_run_whose_final_answer_names_nothing_still_ends_its_span(otel: Otel) -> None:
+    bare = ChatResponse(messages=(ChatMessage.assistant("Nothing to record."),))
+
+    summary = await traced_summary_agent(ScriptedChat(bare), otel.telemetry()).summarize(TRANSCRIPT)
+
+    assert summary.text == "Nothing to record."
+    (run,) = otel.named("invoke_agent")
+    assert not {"gen_ai.response.id", "gen_ai.response.model", "gen_ai.usage.input_tokens"} & set(
+        run.attributes or {}
+    )
+
+
+async def test_a_repeated_call_id_answered_by_the_loop_is_an_event_on_the_run(otel: Otel) -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "list_participants", "{}"), ("c1", "list_participants", "{}"))),
+        ScriptedTurn(text="Done."),
+    )
+
+    summary = await traced_summary_agent(chat, otel.telemetry()).summarize(TRANSCRIPT)
+
+    assert [record.result.is_error for record in summary.tool_calls] == [False, True]
+    (run,) = otel.named("invoke_agent")
+    assert [(event.name, dict(event.attributes or {})) for event in run.events] == [
+        (
+            "tool_call.duplicate",
+            {
+                "gen_ai.tool.name": "list_participants",
+                "gen_ai.tool.call.id": "c1",
+                "error.type": "duplicate_call_id",
+            },
+        )
+    ]
+    assert len(otel.named("execute_tool ")) == 1
+
+
+# ---------------------------------------------------------------- a run read as events
+
+
+async def test_streamed_run_events_make_the_same_tree_as_a_whole_run(otel: Otel) -> None:
+    events: list[RunEvent[MeetingSummary]] = [
+        e async for e in traced_summary_agent(two_rounds(), otel.telemetry()).summarize_events(TRANSCRIPT)
+    ]
+
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.result.decisions == ("Ship on Monday",)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "We agreed to ship on Monday."
+    run = assert_one_run_over(otel, chats=2, tools=2)
+    assert all("gen_ai.response.time_to_first_chunk" in attributes(span) for span in otel.named("chat "))
+    found = attributes(run)
+    assert (found["gen_ai.usage.input_tokens"], found["gen_ai.usage.output_tokens"]) == (30, 10)
+    assert found["gen_ai.response.id"] == "resp_scripted_2"
+    assert run.status.status_code is StatusCode.UNSET
+
+
+async def test_a_caller_that_stops_reading_ends_the_run_span_and_no_further_tool_runs(otel: Otel) -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(
+            calls=(("c1", "record_decision", '{"decision": "Ship"}'), ("c2", "list_participants", "{}"))
+        ),
+        ScriptedTurn(calls=(("c3", "record_decision", '{"decision": "Later"}'),)),
+        ScriptedTurn(text="Done."),
+    )
+
+    await leave_at(
+        traced_summary_agent(chat, otel.telemetry()).summarize_events(TRANSCRIPT), ToolCallFinished
+    )
+
+    (run,) = otel.named("invoke_agent")
+    assert [event.name for event in run.events] == ["run.abandoned"]
+    assert run.status.status_code is StatusCode.UNSET
+    # The first round's calls ran together; the second round never started.
+    assert sorted(span.name for span in otel.named("execute_tool ")) == [
+        "execute_tool list_participants",
+        "execute_tool record_decision",
+    ]
+    assert len(otel.named("chat ")) == 1
+    assert all(span.end_time is not None for span in otel.spans())
+
+
+async def test_a_failed_run_of_events_marks_its_span(otel: Otel) -> None:
+    failing = ScriptedChat(ChatTransportError("HTTP 502", status_code=502))
+
+    with pytest.raises(ChatTransportError):
+        async for _ in traced_summary_agent(failing, otel.telemetry()).summarize_events(TRANSCRIPT):
+            pass
+
+    (run,) = otel.named("invoke_agent")
+    assert attributes(run)["error.type"] == "ChatTransportError"
+    assert run.status.status_code is StatusCode.ERROR
+
+
+async def test_the_workflow_editor_events_are_one_workflow_editor_run(otel: Otel) -> None:
+    telemetry = otel.telemetry()
+    editor = InstrumentedWorkflowEditorAgent(
+        instrument_chat(ScriptedChat(ScriptedTurn(text="Nothing to change.")), telemetry, model=MODEL),
+        telemetry=telemetry,
+        model=MODEL,
+    )
+
+    events = [e async for e in editor.edit_events(WORKFLOW, "ok")]
+
+    assert isinstance(events[-1], RunFinished)
+    assert [span.name for span in otel.spans()] == [f"chat {MODEL}", "invoke_agent workflow_editor"]
+
+
+async def test_a_run_method_built_on_another_of_the_same_agent_opens_one_span(otel: Otel) -> None:
+    class SummarizingFromEvents(InstrumentedSummaryAgent):
+        """A host's agent whose whole-run method reads its own event stream to the end."""
+
+        async def summarize(self, transcript: str) -> MeetingSummary:
+            with self._agent_run():
+                events = [event async for event in self.summarize_events(transcript)]
+            finished = events[-1]
+            assert isinstance(finished, RunFinished)
+            return finished.result
+
+    class Retrying(InstrumentedWorkflowEditorAgent):
+        """A host's agent that wraps the traced run method in a run of its own."""
+
+        async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
+            with self._agent_run():
+                return await super().edit(workflow, instruction)
+
+    telemetry = otel.telemetry()
+    host = SummarizingFromEvents(
+        instrument_chat(two_rounds(), telemetry, model=MODEL), telemetry=telemetry, model=MODEL
+    )
+    editor = Retrying(ScriptedChat(ScriptedTurn(text="ok")), telemetry=telemetry, model=MODEL)
+
+    summary = await host.summarize(TRANSCRIPT)
+    await editor.edit(WORKFLOW, "ok")
+
+    assert summary.decisions == ("Ship on Monday",)
+    assert [span.name for span in otel.named("invoke_agent")] == [
+        "invoke_agent meeting_summary",
+        "invoke_agent workflow_editor",
+    ]
