@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# opentelemetry-semantic-conventions is a test dependency only; tests/adapters/test_telemetry_conventions.py
+# opentelemetry-semantic-conventions is a test dependency only; tests/adapters/telemetry/test_conventions.py
 # holds every name below to the package's constant wherever one exists.
 
 # ---------------------------------------------------------------- span and metric attributes
