@@ -41,7 +41,7 @@ from domain import (
     Usage,
 )
 from tests.strategies import MARKER, loop_scripts, repeating_call_turns
-from tests.support.doubles import CallLog, FailingTools, RecordingTools, WholeAnswers
+from tests.support.doubles import CallLog, FailingTools, NoAclose, RecordingTools, WholeAnswers
 from tests.support.runs import leave_at
 
 USER = (ChatMessage.user("hello"),)
@@ -657,33 +657,12 @@ async def test_a_result_a_decorator_files_under_another_id_still_answers_its_cal
     assert [r.call_id for r in tool_results(run.messages[1])] == ["c1"]
 
 
-class PlainUpdates:
-    """An async iterator with no ``aclose``: what a hand-written streaming ChatPort may return."""
-
-    def __init__(self, updates: list[ChatResponseUpdate]) -> None:
-        self.updates = iter(updates)
-
-    def __aiter__(self) -> PlainUpdates:
-        return self
-
-    async def __anext__(self) -> ChatResponseUpdate:
-        try:
-            return next(self.updates)
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-
-class PlainStreaming(WholeAnswers[ScriptedChat]):
-    """Streams each scripted answer through :class:`PlainUpdates`."""
-
-    def get_streaming_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        return PlainUpdates(list(ScriptedTurn(text="plain words").response(1).to_updates(2)))
-
-
 async def test_a_stream_without_aclose_is_read_to_its_end() -> None:
-    events = await collect(ToolLoop(PlainStreaming(ScriptedChat())).run_events(USER, None, RecordingTools()))
+    assert not hasattr(NoAclose(ScriptedChat()).get_streaming_response([]), "aclose")
+    chat = NoAclose(ScriptedChat(ScriptedTurn(text="plain words")))
 
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["plain ", "words"]
+    events = await collect(ToolLoop(chat).run_events(USER, None, RecordingTools()))
+
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "plain words"
+    assert len([e for e in events if isinstance(e, TextDelta)]) > 1
     assert finished(events).text == "plain words"

@@ -9,6 +9,8 @@
 - :class:`RequestLog`: the same for the chat chain: tags each request in a log shared with other decorators.
 - :class:`WholeAnswers`: a ``ChatPort`` over another that only has whole answers (it streams each one whole);
   the base of the chat doubles that change only how streaming behaves.
+- :class:`NoAclose`: a ``ChatPort`` whose streams are plain async iterators with no ``aclose``, as a
+  hand-written streaming ChatPort may return; for "is a stream that cannot be closed still read and ended?".
 
 The Responses SDK over ``httpx.MockTransport`` (``Recorder``, ``answer``, bodies) lives in
 :mod:`tests.adapters.support`; a real local HTTP server in :mod:`tests.support.local_server`; a scripted
@@ -33,7 +35,15 @@ from domain import (
     updates_of,
 )
 
-__all__ = ["CallLog", "FailingTools", "RaisingTools", "RecordingTools", "RequestLog", "WholeAnswers"]
+__all__ = [
+    "CallLog",
+    "FailingTools",
+    "NoAclose",
+    "RaisingTools",
+    "RecordingTools",
+    "RequestLog",
+    "WholeAnswers",
+]
 
 InnerChat = TypeVar("InnerChat", bound=ChatPort)
 
@@ -145,3 +155,23 @@ class _Requested(WholeAnswers[ChatPort]):
     ) -> ChatResponse:
         self._log.log.append(self._log.tag)
         return await super().get_response(messages, options)
+
+
+class NoAclose(WholeAnswers[InnerChat]):
+    """The chat it wraps, whose streams are handed out behind a plain async iterator: nothing to close."""
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return _Plain(self.inner.get_streaming_response(messages, options))
+
+
+class _Plain:
+    def __init__(self, updates: AsyncIterator[ChatResponseUpdate]) -> None:
+        self._updates = updates
+
+    def __aiter__(self) -> _Plain:
+        return self
+
+    async def __anext__(self) -> ChatResponseUpdate:
+        return await anext(self._updates)

@@ -20,7 +20,7 @@ from adapters.telemetry import InstrumentedChat, Telemetry, instrument_chat, ins
 from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse, ChatResponseUpdate, TextContent, Usage
 from domain.errors import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
 from tests.domain.strategies import usages
-from tests.support.doubles import WholeAnswers
+from tests.support.doubles import NoAclose, WholeAnswers
 from tests.support.gateway import BASE_URL, Recorder, answer, message_item, response_document
 from tests.support.telemetry import MODEL, Otel, real_adapter, served
 
@@ -355,31 +355,9 @@ async def test_a_chat_whose_stream_cannot_even_start_marks_the_span(otel: Otel) 
 
 
 async def test_an_inner_stream_without_aclose_still_ends_the_span(otel: Otel) -> None:
-    class Plain:
-        """An async iterator that is not a generator: nothing to close."""
+    chat = InstrumentedChat(NoAclose(ScriptedChat(ScriptedTurn(text="hi"))), otel.telemetry(), model="m")
 
-        def __init__(self) -> None:
-            self.left = [
-                ChatResponseUpdate((TextContent("hi"),), item_index=0, part_index=0, finish_reason="stop")
-            ]
-
-        def __aiter__(self) -> Plain:
-            return self
-
-        async def __anext__(self) -> ChatResponseUpdate:
-            if not self.left:
-                raise StopAsyncIteration
-            return self.left.pop()
-
-    class PlainStreaming(WholeAnswers[ScriptedChat]):
-        def get_streaming_response(
-            self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-        ) -> AsyncIterator[ChatResponseUpdate]:
-            return Plain()
-
-    chat = InstrumentedChat(PlainStreaming(ScriptedChat()), otel.telemetry(), model="m")
-
-    assert [u.text async for u in chat.get_streaming_response(ASK)] == ["hi"]
+    assert "".join([u.text async for u in chat.get_streaming_response(ASK)]) == "hi"
     assert attributes(otel)["gen_ai.response.finish_reasons"] == ("stop",)
 
 
