@@ -1,20 +1,18 @@
-"""The stand-in's HTTP replies: a model turn or an error as status, headers and body, shaped by scenarios."""
+"""The stand-in's HTTP replies: the model's answer or an error as status, headers and body."""
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final, Literal
 
 import attrs
 
-from adapters.offline import render as bodies
-from adapters.offline.scenarios import ScenarioSelection
-from adapters.offline.turns import FunctionCallOut, ModelTurn, ReasoningOut, TextOut
+from adapters.offline.render import call_item, event_frame, numbered, response_document, stream_events
+from adapters.offline.turns import Item, ModelRequest, digest, respond
 
-__all__ = ["Dialect", "Fault", "Reply", "error_reply", "http_fault", "render"]
+__all__ = ["Dialect", "Fault", "Reply", "answer", "error_reply"]
 
 Dialect = Literal["openai", "litellm"]
 Fault = Literal["stall", "reset"]
@@ -41,6 +39,8 @@ _HTTP_FAULTS: Final[Mapping[str, tuple[int, str, str, str]]] = {
 }  # fmt: skip
 _STOPS: Final = ("truncated-stream", "connection-reset", "stall")
 _FAILURES: Final = ("response-failed", "error-event", "error-event-nested")
+_ID_PREFIXES: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
+_SSE: Final = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
 
 
 @attrs.frozen
@@ -56,7 +56,14 @@ class Reply:
     body: tuple[bytes | Fault, ...]
 
 
-def error_reply(status: int, message: str, *, kind: str, code: str | None, param: str | None = None) -> Reply:
+def error_reply(
+    status: int,
+    message: str,
+    *,
+    kind: str = "invalid_request_error",
+    code: str | None,
+    param: str | None = None,
+) -> Reply:
     """An OpenAI-shaped error body."""
     body = json.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}}).encode()
     headers: tuple[tuple[str, str], ...] = (
@@ -65,91 +72,51 @@ def error_reply(status: int, message: str, *, kind: str, code: str | None, param
     )
     if status == 429 or status >= 500:
         headers += _FAST_RETRY
-    return Reply(status=status, headers=headers, body=(body,))
-
-
-def http_fault(scenarios: ScenarioSelection) -> Reply | None:
-    """The HTTP error reply a scenario asks for, before the model is consulted; None for none."""
-    for name, (status, kind, code, message) in _HTTP_FAULTS.items():
-        if name in scenarios:
-            return error_reply(status, message, kind=kind, code=code)
-    return None
-
-
-def _digest(*parts: object) -> str:
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+    return Reply(status, headers, (body,))
 
 
 def _response_id(seed: str, litellm: bool) -> str:
-    inner = "resp_" + _digest(seed)[:48]
+    inner = "resp_" + digest(seed)[:48]
     if not litellm:
         return inner
     # LiteLLM encodes its routing into the id: base64 of provider, model id and the upstream id.
-    routing = f"litellm:custom_llm_provider:openai;model_id:{_digest('model', seed)};response_id:{inner};"
-    routing += _digest("pad", seed) * 2
+    routing = f"litellm:custom_llm_provider:openai;model_id:{digest('model', seed)};response_id:{inner};"
+    routing += digest("pad", seed) * 2
     return "resp_" + base64.b64encode(routing.encode()).decode()
 
 
-def _output(turn: ModelTurn, response_id: str, litellm: bool) -> list[dict[str, Any]]:
-    items = []
-    for index, item in enumerate(turn.items):
-        suffix = _digest(response_id, index)[:48]
-        if isinstance(item, ReasoningOut):
-            items.append(bodies.reasoning_item("rs_" + suffix, [item.summary], item.encrypted_content))
-        elif isinstance(item, FunctionCallOut):
-            items.append(bodies.call_item("fc_" + suffix, item.call_id, item.name, item.arguments))
-        else:
-            items.append(bodies.message_item("msg_" + suffix, item.text, litellm=litellm))
-    return items
-
-
-def _shrink(turn: ModelTurn) -> ModelTurn:
+def _shrink(output: list[Item]) -> list[Item]:
     """The partial output of an incomplete response: half the text, or the first half of the calls."""
-    items = list(turn.items)
-    last = items[-1]
-    if isinstance(last, TextOut):
-        words = last.text.split(" ")
-        items[-1] = TextOut(" ".join(words[: max(1, len(words) // 2)]))
-    else:
-        calls = [item for item in items if isinstance(item, FunctionCallOut)]
-        dropped = calls[max(1, len(calls) // 2) :]
-        items = [item for item in items if item not in dropped]
-    return attrs.evolve(turn, items=tuple(items))
+    if output[-1]["type"] == "message":
+        part = output[-1]["content"][0]
+        words = part["text"].split(" ")
+        part["text"] = " ".join(words[: max(1, len(words) // 2)])
+        return output
+    calls = [item for item in output if item["type"] == "function_call"]
+    dropped = calls[max(1, len(calls) // 2) :]
+    return [item for item in output if item not in dropped]
 
 
-def _first_turn(body: Mapping[str, Any]) -> bool:
-    items = body.get("input")
-    return not isinstance(items, list) or not any(
-        isinstance(item, Mapping) and item.get("type") == "function_call" for item in items
-    )
-
-
-def _huge(turn: ModelTurn, body: Mapping[str, Any]) -> ModelTurn:
+def _huge(output: list[Item], request: ModelRequest, body: Mapping[str, Any]) -> list[Item]:
     """One call carries ~5 MB of valid JSON: the first call of a first tool-calling turn gets a
     padding key, and a plain answer without tools on offer gets an extra call; a pipeline's closing
     text turn is left alone so the run can finish."""
     padding = "x" * _HUGE_BYTES
-    if turn.calls:
-        if not _first_turn(body):
-            return turn
-        first = turn.calls[0]
-        padded = attrs.evolve(
-            first, arguments=json.dumps({**json.loads(first.arguments), "padding": padding})
-        )
-        return attrs.evolve(turn, items=tuple(padded if item is first else item for item in turn.items))
-    if body.get("tools"):
-        return turn
-    call_id = "call_" + _digest("huge", body.get("input"))[:24]
-    call = FunctionCallOut(call_id, "offline_payload", json.dumps({"padding": padding}))
-    return attrs.evolve(turn, items=(*turn.items, call))
+    calls = [item for item in output if item["type"] == "function_call"]
+    if calls and not request.calls:
+        calls[0]["arguments"] = json.dumps({**json.loads(calls[0]["arguments"]), "padding": padding})
+    elif not calls and not body.get("tools"):
+        call_id = "call_" + digest("huge", body.get("input"))[:24]
+        output.append(call_item("", call_id, "offline_payload", json.dumps({"padding": padding})))
+    return output
 
 
-def _stream(document: dict[str, Any], scenarios: ScenarioSelection, litellm: bool) -> list[bytes | Fault]:
-    events = bodies.stream_events(document, chunk=None, litellm=litellm)
+def _stream(document: dict[str, Any], names: Collection[str], litellm: bool) -> list[bytes | Fault]:
+    events = stream_events(document, chunk=None, litellm=litellm)
     # Faults strike halfway through the events before the terminal one.
     cut = 2 + max(1, (len(events) - 3) // 2)
-    stop = next((name for name in _STOPS if name in scenarios), None)
-    failure = next((name for name in _FAILURES if name in scenarios), None)
+    stop = next((name for name in _STOPS if name in names), None)
+    failure = next((name for name in _FAILURES if name in names), None)
     if failure is not None or stop is not None:
         events = events[:cut]
     error = {
@@ -164,25 +131,23 @@ def _stream(document: dict[str, Any], scenarios: ScenarioSelection, litellm: boo
         failed = {
             "status": "failed",
             "output": done,
-            "error": {key: error[key] for key in ("code", "message")},
+            "error": {"code": error["code"], "message": error["message"]},
         }
         tail = [{"type": "response.failed", "response": {**document, **failed, "incomplete_details": None}}]
     elif failure == "error-event":
         tail = [{**error, "type": "error"}]
     elif failure == "error-event-nested":
         tail = [{"type": "error", "error": error}]
-    events += bodies.numbered(tail, model=document["model"], litellm=litellm, start=len(events))
-    body: list[bytes | Fault] = [bodies.event_frame(event, litellm=litellm).encode() for event in events]
-    if "garbage-data" in scenarios:
+    events += numbered(tail, model=document["model"], litellm=litellm, start=len(events))
+    body: list[bytes | Fault] = [event_frame(event, litellm=litellm).encode() for event in events]
+    if "garbage-data" in names:
         body.insert(
             min(cut, len(body)), b'data: {"type": "response.output_text.delta", "delta": "unterminated\n\n'
         )
-    if "unknown-events" in scenarios:
+    if "unknown-events" in names:
         body = _with_heartbeats(body, litellm)
-    if stop == "connection-reset":
-        body.append("reset")
-    elif stop == "stall":
-        body.append("stall")
+    if stop in ("connection-reset", "stall"):
+        body.append("reset" if stop == "connection-reset" else "stall")
     elif stop is None and litellm:
         body.append(b"data: [DONE]\n\n")
     return body
@@ -191,85 +156,73 @@ def _stream(document: dict[str, Any], scenarios: ScenarioSelection, litellm: boo
 def _with_heartbeats(body: list[bytes | Fault], litellm: bool) -> list[bytes | Fault]:
     """Spread the heartbeats evenly after the first event, keeping the real events in order."""
     slots = max(1, len(body) - 1)
-    mixed: list[bytes | Fault] = body[:1]
-    beat = 0
+    mixed = body[:1]
     for position, piece in enumerate(body[1:], start=1):
-        for _ in range(_HEARTBEATS * position // slots - beat):
-            mixed.append(
-                bodies.event_frame({"type": "x-offline.heartbeat", "beat": beat}, litellm=litellm).encode()
-            )
-            beat += 1
+        for beat in range(_HEARTBEATS * (position - 1) // slots, _HEARTBEATS * position // slots):
+            mixed.append(event_frame({"type": "x-offline.heartbeat", "beat": beat}, litellm=litellm).encode())
         mixed.append(piece)
     return mixed
 
 
-def _json(document: dict[str, Any], scenarios: ScenarioSelection) -> tuple[list[bytes | Fault], int]:
+def _json(document: dict[str, Any], names: Collection[str]) -> tuple[list[bytes | Fault], int]:
     """The JSON document, cut or spoiled as the scenarios ask; returns the pieces and a Content-Length."""
-    if any(name in scenarios for name in _FAILURES):
-        error = {"code": "server_error", "message": _FAILURE.format("+".join(scenarios.names))}
+    if any(name in names for name in _FAILURES):
+        error = {"code": "server_error", "message": _FAILURE.format("+".join(names))}
         document = {**document, "status": "failed", "output": [], "error": error, "incomplete_details": None}
     data = json.dumps(document).encode()
     half = data[: len(data) // 2]
-    if "garbage-data" in scenarios:
+    if "garbage-data" in names:
         spoiled = half + b"<<garbage: not JSON>>"
         return [spoiled], len(spoiled)
-    if "truncated-stream" in scenarios:
+    if "truncated-stream" in names:
         return [half], len(half)
-    if "connection-reset" in scenarios:
-        return [half, "reset"], len(data)
-    if "stall" in scenarios:
-        return [half, "stall"], len(data)
+    if "connection-reset" in names or "stall" in names:
+        return [half, "reset" if "connection-reset" in names else "stall"], len(data)
     return [data], len(data)
 
 
-def render(
-    turn: ModelTurn,
-    *,
-    body: Mapping[str, Any],
-    scenarios: ScenarioSelection,
-    dialect: Dialect,
-    seed: str,
-    created_at: int,
+def answer(
+    body: Mapping[str, Any], names: Collection[str], *, dialect: Dialect, seed: str, created_at: int
 ) -> Reply:
-    """The reply for ``turn``: an event stream or a JSON Response, shaped by the scenarios.
+    """The reply to ``body`` under the scenarios ``names``: an HTTP fault, an event stream or a JSON Response.
 
-    ``seed`` makes the response id unique per request; ``dialect`` is the server's default, which
-    the ``litellm`` scenario overrides. A turn longer than the request's ``max_output_tokens`` ends
+    Raises :class:`~adapters.offline.turns.RefusedError` for a body the API would refuse. ``seed``
+    makes the response id unique per request; ``dialect`` is the server's default, which the
+    ``litellm`` scenario overrides. An answer longer than the request's ``max_output_tokens`` ends
     incomplete, as a real model's would.
     """
-    litellm = dialect == "litellm" or "litellm" in scenarios
+    for name, (status, kind, code, message) in _HTTP_FAULTS.items():
+        if name in names:
+            return error_reply(status, message, kind=kind, code=code)
+    request = ModelRequest.from_body(body)
+    litellm = dialect == "litellm" or "litellm" in names
+    output, usage = respond(request, malformed="malformed-arguments" in names, litellm=litellm)
     limit = body.get("max_output_tokens")
-    over = isinstance(limit, int) and not isinstance(limit, bool) and turn.usage.output_tokens > limit
-    incomplete = over or "incomplete" in scenarios
+    over = isinstance(limit, int) and not isinstance(limit, bool) and usage["output_tokens"] > limit
+    incomplete = over or "incomplete" in names
     if incomplete:
-        turn = _shrink(turn)
-    if "huge-arguments" in scenarios:
-        turn = _huge(turn, body)
+        output = _shrink(output)
+    if "huge-arguments" in names:
+        output = _huge(output, request, body)
     response_id = _response_id(seed, litellm)
+    for index, item in enumerate(output):
+        item["id"] = _ID_PREFIXES[item["type"]] + digest(response_id, index)[:48]
     echoed = {key: body[key] for key in _ECHOED if key in body}
     if body.get("reasoning"):
         echoed["reasoning"] = body["reasoning"]
-    counts = turn.usage
-    document = bodies.response_document(
-        _output(turn, response_id, litellm),
+    document = response_document(
+        output,
         response_id=response_id,
         model=str(body.get("model", "")),
         created_at=created_at,
         status="incomplete" if incomplete else "completed",
-        usage=bodies.usage(
-            counts.input_tokens,
-            counts.output_tokens,
-            reasoning_tokens=counts.reasoning_tokens,
-            litellm=litellm,
-        ),
+        usage=usage,
         incomplete_reason="max_output_tokens" if incomplete else None,
         store=bool(body.get("store", False)),
         **echoed,
     )
     streamed = bool(body.get("stream"))
-    if (streamed and "json-for-sse" not in scenarios) or (not streamed and "sse-for-json" in scenarios):
-        headers = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
-        return Reply(status=200, headers=headers, body=tuple(_stream(document, scenarios, litellm)))
-    pieces, length = _json(document, scenarios)
-    headers = (("content-type", "application/json"), ("content-length", str(length)))
-    return Reply(status=200, headers=headers, body=tuple(pieces))
+    if (streamed and "json-for-sse" not in names) or (not streamed and "sse-for-json" in names):
+        return Reply(200, _SSE, tuple(_stream(document, names, litellm)))
+    pieces, length = _json(document, names)
+    return Reply(200, (("content-type", "application/json"), ("content-length", str(length))), tuple(pieces))

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Final, Literal
+from typing import Final, NamedTuple
 
-import attrs
-
-from domain import UnknownStepError, Workflow, WorkflowStep
+from domain import Workflow, WorkflowStep
 
 __all__ = [
     "ActionItem",
-    "Edit",
+    "Call",
     "Meeting",
-    "action_sentence",
     "describe_edit",
     "plan_edits",
     "read_meeting",
@@ -64,8 +61,7 @@ _DUE_END: Final = re.compile(r"[,;(]|\s+(?:once|because|so|if|when|unless|since|
 _TRAILING: Final = " .!?;,"
 
 
-@attrs.frozen
-class ActionItem:
+class ActionItem(NamedTuple):
     """A commitment found in a transcript: who, what, and by when (None when no date was said)."""
 
     owner: str
@@ -73,13 +69,19 @@ class ActionItem:
     due: str | None = None
 
 
-@attrs.frozen
-class Meeting:
+class Meeting(NamedTuple):
     """What the offline model reads from a transcript."""
 
     participants: tuple[str, ...] = ()
     action_items: tuple[ActionItem, ...] = ()
     decisions: tuple[str, ...] = ()
+
+
+class Call(NamedTuple):
+    """One tool call the model means to make: the tool's name and its JSON arguments."""
+
+    name: str
+    arguments: Mapping[str, object]
 
 
 def _utterances(transcript: str) -> Iterator[tuple[str | None, str]]:
@@ -148,10 +150,7 @@ def read_meeting(transcript: str) -> Meeting:
     A due date is only split off when the words after "by" name a day, a date or a deadline.
     """
     utterances = tuple(_utterances(transcript))
-    participants: list[str] = []
-    for speaker, _ in utterances:
-        if speaker is not None and speaker not in participants:
-            participants.append(speaker)
+    participants = list(dict.fromkeys(speaker for speaker, _ in utterances if speaker is not None))
     items: list[ActionItem] = []
     decisions: list[str] = []
     for speaker, text in utterances:
@@ -176,11 +175,6 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def action_sentence(item: ActionItem) -> str:
-    """One action item as a sentence the transcript rules read back as the same item."""
-    return f"{item.owner} will {item.task}" + (f" by {item.due}." if item.due else ".")
-
-
 def summary_text(meeting: Meeting) -> str:
     """The short prose summary the model writes once every tool call has its result.
 
@@ -195,7 +189,12 @@ def summary_text(meeting: Meeting) -> str:
     if meeting.decisions:
         paragraphs.append("Decided: " + " ".join(decision + "." for decision in meeting.decisions))
     if meeting.action_items:
-        paragraphs.append("Next steps: " + " ".join(action_sentence(item) for item in meeting.action_items))
+        # Each in a form the transcript rules read back as the same item.
+        sentences = [
+            f"{owner} will {task}" + (f" by {due}." if due else ".")
+            for owner, task, due in meeting.action_items
+        ]
+        paragraphs.append("Next steps: " + " ".join(sentences))
     return "\n\n".join(paragraphs)
 
 
@@ -217,17 +216,6 @@ def tagged(text: str, tag: str) -> str:
 
 
 # ---------------------------------------------------------------- workflow edits
-
-EditName = Literal["add_step", "remove_step", "rename_step", "move_step"]
-
-
-@attrs.frozen
-class Edit:
-    """One edit tool call: its tool name and its JSON arguments."""
-
-    name: EditName
-    arguments: Mapping[str, object] = attrs.field(hash=False)
-
 
 _VERBS: Final = r"(?:add|insert|append|remove|delete|drop|rename|move)\b"
 _CLAUSE_SPLIT: Final = re.compile(
@@ -266,79 +254,64 @@ def _find(workflow: Workflow, name: str) -> WorkflowStep | None:
     return partial[0] if len(partial) == 1 else None
 
 
-def _clauses(instruction: str) -> list[str]:
-    return [clause.strip(_TRAILING + " ") for clause in _CLAUSE_SPLIT.split(instruction) if clause.strip()]
+def _add(match: re.Match[str], workflow: Workflow) -> tuple[Call, Workflow] | None:
+    name, kind, after = match["name"].strip(), match["kind"] or DEFAULT_KIND, None
+    if match["anchor"] is not None:
+        anchor = _find(workflow, match["anchor"])
+        at = -1 if anchor is None else workflow.index_of(anchor.id)
+        if match["where"].lower() == "before":
+            at -= 1
+        if at < 0:
+            return None
+        after = workflow.steps[at].id
+    return Call("add_step", {"name": name, "kind": kind, "after": after}), workflow.add_step(
+        name, kind, after
+    )[0]
 
 
-def _edit(clause: str, workflow: Workflow) -> tuple[Edit, Workflow] | None:
+def _edit(clause: str, workflow: Workflow) -> tuple[Call, Workflow] | None:
     """The edit one clause asks for and the workflow after it; None when it is not understood."""
-    if (match := _RENAME.search(clause)) is not None:
-        step = _find(workflow, match["name"])
-        if step is None:
-            return None
-        edit = Edit("rename_step", {"step_id": step.id, "name": match["new"].strip()})
-        return edit, workflow.rename_step(step.id, match["new"].strip())
-    if (match := _MOVE.search(clause)) is not None:
-        step = _find(workflow, match["name"])
-        if step is None:
-            return None
-        edge = (match["edge"] or "").lower()
-        position = (
-            int(match["position"])
-            if match["position"]
-            else (1 if edge in {"top", "start", "beginning", "front"} else len(workflow.steps))
-        )
-        return Edit("move_step", {"step_id": step.id, "position": position}), workflow.move_step(
+    match = _RENAME.search(clause) or _MOVE.search(clause) or _ADD.search(clause) or _REMOVE.search(clause)
+    if match is None:
+        return None
+    if match.re is _ADD:
+        return _add(match, workflow)
+    step = _find(workflow, match["name"])
+    if step is None:
+        return None
+    if match.re is _RENAME:
+        new = match["new"].strip()
+        return Call("rename_step", {"step_id": step.id, "name": new}), workflow.rename_step(step.id, new)
+    if match.re is _MOVE:
+        top = (match["edge"] or "").lower() in {"top", "start", "beginning", "front"}
+        position = int(match["position"]) if match["position"] else 1 if top else len(workflow.steps)
+        return Call("move_step", {"step_id": step.id, "position": position}), workflow.move_step(
             step.id, position
         )
-    if (match := _ADD.search(clause)) is not None:
-        kind = match["kind"] or DEFAULT_KIND
-        after: str | None = None
-        if match["anchor"] is not None:
-            anchor = _find(workflow, match["anchor"])
-            if anchor is None:
-                return None
-            if match["where"].lower() == "before":
-                at = workflow.index_of(anchor.id)
-                if at == 0:
-                    return None
-                after = workflow.steps[at - 1].id
-            else:
-                after = anchor.id
-        edit = Edit("add_step", {"name": match["name"].strip(), "kind": kind, "after": after})
-        return edit, workflow.add_step(match["name"].strip(), kind, after)[0]
-    if (match := _REMOVE.search(clause)) is not None:
-        step = _find(workflow, match["name"])
-        if step is None:
-            return None
-        return Edit("remove_step", {"step_id": step.id}), workflow.remove_step(step.id)
-    return None
+    return Call("remove_step", {"step_id": step.id}), workflow.remove_step(step.id)
 
 
-def plan_edits(instruction: str, workflow: Workflow) -> tuple[tuple[Edit, ...], tuple[str, ...]]:
+def plan_edits(instruction: str, workflow: Workflow) -> tuple[tuple[Call, ...], tuple[str, ...]]:
     """The edit calls for ``instruction`` against ``workflow``, in order, and the clauses not understood.
 
     Clauses are separated by ``;``, ``,``, "and" or "then" before a verb. Each edit is resolved against
     the workflow as the previous edits left it, so "add X after Y and move X to position 1" works
     when the tool numbers new steps the way :meth:`Workflow.add_step` does.
     """
-    edits: list[Edit] = []
+    edits: list[Call] = []
     skipped: list[str] = []
-    for clause in _clauses(instruction):
-        try:
-            result = _edit(clause, workflow)
-        except UnknownStepError:
-            result = None
-        if result is None:
-            if re.search(_VERBS, clause, re.IGNORECASE):
-                skipped.append(clause)
-            continue
-        edit, workflow = result
-        edits.append(edit)
+    for clause in _CLAUSE_SPLIT.split(instruction):
+        clause = clause.strip(_TRAILING + " ")
+        result = _edit(clause, workflow) if clause else None
+        if result is not None:
+            edits.append(result[0])
+            workflow = result[1]
+        elif re.search(_VERBS, clause, re.IGNORECASE):
+            skipped.append(clause)
     return tuple(edits), tuple(skipped)
 
 
-def describe_edit(edit: Edit, names: Mapping[str, str], *, done: bool = True) -> str:
+def describe_edit(edit: Call, names: Mapping[str, str], *, done: bool = True) -> str:
     """A few words on one edit, naming steps by the names they had before the edits (``names``):
     "renamed 'Build' to 'Compile'" when ``done``, "rename 'Build' to 'Compile'" otherwise."""
     args = edit.arguments

@@ -5,11 +5,9 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
-import attrs
-
-__all__ = ["OFFLINE_MODEL", "SCENARIOS", "ScenarioSelection", "UnknownScenarioError", "parse_model"]
+__all__ = ["OFFLINE_MODEL", "SCENARIOS", "Scenario", "UnknownScenarioError", "parse_model"]
 
 OFFLINE_MODEL: Final = "offline"
 
@@ -56,56 +54,28 @@ class UnknownScenarioError(ValueError):
             f"unknown offline scenario {token!r}; known scenarios: {', '.join(sorted(SCENARIOS))} "
             "(optionally name*N to apply to the first N requests only)"
         )
-        self.token = token
 
 
-@attrs.frozen
-class ScenarioSelection:
-    """The scenarios one request asked for.
+class Scenario(NamedTuple):
+    """One scenario as the model name wrote it (``http-429*2``), its name, and its N (None: always)."""
 
-    ``tokens`` keeps each one as written (``http-429*2``): the server counts requests per token to
-    decide whether a transient scenario still applies. ``transient`` maps such tokens to their N.
-    """
-
-    tokens: tuple[str, ...] = ()
-    names: tuple[str, ...] = ()
-    transient: Mapping[str, int] = attrs.field(factory=dict)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.names
-
-    @property
-    def text(self) -> str:
-        return "+".join(self.tokens)
-
-    def without_tokens(self, dropped: frozenset[str]) -> ScenarioSelection:
-        """The selection minus ``dropped`` tokens (transient scenarios that are used up)."""
-        kept = [
-            (token, name) for token, name in zip(self.tokens, self.names, strict=True) if token not in dropped
-        ]
-        return ScenarioSelection(
-            tokens=tuple(token for token, _ in kept),
-            names=tuple(name for _, name in kept),
-            transient={token: n for token, n in self.transient.items() if token not in dropped},
-        )
+    token: str
+    name: str
+    times: int | None
 
 
-def parse_model(model: object) -> ScenarioSelection:
+def parse_model(model: object) -> tuple[Scenario, ...]:
     """The scenarios named by ``offline:<a>[+<b>...]``; any other model name selects none.
 
     Raises :class:`UnknownScenarioError` for a name that is not in :data:`SCENARIOS`.
     """
     if not isinstance(model, str) or not model.startswith(OFFLINE_MODEL + ":"):
-        return ScenarioSelection()
-    tokens: list[str] = []
-    names: list[str] = []
-    transient: dict[str, int] = {}
-    for token in model[len(OFFLINE_MODEL) + 1 :].split("+"):
+        return ()
+    scenarios = []
+    for token in model.removeprefix(OFFLINE_MODEL + ":").split("+"):
         match = _TOKEN.fullmatch(token.strip())
         if match is None or match["name"] not in SCENARIOS:
             raise UnknownScenarioError(token)
-        tokens.append(match[0])
-        names.append(match["name"])
-        if match["times"] is not None:
-            transient[match[0]] = int(match["times"])
-    return ScenarioSelection(tokens=tuple(tokens), names=tuple(names), transient=transient)
+        times = None if match["times"] is None else int(match["times"])
+        scenarios.append(Scenario(match[0], match["name"], times))
+    return tuple(scenarios)

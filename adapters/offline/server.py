@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import reprlib
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, Self
 
 import attrs
 
-from adapters.offline.replies import Dialect, Reply, error_reply, http_fault, render
-from adapters.offline.scenarios import OFFLINE_MODEL, ScenarioSelection, UnknownScenarioError, parse_model
+from adapters.offline.replies import Dialect, Reply, answer, error_reply
+from adapters.offline.scenarios import OFFLINE_MODEL, Scenario, UnknownScenarioError, parse_model
 from adapters.offline.threaded import Receive, Request, Scope, Send, ThreadedServer, read_request
-from adapters.offline.turns import BadRequestError, ModelRequest, respond
+from adapters.offline.turns import RefusedError
 
 __all__ = ["OfflineResponsesServer", "RecordedRequest"]
 
@@ -52,6 +53,21 @@ class RecordedRequest:
     status: int
 
 
+def _json_body(request: Request) -> Any:
+    """The JSON body of a ``POST /v1/responses``; raises RefusedError for any other request."""
+    url = request.path.split("?", 1)[0]
+    if url.rstrip("/") != "/v1/responses":
+        message = f"Unknown request URL: {request.method} {url}. This offline endpoint serves /v1/responses."
+        raise RefusedError(message, status=404, code="unknown_url")
+    if request.method != "POST":
+        message = f"Method {request.method} is not allowed on /v1/responses; use POST."
+        raise RefusedError(message, status=405, code="method_not_allowed")
+    try:
+        return json.loads(request.body)
+    except ValueError as exc:
+        raise RefusedError("We could not parse the JSON body of your request.") from exc
+
+
 class OfflineResponsesServer(ThreadedServer):
     """The built-in offline stand-in for a LiteLLM gateway's ``POST /v1/responses``.
 
@@ -71,7 +87,7 @@ class OfflineResponsesServer(ThreadedServer):
         self._dialect: Dialect = dialect
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
-        self._transient_counts: dict[str, int] = {}
+        self._counts: collections.Counter[str] = collections.Counter()
 
     def start(self) -> Self:
         super().start()
@@ -140,9 +156,19 @@ class OfflineResponsesServer(ThreadedServer):
         scenario = ""
         applied: tuple[str, ...] = ()
         try:
-            reply, body, scenario, applied = self._reply(request, request_id)
-        except BadRequestError as exc:
-            reply = error_reply(400, exc.message, kind="invalid_request_error", code=None, param=exc.param)
+            body = _json_body(request)
+            model = body.get("model") if isinstance(body, dict) else None
+            if not isinstance(model, str) or not model:
+                message = "Missing required parameter: 'model'."
+                raise RefusedError(message, code="missing_required_parameter", param="model")
+            if model.startswith(OFFLINE_MODEL + ":"):
+                scenario = model.partition(":")[2]
+            applied = self._active(parse_model(model))
+            reply = answer(body, applied, dialect=self._dialect, seed=request_id, created_at=int(time.time()))
+        except UnknownScenarioError as exc:
+            reply = error_reply(400, str(exc), code="unknown_scenario", param="model")
+        except RefusedError as exc:
+            reply = error_reply(exc.status, str(exc), code=exc.code, param=exc.param)
         record = RecordedRequest(
             request.method, request.path, request.headers, body, scenario, applied, request_id, reply.status
         )
@@ -150,55 +176,12 @@ class OfflineResponsesServer(ThreadedServer):
             self._requests.append(record)
         return reply
 
-    def _reply(self, request: Request, request_id: str) -> tuple[Reply, Any, str, tuple[str, ...]]:
-        method, url = request.method, request.path.split("?", 1)[0]
-        if url.rstrip("/") != "/v1/responses":
-            message = f"Unknown request URL: {method} {url}. This offline endpoint serves /v1/responses."
-            return error_reply(404, message, kind="invalid_request_error", code="unknown_url"), None, "", ()
-        if method != "POST":
-            message = f"Method {method} is not allowed on /v1/responses; use POST."
-            reply = error_reply(405, message, kind="invalid_request_error", code="method_not_allowed")
-            return reply, None, "", ()
-        try:
-            body = json.loads(request.body)
-        except ValueError as exc:
-            raise BadRequestError("We could not parse the JSON body of your request.") from exc
-        model = body.get("model") if isinstance(body, dict) else None
-        if not isinstance(model, str) or not model:
-            message = "Missing required parameter: 'model'."
-            reply = error_reply(
-                400, message, kind="invalid_request_error", code="missing_required_parameter", param="model"
-            )
-            return reply, body, "", ()
-        scenario = model.partition(":")[2] if model.startswith(OFFLINE_MODEL + ":") else ""
-        try:
-            scenarios = self._active(parse_model(model))
-        except UnknownScenarioError as exc:
-            reply = error_reply(
-                400, str(exc), kind="invalid_request_error", code="unknown_scenario", param="model"
-            )
-            return reply, body, scenario, ()
-        fault = http_fault(scenarios)
-        if fault is not None:
-            return fault, body, scenario, scenarios.names
-        request_body = ModelRequest.from_body(body)
-        turn = respond(request_body, malformed="malformed-arguments" in scenarios)
-        reply = render(
-            turn,
-            body=body,
-            scenarios=scenarios,
-            dialect=self._dialect,
-            seed=request_id,
-            created_at=int(time.time()),
-        )
-        return reply, body, scenario, scenarios.names
-
-    def _active(self, scenarios: ScenarioSelection) -> ScenarioSelection:
-        """Count this request against each transient scenario and drop the ones used up."""
-        used_up = set()
+    def _active(self, scenarios: Sequence[Scenario]) -> tuple[str, ...]:
+        """The names of the scenarios that apply to this request: each ``name*N`` to N requests only."""
         with self._lock:
-            for token, times in scenarios.transient.items():
-                self._transient_counts[token] = self._transient_counts.get(token, 0) + 1
-                if self._transient_counts[token] > times:
-                    used_up.add(token)
-        return scenarios.without_tokens(frozenset(used_up))
+            self._counts.update(scenario.token for scenario in scenarios if scenario.times is not None)
+            return tuple(
+                scenario.name
+                for scenario in scenarios
+                if scenario.times is None or self._counts[scenario.token] <= scenario.times
+            )

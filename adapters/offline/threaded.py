@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 import attrs
 
@@ -26,7 +26,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _STARTUP_SECONDS: Final = 10.0
 _POLL_SECONDS: Final = 0.005
-_JOIN_SECONDS: Final = 10.0
 # How long uvicorn lets unfinished replies run once stop() begins, before it cancels them.
 _GRACE_SECONDS: Final = 5
 # The load suite opens a couple of hundred connections at once; a short backlog would make most of
@@ -52,18 +51,14 @@ class Request:
 async def read_request(scope: Scope, receive: Receive) -> Request:
     """The request ``scope`` opens, with its whole body (sent in one piece or many)."""
     body = bytearray()
-    while True:
+    message: MutableMapping[str, Any] = {"more_body": True}
+    while message.get("more_body"):
         message = await receive()
         body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
     query = scope.get("query_string", b"").decode("latin-1")
-    return Request(
-        method=scope["method"],
-        path=scope["path"] + (f"?{query}" if query else ""),
-        headers={name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]},
-        body=bytes(body),
-    )
+    path = scope["path"] + (f"?{query}" if query else "")
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+    return Request(scope["method"], path, headers, bytes(body))
 
 
 class ThreadedServer:
@@ -79,20 +74,18 @@ class ThreadedServer:
         self._app = app
         self._name = name
         self._address = (host, port)
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._running: tuple[uvicorn.Server, threading.Thread, int] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._port: int | None = None
-        self._stopped = False
         self._failure: BaseException | None = None
+        self._state: Literal["not started", "running", "stopped"] = "not started"
         self.stopping = asyncio.Event()
         """Set (on the server's loop) when ``stop()`` begins: a response that waits on purpose ends then."""
 
     def start(self) -> Self:
         """Bind, listen and serve; returns once connections are accepted. Idempotent while running."""
-        if self._stopped:
+        if self.state == "stopped":
             raise RuntimeError(f"{self._name} cannot be restarted once stopped; make a new one")
-        if self._thread is not None:
+        if self.state == "running":
             return self
         try:
             # Imported here: the CLI imports the stand-in on every run, and runs without uvicorn
@@ -101,7 +94,6 @@ class ThreadedServer:
         except ImportError as exc:
             raise ModuleNotFoundError(_MISSING_UVICORN, name="uvicorn") from exc
         listener = socket.create_server(self._address, backlog=_BACKLOG)
-        self._port = int(listener.getsockname()[1])
         config = uvicorn.Config(
             self._app,
             interface="asgi3",
@@ -114,15 +106,15 @@ class ThreadedServer:
             proxy_headers=False,
             timeout_graceful_shutdown=_GRACE_SECONDS,
         )
-        self._server = server = uvicorn.Server(config)
-        self._thread = thread = threading.Thread(
-            target=self._run, args=(listener,), name=self._name, daemon=True
-        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=self._run, args=(server, listener), name=self._name, daemon=True)
+        self._running = (server, thread, listener.getsockname()[1])
+        self._state = "running"
         thread.start()
         deadline = time.monotonic() + _STARTUP_SECONDS
         while not server.started:
             if not thread.is_alive():
-                self._stopped = True
+                self._running, self._state = None, "stopped"
                 raise RuntimeError(f"{self._name} stopped before it started serving") from self._failure
             if time.monotonic() > deadline:
                 self.stop()
@@ -130,14 +122,13 @@ class ThreadedServer:
             thread.join(_POLL_SECONDS)  # returns at once if the thread has ended
         return self
 
-    def _run(self, listener: socket.socket) -> None:
-        assert self._server is not None
+    def _run(self, server: uvicorn.Server, listener: socket.socket) -> None:
         try:
             with asyncio.Runner() as runner:
                 self._loop = runner.get_loop()
-                runner.run(self._server.serve(sockets=[listener]))
+                runner.run(server.serve(sockets=[listener]))
         except BaseException as exc:
-            if self._server.started:
+            if server.started:
                 raise
             self._failure = exc  # start() raises it, in the caller's thread
         finally:
@@ -145,16 +136,16 @@ class ThreadedServer:
 
     def stop(self) -> None:
         """Stop serving, close every connection and join the thread; safe to call more than once."""
-        server, thread, loop = self._server, self._thread, self._loop
-        if server is None or thread is None:
+        if self._running is None or self.state == "stopped":
             return
-        self._stopped = True
-        if loop is not None:
+        self._state = "stopped"
+        server, thread, _ = self._running
+        if self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nothing is waiting any more
-                loop.call_soon_threadsafe(self.stopping.set)
+                self._loop.call_soon_threadsafe(self.stopping.set)
         server.should_exit = True
-        thread.join(_JOIN_SECONDS)
-        self._server = None
+        thread.join(_STARTUP_SECONDS)
+        self._running = None
 
     def __enter__(self) -> Self:
         return self.start()
@@ -167,13 +158,13 @@ class ThreadedServer:
     @property
     def state(self) -> str:
         """``not started``, ``running`` or ``stopped``."""
-        return "stopped" if self._stopped else "running" if self._server is not None else "not started"
+        return self._state
 
     @property
     def port(self) -> int:
-        if self._server is None or self._port is None:
+        if self._running is None:
             raise RuntimeError(f"{self._name} is not running")
-        return self._port
+        return self._running[2]
 
     @property
     def origin(self) -> str:
@@ -183,8 +174,7 @@ class ThreadedServer:
     @property
     def open_connections(self) -> int:
         """Connections open on the server side now."""
-        server = self._server
-        return 0 if server is None else len(server.server_state.connections)
+        return 0 if self._running is None else len(self._running[0].server_state.connections)
 
     def wait_for_connections(self, count: int = 0, timeout: float = 5.0) -> bool:
         """Wait until at most ``count`` connections are open; False if that did not happen in ``timeout``."""
@@ -200,8 +190,8 @@ class ThreadedServer:
 
         Call it from the app (the server's loop); the app then sees ``http.disconnect`` on receive.
         """
-        assert self._server is not None
-        for connection in list(self._server.server_state.connections):
+        connections = self._running[0].server_state.connections if self._running else ()
+        for connection in list(connections):
             # Every HTTP/1.1 protocol of uvicorn keeps its peer and transport under these names.
             transport: asyncio.Transport | None = getattr(connection, "transport", None)
             if transport is not None and getattr(connection, "client", None) == scope["client"]:

@@ -10,9 +10,8 @@ import pydantic
 import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
-from adapters.offline.replies import Dialect, Reply, render
-from adapters.offline.scenarios import parse_model
-from adapters.offline.turns import ModelRequest, ModelTurn, respond
+from adapters.offline.replies import Dialect, Reply, answer
+from adapters.offline.turns import Item, ModelRequest, respond
 
 # The SDK's event models by their ``type``, so a failure names the one model the event should match.
 EVENT_MODELS: dict[str, type[pydantic.BaseModel]] = {
@@ -27,12 +26,19 @@ TOOLS = [
 SHAPES: list[dict[str, Any]] = [{}, {"reasoning": {"effort": "low", "summary": "auto"}}, {"tools": TOOLS}]
 
 
-def reply_for(model: str, *, stream: bool, dialect: Dialect = "openai", **extra: Any) -> Reply:
+def reply_for(
+    model: str, *, stream: bool, dialect: Dialect = "openai", seed: str = "seed", **extra: Any
+) -> Reply:
     body = {"model": model, "input": TRANSCRIPT, "stream": stream, **extra}
-    turn = respond(ModelRequest.from_body(body))
-    return render(
-        turn, body=body, scenarios=parse_model(model), dialect=dialect, seed="seed", created_at=1_700_000_000
-    )
+    names = model.removeprefix("offline").removeprefix(":").split("+")
+    return answer(body, names, dialect=dialect, seed=seed, created_at=1_700_000_000)
+
+
+def document_of(reply: Reply) -> dict[str, Any]:
+    (body,) = reply.body
+    assert isinstance(body, bytes)
+    assert dict(reply.headers)["content-length"] == str(len(body))
+    return dict(json.loads(body))
 
 
 def data_lines(reply: Reply) -> list[str]:
@@ -72,12 +78,7 @@ def test_openai_dialect_events_validate_strictly_against_the_sdk_models(
 @pytest.mark.parametrize("extra", SHAPES)
 @pytest.mark.parametrize("model", ["offline", "offline:incomplete", "offline:response-failed"])
 def test_openai_dialect_json_documents_validate_strictly(model: str, extra: dict[str, Any]) -> None:
-    reply = reply_for(model, stream=False, **extra)
-
-    (body,) = reply.body
-    assert isinstance(body, bytes)
-    assert dict(reply.headers)["content-length"] == str(len(body))
-    Response.model_validate_json(body)
+    Response.model_validate(document_of(reply_for(model, stream=False, **extra)))
 
 
 def test_litellm_dialect_departs_from_the_schema_only_where_litellm_does() -> None:
@@ -110,17 +111,7 @@ def test_streamed_pieces_add_up_to_the_finished_items() -> None:
 
 
 def test_text_deltas_keep_every_character_of_the_text() -> None:
-    body = {"model": "offline", "input": "  spaced   out\ttext \n", "stream": True}
-    events = events_of(
-        render(
-            respond(ModelRequest.from_body(body)),
-            body=body,
-            scenarios=parse_model("offline"),
-            dialect="openai",
-            seed="s",
-            created_at=1,
-        )
-    )
+    events = events_of(reply_for("offline", stream=True, input="  spaced   out\ttext \n"))
 
     text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     assert text == events[-1]["response"]["output"][0]["content"][0]["text"]
@@ -128,26 +119,13 @@ def test_text_deltas_keep_every_character_of_the_text() -> None:
 
 
 def test_request_fields_are_echoed_and_response_ids_differ_per_seed() -> None:
-    body = {
-        "model": "offline",
-        "input": "x",
-        "instructions": "Be brief.",
-        "max_output_tokens": 50,
-        "store": True,
-    }
-    turn = respond(ModelRequest.from_body(body))
-    documents = []
-    for seed in ("a", "b"):
-        reply = render(
-            turn, body=body, scenarios=parse_model("offline"), dialect="openai", seed=seed, created_at=5
-        )
-        documents.append(json.loads(b"".join(piece for piece in reply.body if isinstance(piece, bytes))))
-    first, second = documents
+    echoed: dict[str, Any] = {"instructions": "Be brief.", "max_output_tokens": 50, "store": True}
+    first, second = (document_of(reply_for("offline", stream=False, seed=seed, **echoed)) for seed in "ab")
 
     assert first["instructions"] == "Be brief."
     assert first["max_output_tokens"] == 50
     assert first["store"] is True
-    assert first["created_at"] == 5
+    assert first["created_at"] == 1_700_000_000
     assert first["id"] != second["id"]
     assert first["output"][0]["id"] != second["output"][0]["id"]
 
@@ -174,9 +152,7 @@ def test_faults_cut_json_bodies_as_documented() -> None:
 
 def test_error_scenarios_on_json_answer_a_failed_response() -> None:
     for model in ("offline:error-event", "offline:error-event-nested", "offline:response-failed"):
-        (body,) = reply_for(model, stream=False).body
-        assert isinstance(body, bytes)
-        document = Response.model_validate_json(body)
+        document = Response.model_validate(document_of(reply_for(model, stream=False)))
         assert document.status == "failed"
         assert document.error is not None
         assert document.error.code == "server_error"
@@ -202,24 +178,22 @@ def test_stream_faults_end_the_body_as_documented() -> None:
         [json.loads(line) for line in garbage]
 
 
-def history_after(turn: ModelTurn, *, reject_malformed: bool) -> list[dict[str, Any]]:
-    """The transcript, ``turn``'s calls and their results: ok, or invalid_tool_arguments where not JSON."""
+def history_after(calls: list[Item], *, reject_malformed: bool) -> list[dict[str, Any]]:
+    """The transcript, the calls and their results: ok, or invalid_tool_arguments where not JSON."""
     history: list[dict[str, Any]] = [{"role": "user", "content": TRANSCRIPT}]
-    for call in turn.calls:
+    for call in calls:
         output = "ok"
         try:
-            json.loads(call.arguments)
+            json.loads(call["arguments"])
         except json.JSONDecodeError:
             output = json.dumps({"error": "invalid_tool_arguments"}) if reject_malformed else "ok"
-        history.append(
-            {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
-        )
-        history.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
+        history.append({key: call[key] for key in ("type", "call_id", "name", "arguments")})
+        history.append({"type": "function_call_output", "call_id": call["call_id"], "output": output})
     return history
 
 
 def test_huge_arguments_leave_a_later_tool_turn_and_a_closing_text_alone() -> None:
-    first = respond(
+    first, _ = respond(
         ModelRequest.from_body({"model": "offline", "input": TRANSCRIPT, "tools": TOOLS}), malformed=True
     )
 
@@ -233,22 +207,17 @@ def test_huge_arguments_leave_a_later_tool_turn_and_a_closing_text_alone() -> No
         input=history_after(first, reject_malformed=False),
     )
 
-    (retried,) = retry.body
-    (closed,) = closing.body
-    assert isinstance(retried, bytes)
-    assert isinstance(closed, bytes)
-    assert [item["type"] for item in json.loads(retried)["output"]] == ["function_call"]
-    assert [item["type"] for item in json.loads(closed)["output"]] == ["message"]
-    assert len(retried) < 100_000
-    assert len(closed) < 100_000
+    assert [item["type"] for item in document_of(retry)["output"]] == ["function_call"]
+    assert [item["type"] for item in document_of(closing)["output"]] == ["message"]
+    assert len(json.dumps(document_of(retry))) < 100_000
+    assert len(json.dumps(document_of(closing))) < 100_000
 
 
 @pytest.mark.parametrize(("limit", "status"), [(4, "incomplete"), (10_000, "completed"), (None, "completed")])
 def test_max_output_tokens_below_the_answer_ends_it_incomplete(limit: int | None, status: str) -> None:
-    (body,) = reply_for("offline", stream=False, max_output_tokens=limit).body
-    assert isinstance(body, bytes)
-
-    document = Response.model_validate_json(body)
+    document = Response.model_validate(
+        document_of(reply_for("offline", stream=False, max_output_tokens=limit))
+    )
 
     assert document.status == status
     assert (document.incomplete_details is not None) is (status == "incomplete")

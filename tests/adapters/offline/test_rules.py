@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from adapters.offline.rules import (
     ActionItem,
-    Edit,
+    Call,
     Meeting,
     describe_edit,
     plan_edits,
@@ -22,8 +23,14 @@ from application.summary import transcript_message
 from application.workflow_editor import instruction_message
 from domain import Workflow, WorkflowStep
 from tests.application.strategies import hostile_texts
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+from tests.integration.offline.support import DECISIONS, EXAMPLES, STANDUP_ACTION_ITEMS
+from tests.strategies import (
+    offline_kinds,
+    offline_new_names,
+    offline_separators,
+    offline_step_names,
+    offline_utterances,
+)
 
 
 def release_workflow() -> Workflow:
@@ -37,20 +44,10 @@ def release_workflow() -> Workflow:
 def test_example_transcript_yields_every_participant_item_and_decision() -> None:
     meeting = read_meeting((EXAMPLES / "standup-transcript.txt").read_text())
 
+    # Their order is the summary's, checked below.
     assert meeting.participants == ("Priya", "Tom", "Maya", "Alex", "Dev")
-    assert meeting.action_items == (
-        ActionItem("Tom", "fix the flaky checkout test", "Wednesday"),
-        ActionItem("Maya", "update the release notes", "Thursday noon"),
-        ActionItem("Dev", "pair with Alex on the Android crash", "end of day"),
-        ActionItem("Alex", "ping the design team about the empty-state icons", None),
-        ActionItem("Dev", "rotate the staging database credentials", "Friday"),
-        ActionItem("Priya", "book the retro room for next Tuesday", None),
-    )
-    assert meeting.decisions == (
-        "Ship 2.4 on Thursday without the new onboarding flow",
-        "Move the stand-up to 9:45 starting next week",
-        "Feature flags stay on in staging until the load test passes",
-    )
+    assert set(meeting.action_items) == {ActionItem(i.owner, i.task, i.due) for i in STANDUP_ACTION_ITEMS}
+    assert meeting.decisions == DECISIONS
 
 
 def test_example_summary_names_everyone_and_every_item_with_owner_and_due() -> None:
@@ -187,10 +184,10 @@ def test_several_clauses_become_edits_in_order_against_the_evolving_workflow() -
     edits, skipped = plan_edits(instruction, release_workflow())
 
     assert edits == (
-        Edit("add_step", {"name": "Smoke test", "kind": "test", "after": "step-2"}),
-        Edit("remove_step", {"step_id": "step-4"}),
-        Edit("rename_step", {"step_id": "step-6", "name": "Announce on Slack"}),
-        Edit("move_step", {"step_id": "step-7", "position": 2}),
+        Call("add_step", {"name": "Smoke test", "kind": "test", "after": "step-2"}),
+        Call("remove_step", {"step_id": "step-4"}),
+        Call("rename_step", {"step_id": "step-6", "name": "Announce on Slack"}),
+        Call("move_step", {"step_id": "step-7", "position": 2}),
     )
     assert skipped == ()
 
@@ -200,26 +197,26 @@ def test_several_clauses_become_edits_in_order_against_the_evolving_workflow() -
     [
         (
             "Add a step called Staged rollout",
-            Edit("add_step", {"name": "Staged rollout", "kind": "task", "after": None}),
+            Call("add_step", {"name": "Staged rollout", "kind": "task", "after": None}),
         ),
         (
             "insert a new step Staged rollout before Publish to app stores",
-            Edit("add_step", {"name": "Staged rollout", "kind": "task", "after": "step-4"}),
+            Call("add_step", {"name": "Staged rollout", "kind": "task", "after": "step-4"}),
         ),
         (
             "append step Tag it at the end",
-            Edit("add_step", {"name": "Tag it", "kind": "task", "after": None}),
+            Call("add_step", {"name": "Tag it", "kind": "task", "after": None}),
         ),
-        ("delete step-3", Edit("remove_step", {"step_id": "step-3"})),
-        ("move announce to the top", Edit("move_step", {"step_id": "step-6", "position": 1})),
-        ("Move the freeze step to the end.", Edit("move_step", {"step_id": "step-1", "position": 6})),
+        ("delete step-3", Call("remove_step", {"step_id": "step-3"})),
+        ("move announce to the top", Call("move_step", {"step_id": "step-6", "position": 1})),
+        ("Move the freeze step to the end.", Call("move_step", {"step_id": "step-1", "position": 6})),
         (
             "then move Publish to app stores to position #3",
-            Edit("move_step", {"step_id": "step-5", "position": 3}),
+            Call("move_step", {"step_id": "step-5", "position": 3}),
         ),
     ],
 )
-def test_each_edit_form(instruction: str, edit: Edit) -> None:
+def test_each_edit_form(instruction: str, edit: Call) -> None:
     assert plan_edits(instruction, release_workflow()) == ((edit,), ())
 
 
@@ -244,7 +241,7 @@ def test_an_ambiguous_partial_name_is_not_guessed() -> None:
     )
 
     assert plan_edits("remove deploy", workflow) == ((), ("remove deploy",))
-    assert plan_edits("remove deploy app", workflow) == ((Edit("remove_step", {"step_id": "b"}),), ())
+    assert plan_edits("remove deploy app", workflow) == ((Call("remove_step", {"step_id": "b"}),), ())
 
 
 def test_text_without_any_edit_verb_is_neither_an_edit_nor_reported() -> None:
@@ -255,7 +252,7 @@ def test_step_names_containing_and_are_not_split() -> None:
     workflow = Workflow("w", (WorkflowStep("s1", "Build and test", "build"),))
 
     assert plan_edits("rename Build and test to Build", workflow) == (
-        (Edit("rename_step", {"step_id": "s1", "name": "Build"}),),
+        (Call("rename_step", {"step_id": "s1", "name": "Build"}),),
         (),
     )
 
@@ -263,22 +260,127 @@ def test_step_names_containing_and_are_not_split() -> None:
 def test_describe_names_steps_by_their_old_names() -> None:
     names = {"step-2": "Build release candidate", "step-4": "Manual QA sign-off"}
 
-    assert describe_edit(Edit("add_step", {"name": "S", "kind": "test", "after": "step-2"}), names) == (
+    assert describe_edit(Call("add_step", {"name": "S", "kind": "test", "after": "step-2"}), names) == (
         "added 'S' (test) after 'Build release candidate'"
     )
-    assert describe_edit(Edit("add_step", {"name": "S", "kind": "task", "after": None}), names) == (
+    assert describe_edit(Call("add_step", {"name": "S", "kind": "task", "after": None}), names) == (
         "added 'S' (task) at the end"
     )
-    assert describe_edit(Edit("remove_step", {"step_id": "step-4"}), names) == "removed 'Manual QA sign-off'"
-    assert describe_edit(Edit("rename_step", {"step_id": "step-9", "name": "N"}), names) == (
+    assert describe_edit(Call("remove_step", {"step_id": "step-4"}), names) == "removed 'Manual QA sign-off'"
+    assert describe_edit(Call("rename_step", {"step_id": "step-9", "name": "N"}), names) == (
         "renamed 'step-9' to 'N'"
     )
-    assert describe_edit(Edit("move_step", {"step_id": "step-2", "position": 1}), names) == (
+    assert describe_edit(Call("move_step", {"step_id": "step-2", "position": 1}), names) == (
         "moved 'Build release candidate' to position 1"
     )
-    assert describe_edit(Edit("remove_step", {"step_id": "step-4"}), names, done=False) == (
+    assert describe_edit(Call("remove_step", {"step_id": "step-4"}), names, done=False) == (
         "remove 'Manual QA sign-off'"
     )
     assert describe_edit(
-        Edit("add_step", {"name": "S", "kind": "task", "after": None}), names, done=False
+        Call("add_step", {"name": "S", "kind": "task", "after": None}), names, done=False
     ) == ("add 'S' (task) at the end")
+
+
+# ---------------------------------------------------------------- properties
+
+
+@given(st.lists(offline_utterances(), max_size=12), st.booleans())
+def test_generated_transcripts_yield_exactly_the_planted_items(
+    utterances: list[tuple[str, str, Any]], stamped: bool
+) -> None:
+    lines = [
+        (f"[{index // 60:02d}:{index % 60:02d}] " if stamped else "") + f"{speaker}: {sentence}"
+        for index, (speaker, sentence, _) in enumerate(utterances)
+    ]
+
+    meeting = read_meeting("\n".join(lines))
+
+    assert meeting.participants == tuple(dict.fromkeys(speaker for speaker, _, _ in utterances))
+    assert meeting.action_items == tuple(
+        ActionItem(*planted) for _, _, planted in utterances if isinstance(planted, tuple)
+    )
+    assert meeting.decisions == tuple(planted for _, _, planted in utterances if isinstance(planted, str))
+
+
+@given(st.lists(offline_utterances(), max_size=12))
+def test_the_summary_states_every_action_item_so_it_reads_back_the_same(
+    utterances: list[tuple[str, str, Any]],
+) -> None:
+    meeting = read_meeting("\n".join(f"{speaker}: {sentence}" for speaker, sentence, _ in utterances))
+
+    assert read_meeting(summary_text(meeting)).action_items == meeting.action_items
+
+
+@given(st.text())
+def test_reading_any_text_never_raises(text: str) -> None:
+    assert isinstance(read_meeting(text), Meeting)
+    workflow = Workflow("w", (WorkflowStep("s1", "Build app", "build"),))
+    edits, _ = plan_edits(text, workflow)
+    assert all(isinstance(edit, Call) for edit in edits)
+
+
+def apply(workflow: Workflow, edit: Call) -> Workflow:
+    args: dict[str, Any] = dict(edit.arguments)
+    if edit.name == "add_step":
+        return workflow.add_step(args["name"], args["kind"], args["after"])[0]
+    if edit.name == "remove_step":
+        return workflow.remove_step(args["step_id"])
+    if edit.name == "rename_step":
+        return workflow.rename_step(args["step_id"], args["name"])
+    return workflow.move_step(args["step_id"], args["position"])
+
+
+@st.composite
+def edit_scripts(draw: st.DrawFn) -> tuple[Workflow, str, Workflow]:
+    """A workflow, an instruction of several clauses, and the workflow those clauses describe."""
+    names = draw(st.lists(offline_step_names, min_size=1, max_size=6, unique=True))
+    workflow = Workflow(
+        "w", tuple(WorkflowStep(f"step-{n}", name, "task") for n, name in enumerate(names, 1))
+    )
+    fresh = iter(draw(st.permutations(["Smoke test", "Canary", "Backup db", "Sign binaries", "Warm cache"])))
+    expected = workflow
+    clauses: list[str] = []
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        kind = draw(st.sampled_from(["add", "remove", "rename", "move"] if expected.steps else ["add"]))
+        target = draw(st.sampled_from(expected.steps)) if expected.steps else None
+        if kind == "add" or target is None:
+            name = next(fresh, None) or draw(offline_new_names.filter(lambda n: n not in names))
+            if any(step.name == name for step in expected.steps):
+                continue
+            step_kind = draw(offline_kinds)
+            if target is not None and draw(st.booleans()):
+                clauses.append(f"add a step {name} of kind {step_kind} after {target.name}")
+                expected = expected.add_step(name, step_kind, target.id)[0]
+            else:
+                clauses.append(f'add a new step called "{name}" of kind {step_kind}')
+                expected = expected.add_step(name, step_kind)[0]
+        elif kind == "remove":
+            clauses.append(draw(st.sampled_from([f"remove {target.name}", f"delete the {target.name} step"])))
+            expected = expected.remove_step(target.id)
+        elif kind == "rename":
+            new = next(fresh, None)
+            if new is None or any(step.name == new for step in expected.steps):
+                continue
+            clauses.append(f"rename {target.name} to {new}")
+            expected = expected.rename_step(target.id, new)
+        else:
+            position = draw(st.integers(min_value=1, max_value=len(expected.steps)))
+            clauses.append(f"move {target.name} to position {position}")
+            expected = expected.move_step(target.id, position)
+    instruction = ""
+    for index, clause in enumerate(clauses):
+        instruction += (draw(offline_separators) if index else "") + clause
+    return workflow, instruction, expected
+
+
+@given(edit_scripts())
+def test_instructions_become_the_edits_they_describe(script: tuple[Workflow, str, Workflow]) -> None:
+    workflow, instruction, expected = script
+
+    edits, skipped = plan_edits(instruction, workflow)
+    for edit in edits:
+        workflow = apply(workflow, edit)
+
+    assert skipped == ()
+    assert workflow == expected
+    assert all(json.dumps(dict(edit.arguments)) for edit in edits)

@@ -453,13 +453,18 @@ async def test_transient_faults_fail_only_the_first_n_requests(
 ) -> None:
     sdk = sdk_for(server, http, max_retries=2)
 
-    response = await sdk.responses.create(model="offline:http-429*2", input="hello offline world")
-    again = await sdk.responses.create(model="offline:http-429*2", input="hello offline world")
+    response = await sdk.responses.create(model="offline:http-429*2+litellm", input="hello offline world")
+    again = await sdk.responses.create(model="offline:http-429*2+litellm", input="hello offline world")
 
     assert response.output_text == again.output_text == ECHO
     assert [request.status for request in server.requests] == [429, 429, 200, 200]
-    assert [request.applied for request in server.requests] == [("http-429",), ("http-429",), (), ()]
-    assert {request.scenario for request in server.requests} == {"http-429*2"}
+    assert [request.applied for request in server.requests] == [
+        ("http-429", "litellm"),
+        ("http-429", "litellm"),
+        ("litellm",),
+        ("litellm",),
+    ]
+    assert {request.scenario for request in server.requests} == {"http-429*2+litellm"}
 
 
 # ---------------------------------------------------------------- load scenarios
