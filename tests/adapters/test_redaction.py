@@ -1,14 +1,18 @@
-"""The redactor cuts every known secret, in every spelling an echo gives it, out of any text."""
+"""The redactor cuts every known secret, in every spelling an echo gives it, out of any text; the log
+filter does the same to every record of a logger, where a redactor applies."""
 
 from __future__ import annotations
 
 import json
+import logging
 import urllib.parse
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.redaction import REDACTED, Redactor
+from adapters.redaction import REDACTED, RedactingFilter, Redactor
 
 # Lower-case letters, digits and dashes, as keys are spelled: none of them can combine with the
 # upper-case "[REDACTED]" marker into a new occurrence of a secret.
@@ -97,3 +101,61 @@ def test_the_repr_counts_the_secrets_but_shows_none() -> None:
     assert repr(Redactor(["only-one-1"])) == "Redactor(<1 secret>)"
     assert bool(redactor)
     assert not Redactor.none()
+
+
+# ---------------------------------------------------------------- the log filter
+
+API_KEY = "sk-test-SECRET-4b1d"
+GATEWAY_TOKEN = "gw-token-9f8e7d6c"
+REDACTOR = Redactor([API_KEY, GATEWAY_TOKEN])
+ECHO = f"key {API_KEY} token {GATEWAY_TOKEN}"
+
+
+@pytest.fixture
+def filtered() -> Iterator[tuple[logging.Logger, list[logging.LogRecord], list[Redactor | None]]]:
+    logger = logging.getLogger("tests.redaction.filtered")
+    current: list[Redactor | None] = [REDACTOR]
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    log_filter = RedactingFilter(lambda: current[0])
+    handler = Keep()
+    logger.addFilter(log_filter)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    yield logger, records, current
+    logger.removeFilter(log_filter)
+    logger.removeHandler(handler)
+
+
+def test_the_log_filter_scrubs_messages_arguments_and_extra_fields(
+    filtered: tuple[logging.Logger, list[logging.LogRecord], list[Redactor | None]],
+) -> None:
+    logger, records, _ = filtered
+
+    logger.debug("request_id: %s", f"req {API_KEY}", extra={"echo": ECHO, "count": 3})
+    logger.debug("clean %s", "value")
+
+    echoed, clean = records
+    assert echoed.getMessage() == f"request_id: req {REDACTED}"
+    assert vars(echoed)["echo"] == f"key {REDACTED} token {REDACTED}"
+    assert vars(echoed)["count"] == 3
+    assert (clean.msg, clean.args) == ("clean %s", ("value",))
+
+
+def test_the_log_filter_acts_only_where_a_redactor_applies_and_never_breaks_a_record(
+    filtered: tuple[logging.Logger, list[logging.LogRecord], list[Redactor | None]],
+) -> None:
+    logger, records, current = filtered
+
+    logger.debug("%s %s", API_KEY)
+    current[0] = None
+    logger.debug("outside a request: %s", API_KEY)
+
+    broken, outside = records
+    assert broken.getMessage() == f"%s %s (arguments: ('{REDACTED}',))"
+    assert outside.getMessage() == f"outside a request: {API_KEY}"

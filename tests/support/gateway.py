@@ -40,7 +40,9 @@ __all__ = [
     "adapters_for",
     "all_updates",
     "answer",
+    "answered_and_streamed",
     "assert_folds_to",
+    "assert_shows_no_key",
     "assert_streams_what_it_answers",
     "call_item",
     "client_for",
@@ -193,10 +195,12 @@ class Pieces(httpx.AsyncByteStream):
         self.closed = True
 
 
-def streamed(body: Pieces, content_type: str = SSE, status: int = 200, **headers: str) -> httpx.Response:
-    """A response whose body arrives as ``body`` sends it."""
-    labels = {"content-type": content_type, "x-request-id": REQUEST_ID, **headers}
-    return httpx.Response(status, headers=labels, stream=body)
+def streamed(body: Pieces, content_type: str = SSE, *, encoding: str | None = None) -> httpx.Response:
+    """A 200 response whose body arrives as ``body`` sends it, under ``content_type`` and ``encoding``."""
+    labels = {"content-type": content_type, "x-request-id": REQUEST_ID}
+    if encoding is not None:
+        labels["content-encoding"] = encoding
+    return httpx.Response(200, headers=labels, stream=body)
 
 
 # ---------------------------------------------------------------- streamed updates
@@ -229,3 +233,30 @@ async def assert_streams_what_it_answers(
             await all_updates(adapter, messages)
         return
     assert_folds_to(await all_updates(adapter, messages), response)
+
+
+async def answered_and_streamed(
+    body: str | bytes, content_type: str
+) -> list[tuple[ChatResponse, list[ChatResponseUpdate]]]:
+    """Each adapter's ``get_response`` and its streamed updates, for one body."""
+    results = []
+    for adapter in adapters_for(Recorder([answer(body, content_type)])):
+        results.append((await adapter.get_response(QUESTION), await all_updates(adapter)))
+    return results
+
+
+# ---------------------------------------------------------------- secrets
+
+
+def assert_shows_no_key(error: BaseException) -> None:
+    """Neither ``error`` nor any exception behind it (cause or context) shows :data:`API_KEY`."""
+    seen: list[BaseException] = []
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if any(current is known for known in seen):
+            continue
+        seen.append(current)
+        assert API_KEY not in str(current), current
+        assert API_KEY not in repr(current), current
+        pending.extend(behind for behind in (current.__cause__, current.__context__) if behind is not None)

@@ -1,4 +1,6 @@
-"""Folding realistic streams and JSON bodies through both adapters, in OpenAI's and LiteLLM's dialects."""
+"""The event folder (``folding``): realistic streams and JSON bodies fold the same through both adapters, in
+OpenAI's and LiteLLM's dialects, whatever a careless gateway changes, and the updates it streams on the way
+fold to exactly what ``get_response`` returns."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from domain import (
     ChatMessage,
     ChatPort,
@@ -20,6 +23,7 @@ from domain import (
     TextContent,
     Usage,
 )
+from tests.strategies import model_outputs, output_items, output_texts
 from tests.support.gateway import (
     CREATED_AT,
     JSON,
@@ -27,7 +31,11 @@ from tests.support.gateway import (
     Recorder,
     adapters_for,
     answer,
+    answered_and_streamed,
+    assert_folds_to,
+    assert_streams_what_it_answers,
     call_item,
+    every_way,
     message_item,
     reasoning_item,
     response_document,
@@ -50,18 +58,42 @@ async def fold_all_ways(
     document: dict[str, Any], *, litellm: bool, **stream_options: Any
 ) -> list[ChatResponse]:
     """The document through both adapters, served once as an event stream and once as JSON."""
-    body = sse(stream_events(document, litellm=litellm, **stream_options), litellm=litellm)
-    results = []
-    for served in (answer(body, SSE), answer(json.dumps(document), JSON)):
-        for adapter in adapters_for(Recorder([served])):
-            results.append(await ask(adapter))
-    return results
+    return [await ask(adapter) for adapter in every_way(document, litellm=litellm, **stream_options)]
 
 
-def test_both_adapters_satisfy_the_chat_port() -> None:
-    sse_adapter, json_adapter = adapters_for(Recorder([answer("{}")]))
-    ports: tuple[ChatPort, ChatPort] = (sse_adapter, json_adapter)
-    assert [type(p) for p in ports] == [ResponsesSseAdapter, ResponsesJsonAdapter]
+async def ask_streamed(events: list[dict[str, Any]]) -> ChatResponse:
+    """What the streaming adapter folds ``events`` to."""
+    streaming, _ = adapters_for(Recorder([answer(sse(events), SSE)]))
+    return await ask(streaming)
+
+
+def _opening() -> dict[str, Any]:
+    return {"type": "response.created", "response": response_document([], status="in_progress")}
+
+
+def _closing() -> dict[str, Any]:
+    return {"type": "response.completed", "response": response_document([])}
+
+
+def _message_started(item_id: str, text: str) -> list[dict[str, Any]]:
+    """A message at output index 0, announced empty, then ``text`` as one delta."""
+    started = {"type": "message", "id": item_id, "role": "assistant", "content": []}
+    delta = {"output_index": 0, "content_index": 0, "item_id": item_id, "delta": text}
+    return [
+        {"type": "response.output_item.added", "output_index": 0, "item": started},
+        {"type": "response.output_text.delta", **delta},
+    ]
+
+
+def three_kinds() -> dict[str, Any]:
+    """A Response with reasoning (a summary and a text part), a message and a call."""
+    return response_document(
+        [
+            reasoning_item("rs_1", summary=("plan",), texts=("think",)),
+            message_item("m", "hello"),
+            call_item("f", "c", "n", "{}"),
+        ]
+    )
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -232,7 +264,7 @@ async def test_a_finished_call_without_arguments_falls_back_to_its_deltas() -> N
         if event["type"] == "response.function_call_arguments.done":
             event["type"] = "response.function_call_arguments.finished-elsewhere"
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     assert [c.raw_arguments for c in result.function_calls] == ['{"x": [1, 2]}']
 
@@ -290,14 +322,14 @@ async def test_refusal_is_the_assistant_text() -> None:
     }
     at = {"output_index": 0, "content_index": 0}
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": response_document([], status="in_progress")},
+        _opening(),
         {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
         {"type": "response.refusal.delta", **at, "delta": "I can't"},
         {"type": "response.refusal.done", **at, "refusal": "I can't help with that."},
-        {"type": "response.completed", "response": response_document([])},
+        _closing(),
     ]
 
-    streamed = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    streamed = await ask_streamed(events)
     documented = await ask(adapters_for(Recorder([answer(json.dumps(response_document([item])), JSON)]))[1])
 
     assert streamed.text == documented.text == "I can't help with that."
@@ -330,12 +362,12 @@ async def test_events_after_the_terminal_event_change_nothing() -> None:
 async def test_a_hosted_tool_item_that_never_finished_keeps_how_it_started() -> None:
     started = {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": response_document([], status="in_progress")},
+        _opening(),
         {"type": "response.output_item.added", "output_index": 0, "item": started},
         {"type": "response.incomplete", "response": response_document([], status="incomplete")},
     ]
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     (content,) = result.messages[0].contents
     assert isinstance(content, ProviderItemContent)
@@ -346,14 +378,14 @@ async def test_a_hosted_tool_item_that_never_finished_keeps_how_it_started() -> 
 async def test_a_stream_cut_mid_reasoning_keeps_the_reasoning_in_partial() -> None:
     at = {"output_index": 0, "summary_index": 0, "item_id": "rs_1"}
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": response_document([], status="in_progress")},
+        _opening(),
         {"type": "response.reasoning_summary_text.delta", **at, "delta": "Weighing "},
         {"type": "response.reasoning_summary_text.delta", **at},
         {"type": "response.reasoning_summary_text.delta", **at, "delta": "options"},
     ]
 
     with pytest.raises(MalformedResponseError) as caught:
-        await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+        await ask_streamed(events)
 
     assert caught.value.partial is not None
     (reasoning,) = caught.value.partial.messages[0].contents
@@ -363,12 +395,12 @@ async def test_a_stream_cut_mid_reasoning_keeps_the_reasoning_in_partial() -> No
 async def test_a_finished_call_without_arguments_or_deltas_has_empty_arguments() -> None:
     bare = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "list_steps"}
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": response_document([], status="in_progress")},
+        _opening(),
         {"type": "response.output_item.done", "output_index": 0, "item": bare},
-        {"type": "response.completed", "response": response_document([])},
+        _closing(),
     ]
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     (call,) = result.function_calls
     assert (call.call_id, call.name, call.raw_arguments) == ("call_1", "list_steps", "")
@@ -377,13 +409,7 @@ async def test_a_finished_call_without_arguments_or_deltas_has_empty_arguments()
 
 
 async def test_done_events_without_their_text_leave_the_deltas_standing() -> None:
-    document = response_document(
-        [
-            reasoning_item("rs_1", summary=("plan",), texts=("think",)),
-            message_item("m", "hello"),
-            call_item("f", "c", "n", "{}"),
-        ]
-    )
+    document = three_kinds()
     events = stream_events(document, chunk=2, terminal_output=False)
     for event in events:
         if event["type"] == "response.output_item.done" and event["item"]["type"] != "function_call":
@@ -392,7 +418,7 @@ async def test_done_events_without_their_text_leave_the_deltas_standing() -> Non
             if event["type"].endswith(".done") and field in event:
                 del event[field]
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     reasoning, text, call = result.messages[0].contents
     assert reasoning == ReasoningContent("plan\n\nthink", item_id="rs_1", summary=("plan",))
@@ -416,7 +442,7 @@ async def test_thousands_of_deltas_fold_to_exactly_the_text_they_carry() -> None
     ]
     events.append({"type": "response.completed", "response": response_document([])})
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     reasoning, message_text, call = result.messages[0].contents
     assert isinstance(reasoning, ReasoningContent)
@@ -489,10 +515,10 @@ async def test_a_repeated_done_event_is_one_item_not_two() -> None:
 async def test_a_surrogate_pair_split_across_two_deltas_is_one_character() -> None:
     at = {"output_index": 0, "content_index": 0, "item_id": "msg_1"}
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": response_document([], status="in_progress")},
+        _opening(),
         {"type": "response.output_text.delta", **at, "delta": "smile \ud83d"},
         {"type": "response.output_text.delta", **at, "delta": "\ude00"},
-        {"type": "response.completed", "response": response_document([])},
+        _closing(),
     ]
     # ensure_ascii (the default) writes each half as its own \u escape, as a gateway splitting the pair would.
     body = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
@@ -502,24 +528,11 @@ async def test_a_surrogate_pair_split_across_two_deltas_is_one_character() -> No
         assert result.text == "smile \U0001f600"
 
 
-def _opening() -> dict[str, Any]:
-    return {"type": "response.created", "response": response_document([], status="in_progress")}
-
-
-def _closing() -> dict[str, Any]:
-    return {"type": "response.completed", "response": response_document([])}
-
-
 async def test_an_item_that_never_finished_keeps_what_it_had_when_another_takes_its_index() -> None:
-    first = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
-    second = {"type": "message", "id": "msg_2", "role": "assistant", "content": []}
-    at = {"output_index": 0, "content_index": 0}
-    events: list[dict[str, Any]] = [
+    events = [
         _opening(),
-        {"type": "response.output_item.added", "output_index": 0, "item": first},
-        {"type": "response.output_text.delta", **at, "item_id": "msg_1", "delta": "first, cut"},
-        {"type": "response.output_item.added", "output_index": 0, "item": second},
-        {"type": "response.output_text.delta", **at, "item_id": "msg_2", "delta": "second"},
+        *_message_started("msg_1", "first, cut"),
+        *_message_started("msg_2", "second"),
         {"type": "response.output_item.done", "output_index": 0, "item": message_item("msg_2", "second")},
         _closing(),
     ]
@@ -533,17 +546,14 @@ async def test_an_item_that_never_finished_keeps_what_it_had_when_another_takes_
 
 
 async def test_a_finished_item_that_is_not_the_one_arriving_leaves_that_one_standing() -> None:
-    arriving = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
-    at = {"output_index": 0, "content_index": 0}
-    events: list[dict[str, Any]] = [
+    events = [
         _opening(),
-        {"type": "response.output_item.added", "output_index": 0, "item": arriving},
-        {"type": "response.output_text.delta", **at, "item_id": "msg_1", "delta": "never finished"},
+        *_message_started("msg_1", "never finished"),
         {"type": "response.output_item.done", "output_index": 0, "item": call_item("fc_9", "c9", "f", "{}")},
         _closing(),
     ]
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     text, call = result.messages[0].contents
     assert text == TextContent("never finished")
@@ -563,19 +573,13 @@ async def test_a_repeated_done_without_ids_is_one_item_and_a_different_one_is_tw
         _closing(),
     ]
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     assert result.messages[0].contents == (TextContent("same"), TextContent("other"))
 
 
 async def test_late_part_events_of_a_finished_item_change_nothing() -> None:
-    document = response_document(
-        [
-            reasoning_item("rs_1", summary=("plan",), texts=("think",)),
-            message_item("m", "hello"),
-            call_item("f", "c", "n", "{}"),
-        ]
-    )
+    document = three_kinds()
     events = stream_events(document, chunk=2, terminal_output=False)
     summary_at = {"output_index": 0, "summary_index": 0}
     late: list[dict[str, Any]] = [
@@ -591,7 +595,187 @@ async def test_late_part_events_of_a_finished_item_change_nothing() -> None:
     events[-1:-1] = late
     clean = await ask(adapters_for(Recorder([answer(sse(stream_events(document)), SSE)]))[0])
 
-    result = await ask(adapters_for(Recorder([answer(sse(events), SSE)]))[0])
+    result = await ask_streamed(events)
 
     assert result.messages == clean.messages
     assert "LATE" not in repr(result)
+
+
+# ---------------------------------------------------------------- the updates streamed on the way
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    output=model_outputs(),
+    status=st.sampled_from([("completed", None), ("incomplete", "max_output_tokens")]),
+    shape=st.sampled_from(["openai", "litellm", "json"]),
+    chunk=st.none() | st.integers(min_value=1, max_value=7),
+    terminal_output=st.booleans(),
+)
+async def test_streamed_updates_fold_to_what_get_response_returns(
+    output: list[dict[str, Any]],
+    status: tuple[str, str | None],
+    shape: str,
+    chunk: int | None,
+    terminal_output: bool,
+) -> None:
+    litellm = shape == "litellm"
+    document = response_document(output, status=status[0], incomplete_reason=status[1], litellm=litellm)
+    if shape == "json":
+        body, content_type = json.dumps(document), JSON
+    else:
+        events = stream_events(document, chunk=chunk, litellm=litellm, terminal_output=terminal_output)
+        body, content_type = sse(events, litellm=litellm), SSE
+
+    for response, updates in await answered_and_streamed(body, content_type):
+        assert_folds_to(updates, response)
+        assert updates[-1].status == response.status
+
+
+async def test_text_arrives_as_pieces_and_a_call_once_whole() -> None:
+    document = response_document(
+        [message_item("msg_1", "Two decisions were made."), call_item("fc_1", "call_1", "f", '{"a": 1}')]
+    )
+    body = sse(stream_events(document, chunk=4))
+
+    for response, updates in await answered_and_streamed(body, SSE):
+        pieces = [u.text for u in updates if u.text]
+        assert len(pieces) > 1
+        assert "".join(pieces) == "Two decisions were made."
+        calls = [call for u in updates for call in u.function_calls]
+        assert [c.raw_arguments for c in calls] == ['{"a": 1}']
+        assert updates[0].response_id == "resp_test"
+        assert not updates[0].contents
+        assert_folds_to(updates, response)
+
+
+def _with_done_text(events: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    for event in events:
+        if event["type"] == "response.output_text.done":
+            event["text"] = text
+        if event["type"] == "response.output_item.done":
+            event["item"] = {**event["item"], "content": [{"type": "output_text", "text": text}]}
+    return events
+
+
+@pytest.mark.parametrize(
+    ("done_text", "expected"),
+    [
+        # A whole form that extends what arrived adds the rest.
+        ("Hello there, team.", "Hello there, team."),
+        # One that contradicts it is not taken: the caller already has the deltas.
+        ("Something else entirely", "Hello there"),
+    ],
+)
+async def test_a_done_text_that_differs_from_the_deltas(done_text: str, expected: str) -> None:
+    document = response_document([message_item("msg_1", "Hello there")])
+    events = _with_done_text(stream_events(document, chunk=3, terminal_output=False), done_text)
+
+    for response, updates in await answered_and_streamed(sse(events), SSE):
+        assert response.text == expected
+        assert_folds_to(updates, response)
+
+
+async def test_a_terminal_output_that_differs_or_holds_items_that_never_streamed() -> None:
+    streamed = message_item("msg_1", "Streamed text")
+    call = call_item("fc_1", "call_1", "record_decision", '{"decision": "ship"}')
+    extra = reasoning_item("rs_9", summary=("late",), encrypted="enc")
+    events = stream_events(response_document([streamed, call]), chunk=5)
+    rewritten_call = {**call, "arguments": '{"decision": "hold"}'}
+    events[-1]["response"] = {
+        **events[-1]["response"],
+        "output": [extra, message_item("msg_1", "Streamed text, and more"), rewritten_call],
+    }
+
+    for response, updates in await answered_and_streamed(sse(events), SSE):
+        assert response.text == "Streamed text, and more"
+        # The call went out when it finished; the terminal output cannot take it back.
+        assert [c.raw_arguments for c in response.function_calls] == ['{"decision": "ship"}']
+        assert response.messages[0].contents[-1].encrypted_content == "enc"  # type: ignore[union-attr]
+        assert_folds_to(updates, response)
+
+
+async def test_an_item_missing_from_the_terminal_output_and_two_on_one_index_are_kept() -> None:
+    first = call_item("fc_1", "call_1", "record_decision", '{"decision": "ship"}')
+    second = message_item("msg_2", "kept")
+    events = stream_events(response_document([first, second]), chunk=2)
+    for event in events:
+        if event.get("output_index") == 1:
+            event["output_index"] = 0
+    events[-1]["response"] = {**events[-1]["response"], "output": [first]}
+
+    for response, updates in await answered_and_streamed(sse(events), SSE):
+        assert response.text == "kept"
+        assert len(response.function_calls) == 1
+        assert_folds_to(updates, response)
+
+
+async def test_a_call_finished_without_arguments_and_reasoning_sealed_by_its_done_item() -> None:
+    reasoning = reasoning_item("rs_1", summary=("plan",), encrypted="sealed")
+    call = call_item("fc_1", "call_1", "f", '{"x": [1, 2]}')
+    events = stream_events(response_document([reasoning, call]), chunk=2, terminal_output=False)
+    for event in events:
+        if event["type"] == "response.output_item.done" and event["item"]["type"] == "function_call":
+            event["item"] = {k: v for k, v in event["item"].items() if k != "arguments"}
+        if event["type"] == "response.function_call_arguments.done":
+            event["arguments"] = None
+
+    for response, updates in await answered_and_streamed(sse(events), SSE):
+        assert [c.raw_arguments for c in response.function_calls] == ['{"x": [1, 2]}']
+        assert response.messages[0].contents[0].encrypted_content == "sealed"  # type: ignore[union-attr]
+        assert_folds_to(updates, response)
+
+
+async def test_a_surrogate_pair_split_across_deltas_never_goes_out_halved() -> None:
+    at = {"output_index": 0, "content_index": 0, "item_id": "msg_1"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "response.output_text.delta", **at, "delta": "smile \ud83d"},
+        {"type": "response.output_text.delta", **at, "delta": "\ude00 ok"},
+        {"type": "response.completed", "response": response_document([])},
+    ]
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+
+    for response, updates in await answered_and_streamed(body, SSE):
+        assert [u.text for u in updates if u.text] == ["smile ", "\U0001f600 ok"]
+        assert_folds_to(updates, response)
+
+
+async def test_a_json_answer_streams_its_contents_once_read() -> None:
+    document = response_document([message_item("msg_1", "whole"), call_item("fc", "c", "f", "{}")])
+
+    for response, updates in await answered_and_streamed(json.dumps(document), JSON):
+        assert next(c for u in updates for c in u.contents) == TextContent("whole")
+        assert_folds_to(updates, response)
+
+
+@st.composite
+def perturbed_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A generated answer's events as a careless gateway might send them: events dropped or sent
+    twice, ".done" texts that differ from the deltas, a terminal output reordered, cut or grown."""
+    output = draw(model_outputs())
+    litellm = draw(st.booleans())
+    document = response_document(output, litellm=litellm)
+    events = stream_events(document, chunk=draw(st.none() | st.integers(1, 5)), litellm=litellm)
+    *body, terminal = events
+    perturbed: list[dict[str, Any]] = []
+    for event in body:
+        action = draw(st.sampled_from(["keep"] * 6 + ["drop", "twice", "retext"]))
+        if action == "drop":
+            continue
+        if action == "retext":
+            event = {**event, **{key: draw(output_texts) for key in ("text", "arguments") if key in event}}
+        perturbed.append(event)
+        if action == "twice":
+            perturbed.append(event)
+    final_output = draw(st.permutations(document["output"]))
+    final_output = final_output[: draw(st.integers(0, len(final_output)))]
+    final_output += draw(st.lists(st.integers(0, 50).flatmap(output_items), max_size=2))
+    return [*perturbed, {**terminal, "response": {**terminal["response"], "output": final_output}}]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(events=perturbed_streams())
+async def test_even_a_careless_stream_folds_the_same_streamed_or_whole(events: list[dict[str, Any]]) -> None:
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        await assert_streams_what_it_answers(adapter)

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.responses import ResponsesSettings, ResponsesSseAdapter
+from adapters.responses import ResponsesSseAdapter
 from application import LoopSettings, SummaryAgent, WorkflowEditorAgent
 from domain import Workflow, WorkflowStep
 from tests.strategies import MARKER, malformed_argument_strings
 from tests.support.gateway import (
     SSE,
     Recorder,
+    adapters_for,
     answer,
     call_item,
-    client_for,
     message_item,
     response_document,
     sse,
@@ -41,7 +41,8 @@ def input_items(body: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 
 def sse_adapter(recorder: Recorder) -> ResponsesSseAdapter:
-    return ResponsesSseAdapter(client_for(recorder), ResponsesSettings(model="gpt-test"))
+    streaming, _ = adapters_for(recorder)
+    return streaming
 
 
 @pytest.mark.parametrize("litellm", [False, True], ids=["openai-dialect", "litellm-dialect"])

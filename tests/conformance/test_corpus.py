@@ -1,4 +1,5 @@
-"""Every recorded OpenAI body folds through both adapters, served with its recorded content type."""
+"""Every recorded OpenAI body folds through both adapters, served with its recorded content type, and streams
+to the same answer."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from domain import (
     ReasoningContent,
     TextContent,
 )
-from tests.support.gateway import REQUEST_ID, Recorder, adapters_for, answer
+from tests.support.gateway import REQUEST_ID, Recorder, adapters_for, answer, assert_streams_what_it_answers
 
 _REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("MEETING_AGENTS_CORPUS", _REPO.parent / "shared" / "corpus" / "openai-recorded"))
@@ -63,17 +64,24 @@ def observed(response: ChatResponse) -> dict[str, Any]:
     }
 
 
-@pytest.mark.skipif(
+ABSENT = pytest.mark.skipif(
     not ENTRIES, reason=f"the recorded corpus is absent (looked in {CORPUS}; set MEETING_AGENTS_CORPUS)"
 )
+EACH_ENTRY = pytest.mark.parametrize("entry", ENTRIES, ids=[entry["file"] for entry in ENTRIES])
+
+
+def _served(entry: dict[str, Any]) -> Recorder:
+    body = (CORPUS / entry["file"]).read_bytes()
+    return Recorder([answer(body, entry["content_type"], entry["status"])])
+
+
+@ABSENT
 @pytest.mark.parametrize("adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter])
-@pytest.mark.parametrize("entry", ENTRIES, ids=[entry["file"] for entry in ENTRIES])
+@EACH_ENTRY
 async def test_recorded_body_folds_to_its_expectation(
     entry: dict[str, Any], adapter_type: type[ResponsesSseAdapter | ResponsesJsonAdapter]
 ) -> None:
-    body = (CORPUS / entry["file"]).read_bytes()
-    recorder = Recorder([answer(body, entry["content_type"], entry["status"])])
-    sse_adapter, json_adapter = adapters_for(recorder)
+    sse_adapter, json_adapter = adapters_for(_served(entry))
     adapter = sse_adapter if adapter_type is ResponsesSseAdapter else json_adapter
     expect = entry["expect"]
 
@@ -87,3 +95,10 @@ async def test_recorded_body_folds_to_its_expectation(
     response = await adapter.get_response([ChatMessage.user("hi")])
 
     assert observed(response) == expect
+
+
+@ABSENT
+@EACH_ENTRY
+async def test_every_recorded_body_streams_to_what_get_response_returns(entry: dict[str, Any]) -> None:
+    for adapter in adapters_for(_served(entry)):
+        await assert_streams_what_it_answers(adapter)

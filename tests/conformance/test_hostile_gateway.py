@@ -7,12 +7,12 @@ import contextlib
 import gc
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Final
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
@@ -27,7 +27,7 @@ from domain import (
     FunctionResultContent,
     MalformedResponseError,
 )
-from tests.adapters.hostile import (
+from tests.conformance.hostile import (
     DEEP_OPEN,
     HostileBody,
     hostile_bodies,
@@ -39,6 +39,7 @@ from tests.support.gateway import (
     REQUEST_ID,
     SSE,
     Recorder,
+    all_updates,
     answer,
     call_item,
     client_for,
@@ -50,6 +51,7 @@ from tests.support.gateway import (
 )
 
 Adapter = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
+HostileTest = Callable[[Adapter, HostileBody], Coroutine[Any, Any, None]]
 ADAPTERS: Final[tuple[Adapter, ...]] = (ResponsesSseAdapter, ResponsesJsonAdapter)
 QUESTION: Final = (ChatMessage.user("Summarize the meeting"),)
 NEXT_ANSWER: Final = json.dumps(
@@ -123,24 +125,26 @@ def property_settings(examples: int) -> settings:
 PROPERTY_SETTINGS: Final = property_settings(BODIES_PER_ADAPTER // 2)
 
 
+def on_each_adapter(examples: int) -> Callable[[HostileTest], Any]:
+    """A property over ``examples`` hostile bodies, run on each adapter."""
+
+    def decorate(test: HostileTest) -> Any:
+        return pytest.mark.parametrize("adapter_type", ADAPTERS)(
+            property_settings(examples)(given(body=hostile_bodies)(test))
+        )
+
+    return decorate
+
+
 @pytest.mark.parametrize("adapter_type", ADAPTERS)
+@pytest.mark.parametrize("bodies", [hostile_streams(), hostile_json_bodies()], ids=["stream", "json"])
 @PROPERTY_SETTINGS
-@given(body=hostile_streams())
-async def test_any_event_stream_gives_a_response_that_goes_out_again_or_a_chat_error(
-    adapter_type: Adapter, body: HostileBody
+@given(data=st.data())
+async def test_any_event_stream_or_json_body_gives_a_response_that_goes_out_again_or_a_chat_error(
+    adapter_type: Adapter, bodies: st.SearchStrategy[HostileBody], data: st.DataObject
 ) -> None:
-    outcome = await assert_keeps_its_promises(adapter_type, body)
+    outcome = await assert_keeps_its_promises(adapter_type, data.draw(bodies, label="body"))
     # --hypothesis-show-statistics shows how often each outcome was reached.
-    event(type(outcome).__name__)
-
-
-@pytest.mark.parametrize("adapter_type", ADAPTERS)
-@PROPERTY_SETTINGS
-@given(body=hostile_json_bodies())
-async def test_any_json_body_gives_a_response_that_goes_out_again_or_a_chat_error(
-    adapter_type: Adapter, body: HostileBody
-) -> None:
-    outcome = await assert_keeps_its_promises(adapter_type, body)
     event(type(outcome).__name__)
 
 
@@ -157,44 +161,31 @@ def _same_outcome(first: ChatResponse | ChatError, second: ChatResponse | ChatEr
     return type(first) is type(second)
 
 
-@pytest.mark.parametrize("adapter_type", ADAPTERS)
-@property_settings(BODIES_PER_ADAPTER // 8)
-@given(body=hostile_bodies)
-async def test_the_content_type_label_and_the_request_id_do_not_change_what_a_body_folds_to(
-    adapter_type: Adapter, body: HostileBody
-) -> None:
-    """Either adapter reads either shape under any label, so only the bytes decide the outcome."""
-    assume(not _opens_with_a_line_that_says_neither_shape(body))
-    as_sent = await assert_keeps_its_promises(adapter_type, body)
-    honest = await assert_keeps_its_promises(adapter_type, body.honestly_labelled())
-    assert _same_outcome(as_sent, honest), (as_sent, honest)
-
-
 async def _streamed(adapter_type: Adapter, body: HostileBody) -> ChatResponse | ChatError:
     """``body`` asked for through ``get_streaming_response``, its updates folded."""
     adapter = adapter_type(client_for(Recorder([body.response()])), ResponsesSettings(model="gpt-test"))
-    updates: list[ChatResponseUpdate] = []
     try:
         with _no_collection_mid_parse():
             async with asyncio.timeout(EXCHANGE_BOUND_SECONDS):
-                async for update in adapter.get_streaming_response(QUESTION):
-                    assert isinstance(update, ChatResponseUpdate)
-                    updates.append(update)
+                updates = await all_updates(adapter, QUESTION)
     except ChatError as error:
         return error
+    assert all(isinstance(update, ChatResponseUpdate) for update in updates)
     return ChatResponse.from_updates(updates)
 
 
-@pytest.mark.parametrize("adapter_type", ADAPTERS)
-@property_settings(BODIES_PER_ADAPTER // 8)
-@given(body=hostile_bodies)
-async def test_streaming_any_body_folds_to_what_get_response_returns_or_raises(
+@on_each_adapter(BODIES_PER_ADAPTER // 8)
+async def test_neither_the_label_and_request_id_nor_streaming_change_what_a_body_folds_to(
     adapter_type: Adapter, body: HostileBody
 ) -> None:
-    """Streamed updates fold to ``get_response``'s answer, and a failure is of the same class."""
-    whole = await assert_keeps_its_promises(adapter_type, body)
+    """Either adapter reads either shape under any label, so only the bytes decide the outcome; and
+    streamed updates fold to ``get_response``'s answer, a failure being of the same class."""
+    as_sent = await assert_keeps_its_promises(adapter_type, body)
+    if not _opens_with_a_line_that_says_neither_shape(body):
+        honest = await assert_keeps_its_promises(adapter_type, body.honestly_labelled())
+        assert _same_outcome(as_sent, honest), (as_sent, honest)
     streamed = await _streamed(adapter_type, body)
-    assert _same_outcome(streamed, whole), (streamed, whole)
+    assert _same_outcome(streamed, as_sent), (streamed, as_sent)
     event(f"streamed: {type(streamed).__name__}")
 
 
@@ -203,9 +194,7 @@ async def test_streaming_any_body_folds_to_what_get_response_returns_or_raises(
 RETRIES: Final = 1
 
 
-@pytest.mark.parametrize("adapter_type", ADAPTERS)
-@property_settings(BODIES_PER_ADAPTER // 20)
-@given(body=hostile_bodies)
+@on_each_adapter(BODIES_PER_ADAPTER // 20)
 async def test_a_gateway_answering_the_same_hostile_body_gets_at_most_max_retries_more_requests(
     adapter_type: Adapter, body: HostileBody
 ) -> None:
@@ -470,42 +459,33 @@ async def test_each_hostile_body_of_the_issue_gives_a_response_that_goes_out_aga
     await assert_keeps_its_promises(adapter_type, body)
 
 
-UNDECODABLE_DATA_LINES: Final = (
-    "invalid utf-8 in a data line",
-    "a data line nested 100k deep",
-    "a data line of an int past the digit limit",
-)
-UNDECODABLE_JSON_BODIES: Final = (
-    "json nested 100k deep",
-    "a JSON body with an int past the digit limit",
-    "a JSON body that is not UTF-8",
-)
+# Each undecodable body, with the text that had arrived before it (a stream was cut into deltas of four
+# characters, the first of which came before the bad line; a JSON body has nothing before it).
+UNDECODABLE: Final[dict[str, str | None]] = {
+    "invalid utf-8 in a data line": "Hell",
+    "a data line nested 100k deep": "Hell",
+    "a data line of an int past the digit limit": "Hell",
+    "json nested 100k deep": None,
+    "a JSON body with an int past the digit limit": None,
+    "a JSON body that is not UTF-8": None,
+}
 
 
 @pytest.mark.parametrize("adapter_type", ADAPTERS)
-@pytest.mark.parametrize("case", UNDECODABLE_DATA_LINES)
-async def test_an_undecodable_data_line_is_malformed_and_keeps_what_had_arrived(
-    adapter_type: Adapter, case: str
-) -> None:
-    error = await assert_keeps_its_promises(adapter_type, ISSUE_BODIES[case])
-
-    assert isinstance(error, MalformedResponseError)
-    assert (error.request_id, error.response_id, error.model_id) == (REQUEST_ID, "resp_test", "gpt-test-2026")
-    assert error.partial is not None
-    # The stream was cut into deltas of four characters; the first one arrived before the bad line.
-    assert error.partial.text == "Hell"
-
-
-@pytest.mark.parametrize("adapter_type", ADAPTERS)
-@pytest.mark.parametrize("case", UNDECODABLE_JSON_BODIES)
-async def test_an_undecodable_json_body_is_malformed_with_its_request_id(
-    adapter_type: Adapter, case: str
+@pytest.mark.parametrize(("case", "arrived"), UNDECODABLE.items(), ids=list(UNDECODABLE))
+async def test_an_undecodable_data_line_or_json_body_is_malformed_and_keeps_what_had_arrived(
+    adapter_type: Adapter, case: str, arrived: str | None
 ) -> None:
     error = await assert_keeps_its_promises(adapter_type, ISSUE_BODIES[case])
 
     assert isinstance(error, MalformedResponseError)
     assert error.request_id == REQUEST_ID
-    assert error.partial is None
+    if arrived is None:
+        assert error.partial is None
+        return
+    assert (error.response_id, error.model_id) == ("resp_test", "gpt-test-2026")
+    assert error.partial is not None
+    assert error.partial.text == arrived
 
 
 ODD_REQUEST_IDS: Final = ("caf\xe9 \xff", "", "r" * 10_000)

@@ -1,4 +1,5 @@
-"""Property: one model output folds to one ChatResponse every way, and its raw arguments survive."""
+"""Round trips: one model output folds to one ChatResponse every way and goes out again with its raw
+arguments, and whatever the adapters return survives being split into streamed updates and folded back."""
 
 from __future__ import annotations
 
@@ -9,25 +10,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionResultContent
-from tests.strategies import model_outputs
+from tests.domain.strategies import streamed_updates
+from tests.strategies import model_outputs, output_texts
 from tests.support.gateway import (
     JSON,
-    SSE,
+    QUESTION,
     Recorder,
     adapters_for,
     answer,
+    every_way,
+    reasoning_item,
     response_document,
-    sse,
-    stream_events,
 )
-
-
-async def fold_everywhere(document: dict[str, Any], body: str) -> list[ChatResponse]:
-    results = []
-    for served in (answer(body, SSE), answer(json.dumps(document), JSON)):
-        for adapter in adapters_for(Recorder([served])):
-            results.append(await adapter.get_response([ChatMessage.user("Summarize the meeting")]))
-    return results
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -44,8 +38,8 @@ async def test_every_body_shape_folds_to_one_response_and_the_follow_up_keeps_ra
     longest = max((len(json.dumps(item)) for item in output), default=0)
     # Very long argument strings still arrive in a bounded number of deltas, to keep examples fast.
     chunk = max(chunk, longest // 200)
-    events = stream_events(document, chunk=chunk, litellm=litellm, terminal_output=terminal_output)
-    results = await fold_everywhere(document, sse(events, litellm=litellm))
+    ways = every_way(document, chunk=chunk, litellm=litellm, terminal_output=terminal_output)
+    results = [await adapter.get_response(QUESTION) for adapter in ways]
 
     first = results[0]
     assert all(result == first for result in results)
@@ -58,7 +52,7 @@ async def test_every_body_shape_folds_to_one_response_and_the_follow_up_keeps_ra
     assert first.finish_reason == ("tool_calls" if calls else "stop")
 
     results_in_history = tuple(FunctionResultContent(c.call_id, "ok") for c in first.function_calls)
-    follow_up = [ChatMessage.user("Summarize the meeting"), *first.messages]
+    follow_up = [*QUESTION, *first.messages]
     if results_in_history:
         follow_up.append(ChatMessage("tool", results_in_history))
     recorder = Recorder([answer(json.dumps(response_document([])), JSON)])
@@ -78,3 +72,33 @@ async def test_every_body_shape_folds_to_one_response_and_the_follow_up_keeps_ra
         opaque = [item for item in output if item["type"] == "compaction"]
         assert [item for item in sent["input"] if item["type"] == "compaction"] == opaque
         assert request.headers["x-initiator"] == "agent"
+
+
+@st.composite
+def outputs_with_reasoning_text(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Model outputs, sometimes with a reasoning item that has reasoning-text parts as well."""
+    output = draw(model_outputs())
+    if draw(st.booleans()):
+        summary = draw(st.lists(output_texts, max_size=2))
+        texts = draw(st.lists(output_texts, min_size=1, max_size=2))
+        at = draw(st.integers(min_value=0, max_value=len(output)))
+        output.insert(at, reasoning_item("rs_text", summary, draw(st.none() | st.just("enc")), texts))
+    return output
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(
+    output=outputs_with_reasoning_text(),
+    status=st.sampled_from([("completed", None), ("incomplete", "max_output_tokens")]),
+    pieces=st.integers(min_value=1, max_value=5),
+    data=st.data(),
+)
+async def test_every_adapter_response_survives_being_split_into_updates_and_folded(
+    output: list[dict[str, Any]], status: tuple[str, str | None], pieces: int, data: st.DataObject
+) -> None:
+    document = response_document(output, status=status[0], incomplete_reason=status[1])
+    for adapter in adapters_for(Recorder([answer(json.dumps(document), JSON)])):
+        response = await adapter.get_response(QUESTION)
+
+        assert ChatResponse.from_updates(response.to_updates(pieces)) == response
+        assert ChatResponse.from_updates(data.draw(streamed_updates(response))) == response

@@ -1,4 +1,6 @@
-"""The adapters watch each HTTP attempt through a copy of the client, leaving the given one as it was."""
+"""The HTTP front (``http_front``): the adapters watch each attempt through a copy of the client, leaving the
+given one as it was, count attempts from the SDK's retry header, and decode each body once, capped after
+decompression."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import gzip
 import json
 import logging
 import zlib
-from collections.abc import AsyncIterator
 
 import httpx
 import openai
@@ -16,20 +17,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
-from adapters.responses.http_front import observed
+from adapters.responses.http_front import attempts_of, observed
 from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
 from tests.support.gateway import (
     API_KEY,
     BASE_URL,
     JSON,
     SSE,
+    Pieces,
     Recorder,
     adapters_for,
     answer,
+    client_for,
     message_item,
     response_document,
     sse,
     stream_events,
+    streamed,
 )
 
 OK = json.dumps(response_document([message_item("msg_1", "ok")]))
@@ -62,11 +66,7 @@ async def test_the_original_clients_headers_hooks_and_transport_still_apply() ->
 
 
 def test_observing_twice_wraps_once() -> None:
-    client = openai.AsyncOpenAI(
-        api_key=API_KEY,
-        base_url=BASE_URL,
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(Recorder([answer(OK)]))),  # type: ignore[arg-type]  # a legacy httpx client, as the container passes
-    )
+    client = client_for(Recorder([answer(OK)]))
 
     once = observed(client, max_response_bytes=1 << 20)
 
@@ -82,14 +82,7 @@ async def test_concurrent_requests_log_only_their_own_attempts(caplog: pytest.Lo
             return answer("{}", JSON, 503)
         return answer(OK, JSON)
 
-    recorder = Recorder([by_question])
-    client = openai.AsyncOpenAI(
-        api_key=API_KEY,
-        base_url=BASE_URL,
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(recorder)),  # type: ignore[arg-type]  # a legacy httpx client, as the container passes
-        max_retries=1,
-    )
-    adapter = ResponsesSseAdapter(client, ResponsesSettings(model="gpt-test"))
+    adapter, _ = adapters_for(Recorder([by_question]), max_retries=1)
 
     with caplog.at_level(logging.INFO, logger="adapters.responses"):
         await asyncio.gather(
@@ -122,22 +115,6 @@ async def test_closing_the_adapters_copy_leaves_the_given_client_open() -> None:
 # ---------------------------------------------------------------- bodies: decoded once, counted when decoded
 
 
-class _Chunked(httpx.AsyncByteStream):
-    """A body that arrives in pieces, as from a socket (MockTransport reads a ``content=`` body at once)."""
-
-    def __init__(self, data: bytes, size: int) -> None:
-        self._data = data
-        self._size = size
-        self.closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for start in range(0, len(self._data), self._size):
-            yield self._data[start : start + self._size]
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
 def _encoded(data: bytes, coding: str) -> bytes:
     if coding == "gzip":
         return gzip.compress(data)
@@ -146,14 +123,6 @@ def _encoded(data: bytes, coding: str) -> bytes:
     # deflate without the zlib header: servers send both.
     compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)
     return compressor.compress(data) + compressor.flush()
-
-
-def _streamed(body: bytes, content_type: str, chunk: int, **headers: str) -> httpx.Response:
-    return httpx.Response(
-        200,
-        headers={"content-type": content_type, "x-request-id": "req_1", **headers},
-        stream=_Chunked(body, chunk),
-    )
 
 
 TEXT = "Decoded once, whatever the label says. " * 40
@@ -175,7 +144,7 @@ async def test_a_compressed_body_folds_on_either_adapter_under_any_label(
 ) -> None:
     body = _encoded(BODIES[shape], coding)
     encoding = "deflate" if coding == "raw-deflate" else coding
-    recorder = Recorder([lambda _: _streamed(body, label, chunk, **{"content-encoding": encoding})])
+    recorder = Recorder([lambda _: streamed(Pieces(body, chunk), label, encoding=encoding)])
     sse_adapter, json_adapter = adapters_for(recorder)
     adapter = sse_adapter if streaming else json_adapter
 
@@ -188,7 +157,7 @@ async def test_a_compressed_body_folds_on_either_adapter_under_any_label(
 @pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 async def test_a_corrupt_compressed_body_is_a_malformed_response(streaming: bool) -> None:
     body = gzip.compress(BODIES["sse"])[:-40] + b"\x00" * 40
-    recorder = Recorder([lambda _: _streamed(body, SSE, 512, **{"content-encoding": "gzip"})])
+    recorder = Recorder([lambda _: streamed(Pieces(body, 512), SSE, encoding="gzip")])
     adapter = adapters_for(recorder)[0 if streaming else 1]
 
     with pytest.raises(ChatError) as caught:
@@ -209,13 +178,8 @@ async def test_a_body_over_the_cap_is_refused_with_what_had_arrived(
     big = response_document([message_item("msg_1", "z" * (4 * LIMIT))], response_id="resp_big")
     plain = sse(stream_events(big, chunk=4096)).encode() if shape == "sse" else json.dumps(big).encode()
     body = gzip.compress(plain) if coding == "gzip" else plain
-    stream = _Chunked(body, 16 * 1024)
-    response = httpx.Response(
-        200,
-        headers={"content-type": SSE if shape == "sse" else JSON, "content-encoding": coding},
-        stream=stream,
-    )
-    recorder = Recorder([response])
+    stream = Pieces(body, 16 * 1024)
+    recorder = Recorder([streamed(stream, SSE if shape == "sse" else JSON, encoding=coding)])
     adapter = adapters_for(recorder, ResponsesSettings(model="gpt-test", max_response_bytes=LIMIT))[
         0 if streaming else 1
     ]
@@ -236,7 +200,7 @@ async def test_a_body_over_the_cap_is_refused_with_what_had_arrived(
 async def test_a_gzip_bomb_stops_at_the_cap(streaming: bool) -> None:
     bomb = gzip.compress(b"data: " + b"0" * (64 * 1024 * 1024), compresslevel=9)
     assert len(bomb) < 100 * 1024
-    recorder = Recorder([lambda _: _streamed(bomb, SSE, 16 * 1024, **{"content-encoding": "gzip"})])
+    recorder = Recorder([lambda _: streamed(Pieces(bomb, 16 * 1024), SSE, encoding="gzip")])
     adapter = adapters_for(recorder, ResponsesSettings(model="gpt-test", max_response_bytes=LIMIT))[
         0 if streaming else 1
     ]
@@ -245,3 +209,24 @@ async def test_a_gzip_bomb_stops_at_the_cap(streaming: bool) -> None:
         await adapter.get_response([ChatMessage.user("hi")])
 
     assert "max_response_bytes" in caught.value.message
+
+
+async def test_a_body_over_the_cap_says_the_cap_and_keeps_only_what_arrived_under_it() -> None:
+    document = response_document([message_item("msg_1", "x" * 20_000)])
+    body = sse(stream_events(document, chunk=100)).encode()
+    settings = ResponsesSettings(model="gpt-test", max_response_bytes=8_000)
+
+    for adapter in adapters_for(Recorder([lambda _: streamed(Pieces(body, 500))]), settings):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response([ChatMessage.user("hi")])
+        assert caught.value.message == "the response body exceeded agent.max_response_bytes (8000 bytes)"
+        assert caught.value.partial is not None
+        assert set(caught.value.partial.text) == {"x"}
+
+
+@pytest.mark.parametrize(("header", "attempts"), [(None, 1), ("0", 1), ("4", 5), ("many", 1)])
+def test_attempts_come_from_the_sdks_retry_count_header(header: str | None, attempts: int) -> None:
+    headers = {} if header is None else {"x-stainless-retry-count": header}
+
+    assert attempts_of(httpx.Request("POST", "http://gateway.test/", headers=headers)) == attempts
+    assert attempts_of(None) == 1

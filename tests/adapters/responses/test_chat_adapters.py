@@ -1,0 +1,612 @@
+"""The two ChatPorts over the SDK's Responses API (``chat_adapters``), driven over an in-memory gateway.
+
+Every fault of the contract gives its typed error, carrying the ids and what had arrived; retries are
+counted and logged; ``agent.deadline_seconds`` bounds a request end to end; whatever breaks while a body
+is read is a ChatError and nothing else is; the libraries' own logs show no secret; and
+``get_streaming_response`` raises from its iterator what ``get_response`` raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any, cast
+
+import httpx
+import openai
+import pytest
+
+from adapters.redaction import REDACTED
+from adapters.responses import ResponsesSettings
+from adapters.responses.error_mapping import LowerLevelError
+from adapters.responses.http_front import LISTENER, ResponseTooLargeError
+from domain import (
+    ChatError,
+    ChatMessage,
+    ChatPort,
+    ChatResponse,
+    ChatResponseUpdate,
+    ChatTransportError,
+    MalformedResponseError,
+    ResponseFailedError,
+    TextContent,
+)
+from tests.support.gateway import (
+    API_KEY,
+    JSON,
+    QUESTION,
+    REQUEST_ID,
+    SSE,
+    Pieces,
+    Recorder,
+    adapters_for,
+    all_updates,
+    answer,
+    assert_shows_no_key,
+    every_way,
+    message_item,
+    response_document,
+    sse,
+    stream_events,
+    streamed,
+)
+
+GATEWAY_TOKEN = "gw-token-9f8e7d6c"
+DEADLINE = 0.3
+# Far beyond the deadline: reaching it means the deadline did not hold, and the test fails instead of hanging.
+TEST_BOUND = 30.0
+
+
+def test_both_adapters_satisfy_the_chat_port() -> None:
+    sse_adapter, json_adapter = adapters_for(Recorder([answer("{}")]))
+    # Typed assignments: mypy --strict proves both adapters offer the whole port, get_streaming_response too.
+    ports: tuple[ChatPort, ChatPort] = (sse_adapter, json_adapter)
+    assert all(callable(port.get_streaming_response) for port in ports)
+
+
+# ---------------------------------------------------------------- faults and their typed errors
+
+
+def events_until_text(text: str = "Half of the answ") -> list[dict[str, Any]]:
+    """A stream cut after some text arrived, before any terminal event."""
+    document = response_document([message_item("msg_1", text + "er that never finished")])
+    events = stream_events(document, chunk=4, terminal=False)
+    cut = next(i for i, e in enumerate(events) if e["type"] == "response.output_text.delta")
+    return events[: cut + len(text) // 4]
+
+
+def assert_partial_text(partial: ChatResponse | None, text: str) -> None:
+    assert partial is not None
+    assert partial.response_id == "resp_test"
+    assert partial.messages == (ChatMessage("assistant", (TextContent(text),)),)
+
+
+@pytest.mark.parametrize("litellm", [False, True])
+async def test_flat_error_event_raises_response_failed_with_what_arrived(litellm: bool) -> None:
+    flat = {"type": "error", "code": "server_error", "message": "The model crashed", "param": None}
+    body = sse([*events_until_text(), flat], litellm=litellm)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        with pytest.raises(ResponseFailedError) as caught:
+            await adapter.get_response(QUESTION)
+        error = caught.value
+        assert (error.code, error.message) == ("server_error", "The model crashed")
+        assert (error.response_id, error.model_id, error.request_id) == (
+            "resp_test",
+            "gpt-test-2026",
+            REQUEST_ID,
+        )
+        assert_partial_text(error.partial, "Half of the answ")
+
+
+async def test_nested_error_event_raises_response_failed_with_its_code() -> None:
+    nested = {"type": "error", "error": {"code": "rate_limit_exceeded", "message": "Slow down", "type": "x"}}
+    body = sse([*events_until_text(), nested])
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        with pytest.raises(ResponseFailedError) as caught:
+            await adapter.get_response(QUESTION)
+        assert (caught.value.code, caught.value.message) == ("rate_limit_exceeded", "Slow down")
+        assert caught.value.request_id == REQUEST_ID
+        assert_partial_text(caught.value.partial, "Half of the answ")
+
+
+async def test_response_failed_raises_with_the_providers_code_and_partial_output() -> None:
+    document = response_document(
+        [message_item("msg_1", "So far")],
+        status="failed",
+        usage=None,
+        error={"code": "server_error", "message": "Upstream failure"},
+    )
+
+    for adapter in every_way(document, terminal_output=False):
+        with pytest.raises(ResponseFailedError) as caught:
+            await adapter.get_response(QUESTION)
+        error = caught.value
+        assert (error.code, error.message, error.response_id) == (
+            "server_error",
+            "Upstream failure",
+            "resp_test",
+        )
+        assert error.partial is not None
+        assert error.partial.status == "failed"
+        assert error.partial.text == "So far"
+
+
+@pytest.mark.parametrize(
+    ("reason", "finish"), [("max_output_tokens", "length"), ("content_filter", "content_filter")]
+)
+async def test_response_incomplete_returns_the_partial_output(reason: str, finish: str) -> None:
+    document = response_document(
+        [message_item("msg_1", "Cut sh")], status="incomplete", incomplete_reason=reason, usage=(5, 16, 21)
+    )
+
+    for adapter in every_way(document):
+        response = await adapter.get_response(QUESTION)
+        assert (response.status, response.finish_reason, response.text) == ("incomplete", finish, "Cut sh")
+
+
+@pytest.mark.parametrize("litellm", [False, True])
+async def test_truncated_stream_raises_malformed_with_what_arrived(litellm: bool) -> None:
+    body = sse(events_until_text(), litellm=False)
+    if litellm:
+        body += "data: [DONE]\n\n"
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.response_id == "resp_test"
+        assert caught.value.request_id == REQUEST_ID
+        assert_partial_text(caught.value.partial, "Half of the answ")
+
+
+async def test_empty_stream_raises_malformed_with_nothing_partial() -> None:
+    for adapter in adapters_for(Recorder([answer(": keep-alive\n\n", SSE)])):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.partial is None
+
+
+async def test_undecodable_data_line_raises_malformed_with_what_arrived() -> None:
+    body = sse(events_until_text()) + "data: {not json at all\n\n"
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert "not valid JSON" in caught.value.message
+        assert_partial_text(caught.value.partial, "Half of the answ")
+
+
+async def test_an_event_missing_a_required_field_raises_malformed() -> None:
+    events = [*events_until_text(), {"type": "response.output_text.delta", "delta": "no index"}]
+
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert "output_index" in caught.value.message
+        assert_partial_text(caught.value.partial, "Half of the answ")
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "expected"),
+    [
+        ("<html>Bad gateway</html>", "text/html", MalformedResponseError),
+        ("[1, 2, 3]", JSON, MalformedResponseError),
+        ('{"hello": "world"}', JSON, MalformedResponseError),
+        ('{"error": {"code": "quota", "message": "Out of quota"}}', JSON, ResponseFailedError),
+        (b"\xff\xfe not text", "application/octet-stream", MalformedResponseError),
+    ],
+)
+async def test_a_body_that_is_neither_shape_raises_its_typed_error(
+    body: str | bytes, content_type: str, expected: type[ChatError]
+) -> None:
+    for adapter in adapters_for(Recorder([answer(body, content_type)])):
+        with pytest.raises(expected) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.request_id == REQUEST_ID
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422, 429, 500, 503])
+async def test_http_status_errors_raise_transport_errors(status: int) -> None:
+    body = json.dumps(
+        {"error": {"message": f"Incorrect API key provided: {API_KEY}", "code": "bad", "type": "t"}}
+    )
+
+    for adapter in adapters_for(Recorder([answer(body, JSON, status)])):
+        with pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response(QUESTION)
+        error = caught.value
+        assert (error.status_code, error.attempts, error.request_id) == (status, 1, REQUEST_ID)
+        assert "(bad)" in error.message
+        assert API_KEY not in str(error)
+        assert API_KEY not in repr(error)
+        assert error.__cause__ is None
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str, dict[str, Any]]]:
+    return [(r.levelno, r.getMessage(), r.__dict__) for r in caplog.records]
+
+
+@pytest.mark.parametrize("status", [429, 500])
+async def test_retried_status_errors_count_every_attempt_and_log_each(
+    status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = Recorder([answer('{"error": {"message": "busy"}}', JSON, status)])
+    logger = logging.getLogger("tests.responses.retries")
+
+    for adapter in adapters_for(recorder, logger=logger, max_retries=2):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger=logger.name), pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response(QUESTION)
+        assert (caught.value.status_code, caught.value.attempts) == (status, 3)
+        records = logged(caplog)
+        assert [(level, message) for level, message, _ in records] == [
+            (logging.INFO, f"Responses attempt 1 failed ({status})"),
+            (logging.INFO, f"Responses attempt 2 failed ({status})"),
+            (logging.INFO, f"Responses attempt 3 failed ({status})"),
+            (logging.WARNING, "Responses request failed: ChatTransportError"),
+        ]
+        for number, (_, _, fields) in enumerate(records[:3], start=1):
+            assert (fields["attempt"], fields["status_code"], fields["request_id"]) == (
+                number,
+                status,
+                REQUEST_ID,
+            )
+            assert fields["request_digest"]["item_counts"] == {"message": 1}
+        final = records[3][2]
+        assert (final["attempts"], final["status_code"], final["request_id"]) == (3, status, REQUEST_ID)
+        assert final["error_type"] == "ChatTransportError"
+        for _, _, fields in records:
+            assert "Summarize" not in json.dumps(fields, default=str)
+            assert API_KEY not in json.dumps(fields, default=str)
+    assert [int(r.headers["x-stainless-retry-count"]) for r in recorder.requests] == [0, 1, 2, 0, 1, 2]
+
+
+async def test_a_success_after_retries_is_logged_with_its_attempts(caplog: pytest.LogCaptureFixture) -> None:
+    document = response_document([message_item("msg_1", "ok")])
+    recorder = Recorder([answer("{}", JSON, 503), answer(json.dumps(document), JSON)])
+    sse_adapter, _ = adapters_for(recorder, max_retries=1)
+
+    with caplog.at_level(logging.INFO, logger="adapters.responses"):
+        response = await sse_adapter.get_response(QUESTION)
+
+    assert response.text == "ok"
+    (first, second) = logged(caplog)
+    assert first[:2] == (logging.INFO, "Responses attempt 1 failed (503)")
+    assert second[:2] == (logging.INFO, "Responses request succeeded after 2 attempts")
+    assert (second[2]["attempts"], second[2]["status_code"], second[2]["response_id"]) == (
+        2,
+        200,
+        "resp_test",
+    )
+
+
+async def test_timeout_raises_transport_error_without_status_after_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def time_out(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("no answer", request=request)
+
+    for adapter in adapters_for(Recorder([time_out]), max_retries=1):
+        caplog.clear()
+        with (
+            caplog.at_level(logging.INFO, logger="adapters.responses"),
+            pytest.raises(ChatTransportError) as caught,
+        ):
+            await adapter.get_response(QUESTION)
+        assert (caught.value.status_code, caught.value.attempts) == (None, 2)
+        assert "timed out" in caught.value.message
+        attempts = [fields for level, _, fields in logged(caplog) if level == logging.INFO]
+        assert [(f["attempt"], f["status_code"], f["error_type"]) for f in attempts] == [
+            (1, None, "ReadTimeout"),
+            (2, None, "ReadTimeout"),
+        ]
+
+
+async def test_connection_refused_raises_transport_error() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    for adapter in adapters_for(Recorder([refuse])):
+        with pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response(QUESTION)
+        assert (caught.value.status_code, caught.value.attempts) == (None, 1)
+        assert isinstance(caught.value.__cause__, Exception)
+
+
+async def test_a_connection_dropped_mid_stream_raises_transport_error_with_what_arrived() -> None:
+    head = sse(events_until_text()).encode()
+
+    def dropping(request: httpx.Request) -> httpx.Response:
+        return streamed(Pieces(head, then=httpx.ReadError("connection reset")))
+
+    sse_adapter, json_adapter = adapters_for(Recorder([dropping]))
+    with pytest.raises(ChatTransportError) as caught:
+        await sse_adapter.get_response(QUESTION)
+    assert caught.value.status_code is None
+    assert caught.value.request_id == REQUEST_ID
+    assert_partial_text(caught.value.partial, "Half of the answ")
+
+    with pytest.raises(ChatTransportError):
+        await json_adapter.get_response(QUESTION)
+
+
+async def test_a_json_body_dropped_mid_read_on_the_stream_path_raises_transport_error() -> None:
+    def dropping(request: httpx.Request) -> httpx.Response:
+        return streamed(Pieces(b'{"id": "resp_', then=httpx.ReadError("connection reset")), JSON)
+
+    sse_adapter, _ = adapters_for(Recorder([dropping]))
+    with pytest.raises(ChatTransportError) as caught:
+        await sse_adapter.get_response(QUESTION)
+    assert caught.value.status_code is None
+
+
+def test_adapters_show_no_secret_in_their_repr() -> None:
+    for adapter in adapters_for(Recorder([answer("{}")])):
+        assert API_KEY not in repr(adapter)
+        assert "gpt-test" in repr(adapter)
+
+
+async def test_programming_errors_are_not_disguised_as_chat_errors() -> None:
+    for adapter in adapters_for(Recorder([answer("{}")])):
+        with pytest.raises(ValueError, match="function results only"):
+            await adapter.get_response([ChatMessage("tool", (TextContent("stray"),))])
+
+
+# ---------------------------------------------------------------- the deadline
+
+
+def _never_answering(started: asyncio.Event) -> Any:
+    """A handler that sets ``started`` and then never answers (a gateway that accepted and went quiet)."""
+
+    async def never_answers(request: httpx.Request) -> httpx.Response:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    # MockTransport awaits a handler's coroutine; Recorder's type names only plain handlers.
+    return cast(Any, never_answers)
+
+
+@pytest.mark.parametrize("content_type", [SSE, JSON])
+async def test_a_stream_that_stalls_ends_at_the_deadline_with_what_arrived(content_type: str) -> None:
+    document = response_document([message_item("msg_1", "What arrived before the gateway stalled")])
+    head = sse(stream_events(document, chunk=5, terminal=False)[:6]).encode()
+
+    def stalling(request: httpx.Request) -> httpx.Response:
+        # The JSON adapter reads a stream labelled JSON as it arrives too, so what came is kept.
+        return streamed(Pieces(head, then="stall"), content_type)
+
+    settings = ResponsesSettings(model="gpt-test", deadline_seconds=DEADLINE)
+    for adapter in adapters_for(Recorder([stalling]), settings, timeout=TEST_BOUND):
+        async with asyncio.timeout(TEST_BOUND):
+            with pytest.raises(ChatTransportError) as caught:
+                await adapter.get_response(QUESTION)
+        error = caught.value
+        assert error.message == "no complete answer within agent.deadline_seconds=0.3 s"
+        assert (error.status_code, error.attempts, error.request_id) == (None, 1, REQUEST_ID)
+        assert error.partial is not None
+        assert error.partial.text.startswith("What")
+        assert error.response_id == "resp_test"
+        assert error.__cause__ is None
+        assert error.__context__ is None
+
+
+async def test_a_gateway_that_never_answers_ends_at_the_deadline_with_nothing_partial() -> None:
+    settings = ResponsesSettings(model="gpt-test", deadline_seconds=DEADLINE)
+    recorder = Recorder([_never_answering(asyncio.Event())])
+    for adapter in adapters_for(recorder, settings, timeout=TEST_BOUND):
+        async with asyncio.timeout(TEST_BOUND):
+            with pytest.raises(ChatTransportError) as caught:
+                await adapter.get_response(QUESTION)
+        assert "deadline_seconds=0.3" in caught.value.message
+        assert caught.value.partial is None
+
+
+async def test_the_transport_is_told_the_seconds_left_of_the_current_request() -> None:
+    told: list[float | None] = []
+    ok = json.dumps(response_document([message_item("msg_1", "ok")]))
+
+    def answering(request: httpx.Request) -> httpx.Response:
+        listener = LISTENER.get()
+        told.append(None if listener is None else listener.seconds_left())
+        return answer(ok, JSON)
+
+    settings = ResponsesSettings(model="gpt-test", deadline_seconds=42.0)
+    for adapter in adapters_for(Recorder([answering]), settings):
+        assert (await adapter.get_response(QUESTION)).text == "ok"
+
+    assert len(told) == 2
+    for left in told:
+        assert left is not None
+        assert 0 < left <= 42.0
+    assert LISTENER.get() is None
+
+
+# ---------------------------------------------------------------- the exception firewall around a body
+
+RAISED_WHILE_READING: list[Exception] = [
+    RecursionError("maximum recursion depth exceeded while decoding a JSON array"),
+    TypeError("a bug in a library"),
+    ValueError(f"odd value {API_KEY}"),
+    KeyError("missing"),
+    OverflowError("too big"),
+    ResponseTooLargeError(4096),
+    httpx.DecodingError("bad gzip"),
+    httpx.ReadError("reset"),
+]
+
+
+@pytest.mark.parametrize("raised", RAISED_WHILE_READING, ids=lambda value: type(value).__name__)
+async def test_whatever_breaks_while_the_body_is_read_is_a_chat_error_with_what_arrived(
+    raised: Exception,
+) -> None:
+    document = response_document([message_item("msg_1", "Half of the answer that never finished")])
+    head = sse(stream_events(document, chunk=4, terminal=False)[:6]).encode()
+
+    for adapter in adapters_for(Recorder([lambda _: streamed(Pieces(head, then=raised))])):
+        with pytest.raises(ChatError) as caught:
+            await adapter.get_response(QUESTION)
+        error = caught.value
+        assert error.partial is not None
+        assert error.partial.text.startswith("Half")
+        assert (error.request_id, error.response_id) == (REQUEST_ID, "resp_test")
+        # Raised outside the handler: no SDK or library exception is reachable as its context.
+        assert error.__context__ is None or isinstance(error.__context__, LowerLevelError)
+        assert error.__cause__ is None or isinstance(error.__cause__, LowerLevelError)
+        assert_shows_no_key(error)
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt(), SystemExit(3), asyncio.CancelledError()])
+async def test_interrupts_exits_and_cancellation_pass_through_untouched(raised: BaseException) -> None:
+    def interrupted(request: httpx.Request) -> httpx.Response:
+        raise raised
+
+    for adapter in adapters_for(Recorder([interrupted])):
+        with pytest.raises(type(raised)) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value is raised
+
+
+async def test_a_cancelled_request_is_cancelled_not_mapped() -> None:
+    started = asyncio.Event()
+
+    for adapter in adapters_for(Recorder([_never_answering(started)])):
+        started.clear()
+        task = asyncio.create_task(adapter.get_response(QUESTION))
+        async with asyncio.timeout(10):
+            await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "utf-32"])
+@pytest.mark.parametrize("status", [400, 422, 500])
+async def test_an_error_status_whose_body_will_not_decode_keeps_its_status(charset: str, status: int) -> None:
+    body = b'{"error": {"message": "bad request", "code": "bad"}}'
+    content_type = f"application/json; charset={charset}"
+
+    for adapter in adapters_for(Recorder([answer(body, content_type, status)])):
+        with pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.status_code == status
+        assert caught.value.message.startswith(f"HTTP {status} from the Responses endpoint")
+        assert caught.value.request_id == REQUEST_ID
+
+
+# ---------------------------------------------------------------- secrets a gateway echoes
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        (
+            {"error": {"type": f"key {API_KEY} token {GATEWAY_TOKEN}", "message": "denied"}},
+            f" (key {REDACTED} token {REDACTED}): denied",
+        ),
+        (
+            f"<html>\n  <p>key {API_KEY} token {GATEWAY_TOKEN}</p>\n</html>",
+            f": <html> <p>key {REDACTED} token {REDACTED}</p> </html>",
+        ),
+        ({"error": {"code": 401}}, ": no message"),
+    ],
+)
+async def test_a_status_errors_message_shows_the_providers_words_scrubbed(body: object, shown: str) -> None:
+    text = body if isinstance(body, str) else json.dumps(body)
+    settings = ResponsesSettings(model="gpt-test", extra_headers={"X-Gateway-Token": GATEWAY_TOKEN})
+
+    for adapter in adapters_for(Recorder([answer(text, JSON, 403)]), settings):
+        with pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response([ChatMessage.user("hi")])
+        assert caught.value.message == f"HTTP 403 from the Responses endpoint{shown}"
+
+
+async def test_the_sdk_and_http_libraries_log_neither_the_key_nor_header_values_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # openai 3.57 no longer logs request options (headers included) at DEBUG; this holds it to that.
+    ok = json.dumps(response_document([message_item("msg_1", "ok")]))
+    settings = ResponsesSettings(model="gpt-test", extra_headers={"X-Gateway-Token": GATEWAY_TOKEN})
+    recorder = Recorder([answer("{}", JSON, 500), answer(ok, JSON)])
+
+    with caplog.at_level(logging.DEBUG):
+        for adapter in adapters_for(recorder, settings, max_retries=1):
+            assert (await adapter.get_response([ChatMessage.user("hi")])).text == "ok"
+
+    names = {record.name.split(".")[0] for record in caplog.records}
+    assert {"openai", "httpx", "adapters"} <= names
+    for record in caplog.records:
+        shown = record.getMessage() + repr(vars(record))
+        assert API_KEY not in shown
+        assert GATEWAY_TOKEN not in shown
+    assert all(request.headers["x-gateway-token"] == GATEWAY_TOKEN for request in recorder.requests)
+    assert openai.__version__.startswith("3.")
+
+
+async def test_secrets_a_gateway_echoes_in_a_streamed_failure_reach_no_part_of_the_error() -> None:
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_document([], status="in_progress")},
+        {"type": "error", "code": "bad_key", "message": f"key {API_KEY} refused"},
+    ]
+
+    for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
+        with pytest.raises(ResponseFailedError) as raised:
+            await all_updates(adapter)
+        assert_shows_no_key(raised.value)
+
+
+# ---------------------------------------------------------------- streaming to the caller
+
+
+@pytest.mark.parametrize("status", ["incomplete", "failed"])
+async def test_an_incomplete_answer_ends_with_its_status_and_a_failed_one_raises(status: str) -> None:
+    document = response_document(
+        [message_item("msg_1", "cut")],
+        status=status,
+        incomplete_reason="max_output_tokens" if status == "incomplete" else None,
+        error={"code": "server_error", "message": "boom"} if status == "failed" else None,
+    )
+    body = sse(stream_events(document))
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        if status == "failed":
+            with pytest.raises(ResponseFailedError) as raised:
+                await all_updates(adapter)
+            assert raised.value.partial is not None
+            assert raised.value.partial.text == "cut"
+        else:
+            updates = await all_updates(adapter)
+            assert updates[-1].finish_reason == "length"
+            assert ChatResponse.from_updates(updates) == await adapter.get_response(QUESTION)
+
+
+async def test_a_stream_cut_before_its_terminal_event_raises_from_the_iterator_with_what_arrived() -> None:
+    document = response_document([message_item("msg_1", "half an answer")])
+    body = sse(stream_events(document, terminal=False))
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        seen: list[ChatResponseUpdate] = []
+
+        async def read(adapter: ChatPort = adapter, seen: list[ChatResponseUpdate] = seen) -> None:
+            async for update in adapter.get_streaming_response(QUESTION):
+                seen.append(update)
+
+        with pytest.raises(MalformedResponseError) as raised:
+            await read()
+        assert "".join(u.text for u in seen) == "half an answer"
+        assert raised.value.partial is not None
+        assert raised.value.partial.text == "half an answer"
+        assert isinstance(raised.value, ChatError)
+
+
+async def test_a_streamed_body_over_the_cap_is_refused_from_the_iterator_with_what_arrived() -> None:
+    document = response_document([message_item("msg_1", "word " * 4_000)])
+    body = sse(stream_events(document, chunk=5))
+    settings = ResponsesSettings(model="gpt-test", max_response_bytes=len(body) // 2)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)]), settings):
+        with pytest.raises(MalformedResponseError) as raised:
+            await all_updates(adapter)
+        assert "max_response_bytes" in str(raised.value)
