@@ -36,6 +36,7 @@ from tests.conformance.hostile import (
 )
 from tests.support.gateway import (
     JSON,
+    QUESTION,
     REQUEST_ID,
     SSE,
     Recorder,
@@ -53,7 +54,6 @@ from tests.support.gateway import (
 Adapter = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
 HostileTest = Callable[[Adapter, HostileBody], Coroutine[Any, Any, None]]
 ADAPTERS: Final[tuple[Adapter, ...]] = (ResponsesSseAdapter, ResponsesJsonAdapter)
-QUESTION: Final = (ChatMessage.user("Summarize the meeting"),)
 NEXT_ANSWER: Final = json.dumps(
     response_document([message_item("msg_next", "Noted.")], response_id="resp_next")
 )

@@ -15,9 +15,10 @@ import openai
 import pytest
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from domain import ChatError, ChatMessage, ChatResponse
+from domain import ChatError, ChatResponse
 from tests.support.gateway import (
     JSON,
+    QUESTION,
     SSE,
     message_item,
     response_document,
@@ -32,7 +33,6 @@ API_KEY: Final = "sk-planted-Qz7Kx2Vw9Lm4Tr"
 HEADER_SECRET: Final = "gw/Pp3Rt8+Yu1Io6=="
 SECRETS: Final = (API_KEY, HEADER_SECRET)
 SETTINGS: Final = ResponsesSettings(model="gpt-test", extra_headers={"X-Gateway-Token": HEADER_SECRET})
-QUESTION: Final = (ChatMessage.user("Summarize the meeting"),)
 LOGGERS: Final = ("adapters", "openai", "httpx", "httpcore")
 
 Adapter = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
