@@ -7,7 +7,6 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 from typing import Literal, TextIO
 
 from adapters.offline.scenarios import OFFLINE_MODEL, SCENARIOS
@@ -15,13 +14,12 @@ from adapters.offline.server import OfflineResponsesServer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    scenarios = "\n".join(f"  {name:<22} {text}" for name, text in SCENARIOS.items())
     parser = argparse.ArgumentParser(
         prog="python -m adapters.offline",
         description="Serve POST /v1/responses on 127.0.0.1 from the offline stand-in: a deterministic, "
         "rule-based model (not a language model) for demos and tests.",
         epilog=f"Fault scenarios, chosen per request with the model name {OFFLINE_MODEL}:<scenario>[+...]:\n"
-        + scenarios,
+        + "\n".join(f"  {name:<22} {text}" for name, text in SCENARIOS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
@@ -30,12 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     stop = threading.Event()
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: stop.set())
     return serve(port=args.port, dialect=args.dialect, stop=stop, out=sys.stdout)
 
 

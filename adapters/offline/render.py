@@ -24,10 +24,14 @@ __all__ = [
     "usage",
 ]
 
-_TERMINAL: Final[Mapping[str, str]] = {
-    "completed": "response.completed",
-    "incomplete": "response.incomplete",
-    "failed": "response.failed",
+_TERMINAL_STATUSES: Final = ("completed", "incomplete", "failed")
+# The streamed parts of an item: (its list, the index key, the part's added/done event, the text's events).
+_PARTS: Final[Mapping[str, Sequence[tuple[str, str, str | None, str]]]] = {
+    "message": [("content", "content_index", "response.content_part", "response.output_text")],
+    "reasoning": [
+        ("summary", "summary_index", "response.reasoning_summary_part", "response.reasoning_summary_text"),
+        ("content", "content_index", None, "response.reasoning_text"),
+    ],
 }
 _WORD: Final = re.compile(r"\s*\S+|\s+$")
 # Argument strings stream in small slices, as models send them; a huge one in 64 KiB slices, which
@@ -46,30 +50,18 @@ def usage(
     litellm: bool = False,
 ) -> dict[str, Any]:
     """A usage block; LiteLLM's carries only the three counts."""
-    counts = {
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "total_tokens": input_tokens + output_tokens,
-    }
-    if litellm:
-        return counts
-    return {
-        **counts,
-        "input_tokens_details": {"cached_tokens": cached_tokens, "cache_write_tokens": 0},
-        "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
-    }
-
-
-def _text_part(text: str, litellm: bool) -> dict[str, Any]:
-    part: dict[str, Any] = {"type": "output_text", "text": text, "annotations": []}
+    block: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    block["total_tokens"] = input_tokens + output_tokens
     if not litellm:
-        part["logprobs"] = []
-    return part
+        block["input_tokens_details"] = {"cached_tokens": cached_tokens, "cache_write_tokens": 0}
+        block["output_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return block
 
 
 def message_item(item_id: str, *texts: str, litellm: bool = False) -> dict[str, Any]:
     """An assistant message with one output_text part per text."""
-    content = [_text_part(text, litellm) for text in texts]
+    logprobs: dict[str, Any] = {} if litellm else {"logprobs": []}
+    content = [{"type": "output_text", "text": text, "annotations": [], **logprobs} for text in texts]
     return {"type": "message", "id": item_id, "role": "assistant", "status": "completed", "content": content}
 
 
@@ -77,13 +69,9 @@ def reasoning_item(
     item_id: str, summary: Iterable[str] = (), encrypted: str | None = None, texts: Iterable[str] = ()
 ) -> dict[str, Any]:
     """A reasoning item: summary parts, optional reasoning text parts and encrypted content."""
-    item: dict[str, Any] = {
-        "type": "reasoning",
-        "id": item_id,
-        "summary": [{"type": "summary_text", "text": text} for text in summary],
-    }
-    content = [{"type": "reasoning_text", "text": text} for text in texts]
-    if content:
+    item: dict[str, Any] = {"type": "reasoning", "id": item_id}
+    item["summary"] = [{"type": "summary_text", "text": text} for text in summary]
+    if content := [{"type": "reasoning_text", "text": text} for text in texts]:
         item["content"] = content
     if encrypted is not None:
         item["encrypted_content"] = encrypted
@@ -92,14 +80,8 @@ def reasoning_item(
 
 def call_item(item_id: str, call_id: str, name: str, arguments: str) -> dict[str, Any]:
     """A completed function call."""
-    return {
-        "type": "function_call",
-        "id": item_id,
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-        "status": "completed",
-    }
+    return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments,
+            "status": "completed"}  # fmt: skip
 
 
 def response_document(
@@ -157,9 +139,8 @@ def _item_events(
 ) -> list[dict[str, Any]]:
     """What OpenAI streams for one output item: added, the parts' deltas and done events, item done."""
     kind = item["type"]
-    opening = {**item}
-    if "status" in item:
-        opening["status"] = "in_progress"
+    # An item opens empty: its parts (or arguments) come after it, in their own events.
+    opening = {**item, **({"status": "in_progress"} if "status" in item else {})}
     if kind == "message":
         opening["content"] = []
     elif kind == "reasoning":
@@ -171,44 +152,23 @@ def _item_events(
         {"type": "response.output_item.added", "output_index": index, "item": opening}
     ]
     where = {"item_id": item["id"], "output_index": index}
-    logprobs: dict[str, list[Any]] = {} if litellm else {"logprobs": []}
-    if kind == "message":
-        for content_index, part in enumerate(item["content"]):
-            at = {**where, "content_index": content_index}
-            events.append({"type": "response.content_part.added", **at, "part": {**part, "text": ""}})
-            events.extend(
-                {"type": "response.output_text.delta", **at, "delta": delta, **logprobs}
-                for delta in _deltas(part["text"], chunk)
-            )
-            events.append({"type": "response.output_text.done", **at, "text": part["text"], **logprobs})
-            events.append({"type": "response.content_part.done", **at, "part": part})
-    elif kind == "reasoning":
-        for summary_index, part in enumerate(item["summary"]):
-            at = {**where, "summary_index": summary_index}
-            events.append(
-                {"type": "response.reasoning_summary_part.added", **at, "part": {**part, "text": ""}}
-            )
-            events.extend(
-                {"type": "response.reasoning_summary_text.delta", **at, "delta": delta}
-                for delta in _deltas(part["text"], chunk)
-            )
-            events.append({"type": "response.reasoning_summary_text.done", **at, "text": part["text"]})
-            events.append({"type": "response.reasoning_summary_part.done", **at, "part": part})
-        for content_index, part in enumerate(item.get("content", ())):
-            at = {**where, "content_index": content_index}
-            events.extend(
-                {"type": "response.reasoning_text.delta", **at, "delta": delta}
-                for delta in _deltas(part["text"], chunk)
-            )
-            events.append({"type": "response.reasoning_text.done", **at, "text": part["text"]})
-    elif kind == "function_call":
-        events.extend(
-            {"type": "response.function_call_arguments.delta", **where, "delta": delta}
-            for delta in _deltas(item["arguments"], chunk, arguments=True)
-        )
+    if kind == "function_call":
+        deltas = _deltas(item["arguments"], chunk, arguments=True)
+        events += [{"type": "response.function_call_arguments.delta", **where, "delta": d} for d in deltas]
         events.append(
             {"type": "response.function_call_arguments.done", **where, "arguments": item["arguments"]}
         )
+    for key, at_key, part_event, text_event in _PARTS.get(kind, ()):
+        extra: dict[str, Any] = {} if litellm or kind != "message" else {"logprobs": []}
+        for part_index, part in enumerate(item.get(key, ())):
+            at = {**where, at_key: part_index}
+            if part_event:
+                events.append({"type": f"{part_event}.added", **at, "part": {**part, "text": ""}})
+            deltas = _deltas(part["text"], chunk)
+            events += [{"type": f"{text_event}.delta", **at, "delta": d, **extra} for d in deltas]
+            events.append({"type": f"{text_event}.done", **at, "text": part["text"], **extra})
+            if part_event:
+                events.append({"type": f"{part_event}.done", **at, "part": part})
     events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     return events
 
@@ -237,7 +197,8 @@ def stream_events(
         events.extend(_item_events(index, item, chunk, litellm))
     if terminal:
         final = document if terminal_output else {**document, "output": []}
-        events.append({"type": _TERMINAL.get(document["status"], "response.completed"), "response": final})
+        status = document["status"] if document["status"] in _TERMINAL_STATUSES else "completed"
+        events.append({"type": f"response.{status}", "response": final})
     return numbered(events, model=document["model"], litellm=litellm)
 
 

@@ -6,7 +6,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 import attrs
@@ -116,9 +116,8 @@ def _read_input(value: Any) -> tuple[tuple[tuple[str, str], ...], tuple[Called, 
     outputs: dict[str, str] = {}
     for index, item in enumerate(value):
         where = f"input[{index}]"
-        _require(isinstance(item, Mapping), f"'{where}' must be an object.", where)
-        kind = item.get("type", "message" if "role" in item else None)
-        _require(isinstance(kind, str), f"'{where}' has no 'type'.", where)
+        kind = item.get("type", "message" if "role" in item else None) if isinstance(item, Mapping) else None
+        _require(isinstance(kind, str), f"'{where}' must be an object with a 'type'.", where)
         if kind == "message":
             role = item.get("role")
             _require(role in _ROLES, f"'{where}.role' must be user, assistant, system or developer.", where)
@@ -161,18 +160,10 @@ def _error_code(output: str) -> str | None:
     try:
         value = json.loads(output)
     except ValueError:
-        return None
+        # A result in plain words may still say the arguments were rejected.
+        return "invalid_tool_arguments" if "invalid_tool_arguments" in output else None
     code = value.get("error") if isinstance(value, Mapping) else None
     return code if isinstance(code, str) else None
-
-
-def _rejected(output: str) -> bool:
-    """Whether a tool's result says that the call's arguments were invalid (in JSON, or in plain words)."""
-    try:
-        json.loads(output)
-    except ValueError:
-        return "invalid_tool_arguments" in output
-    return _error_code(output) == "invalid_tool_arguments"
 
 
 def _next_calls(request: ModelRequest, stage: Sequence[Call]) -> tuple[list[Call], bool] | None:
@@ -191,7 +182,11 @@ def _next_calls(request: ModelRequest, stage: Sequence[Call]) -> tuple[list[Call
     ]
     if not attempted:
         return (pending, True) if pending else None
-    rejected = [call.name for call in attempted if _rejected(request.outputs[call.call_id])]
+    rejected = [
+        call.name
+        for call in attempted
+        if _error_code(request.outputs[call.call_id]) == "invalid_tool_arguments"
+    ]
     retry = []
     for planned in pending:
         if planned.name in rejected:
@@ -284,7 +279,7 @@ def _workflow_turn(request: ModelRequest, malformed: bool) -> Answer:
 
 
 def _edit_report(
-    request: ModelRequest, workflow: Workflow, edits: Sequence[Call], skipped: Iterable[str]
+    request: ModelRequest, workflow: Workflow, edits: Sequence[Call], skipped: Sequence[str]
 ) -> str:
     names = {step.id: step.name for step in workflow.steps}
     done: list[str] = []
@@ -296,15 +291,14 @@ def _edit_report(
             done.append(describe_edit(edit, names))
         else:
             failed.append(describe_edit(edit, names, done=False) + f" ({codes[-1] if codes else 'not made'})")
-    parts = [
+    report = (
         f"Edited {workflow.name}: " + "; ".join(done) + "." if done else f"Left {workflow.name} unchanged."
-    ]
+    )
     if failed:
-        parts.append("Could not " + "; ".join(failed) + ".")
-    unread = list(skipped)
-    if unread:
-        parts.append("Not understood: " + "; ".join(f"'{clause}'" for clause in unread) + ".")
-    return " ".join(parts)
+        report += " Could not " + "; ".join(failed) + "."
+    if skipped:
+        report += " Not understood: " + "; ".join(f"'{clause}'" for clause in skipped) + "."
+    return report
 
 
 def _echo_turn(request: ModelRequest) -> Answer:

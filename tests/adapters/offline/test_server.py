@@ -55,15 +55,8 @@ def client(server: OfflineResponsesServer, http: httpx.AsyncClient) -> AsyncOpen
 
 
 def tools(*names: str) -> list[Any]:
-    return [
-        {
-            "type": "function",
-            "name": name,
-            "parameters": {"type": "object", "properties": {}},
-            "strict": False,
-        }
-        for name in names
-    ]
+    parameters = {"type": "object", "properties": {}}
+    return [{"type": "function", "name": name, "parameters": parameters, "strict": False} for name in names]
 
 
 async def collect(client: AsyncOpenAI, model: str, **kwargs: Any) -> list[Any]:

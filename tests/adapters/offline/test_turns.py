@@ -385,7 +385,7 @@ def test_input_items_of_every_shape_are_read() -> None:
         ({"input": "x", "instructions": 3}, "'instructions' must be a string."),
         ({"input": "x", "tools": {}}, "'tools' must be an array."),
         ({"input": []}, "'input' must be a non-empty string or array of input items."),
-        ({"input": [3]}, "'input[0]' must be an object."),
+        ({"input": [3]}, "'input[0]' must be an object with a 'type'."),
         ({"input": [{"type": "message", "role": "tool", "content": "x"}]}, "'input[0].role' must be"),
         ({"input": [{"role": "user", "content": 5}]}, "'input[0].content' must be a string or an array"),
         ({"input": [{"role": "user", "content": [5]}]}, "Every part of 'input[0].content' must be an object"),
@@ -394,7 +394,7 @@ def test_input_items_of_every_shape_are_read() -> None:
             {"input": [{"type": "function_call_output", "output": "x"}]},
             "'input[0].call_id' must be a string.",
         ),
-        ({"input": [{"content": "x"}]}, "'input[0]' has no 'type'."),
+        ({"input": [{"content": "x"}]}, "'input[0]' must be an object with a 'type'."),
         (
             {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]},
             "No tool output found for function call c.",

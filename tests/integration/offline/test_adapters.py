@@ -3,6 +3,8 @@ every fault scenario gives its answer or its typed error, in both stream dialect
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import attrs
 import pytest
 
@@ -19,6 +21,8 @@ from domain import (
     ResponseFailedError,
 )
 from tests.integration.offline.support import API_KEY, ECHO, GREETING, ContainerFactory, bounded
+
+E = TypeVar("E", bound=ChatError)
 
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 
@@ -45,6 +49,13 @@ def model_for(scenario: str) -> str:
 
 async def ask(chat: ChatPort) -> ChatResponse:
     return await bounded(chat.get_response((ChatMessage.user(GREETING),)))
+
+
+async def raised(error: type[E], chat: ChatPort) -> E:
+    """The error of ``error``'s type that asking ``chat`` the greeting raises."""
+    with pytest.raises(error) as caught:
+        await ask(chat)
+    return caught.value
 
 
 def said(response: ChatResponse) -> list[tuple[str, object]]:
@@ -152,10 +163,8 @@ async def test_a_five_megabyte_argument_string_arrives_byte_for_byte(
 async def test_failed_responses_raise_with_the_provider_code(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool, scenario: str
 ) -> None:
-    with pytest.raises(ResponseFailedError) as caught:
-        await ask(containers(model_for(scenario), streaming=streaming).chat())
+    error = await raised(ResponseFailedError, containers(model_for(scenario), streaming=streaming).chat())
 
-    error = caught.value
     assert error.code == "server_error"
     assert "failed on purpose" in error.message
     assert error.request_id == server.requests[-1].request_id
@@ -173,10 +182,8 @@ async def test_failed_responses_raise_with_the_provider_code(
 async def test_unreadable_bodies_raise_malformed_with_what_had_arrived(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool, scenario: str
 ) -> None:
-    with pytest.raises(MalformedResponseError) as caught:
-        await ask(containers(model_for(scenario), streaming=streaming).chat())
+    error = await raised(MalformedResponseError, containers(model_for(scenario), streaming=streaming).chat())
 
-    error = caught.value
     assert error.request_id == server.requests[-1].request_id
     if streaming:
         assert_is_what_had_arrived(error.partial, streaming)
@@ -191,12 +198,11 @@ async def test_unreadable_bodies_raise_malformed_with_what_had_arrived(
 async def test_the_json_adapter_keeps_partial_output_of_a_stream_it_did_not_ask_for(
     containers: ContainerFactory, scenario: str
 ) -> None:
-    chat = containers(f"offline:sse-for-json+{scenario}", streaming=False).chat()
+    error = await raised(
+        MalformedResponseError, containers(f"offline:sse-for-json+{scenario}", streaming=False).chat()
+    )
 
-    with pytest.raises(MalformedResponseError) as caught:
-        await ask(chat)
-
-    assert_is_what_had_arrived(caught.value.partial, streaming=True)
+    assert_is_what_had_arrived(error.partial, streaming=True)
 
 
 @ADAPTERS
@@ -204,12 +210,10 @@ async def test_the_json_adapter_keeps_partial_output_of_a_stream_it_did_not_ask_
 async def test_http_errors_carry_status_attempts_and_request_id(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool, scenario: str, status: int
 ) -> None:
-    chat = containers(model_for(scenario), streaming=streaming, max_retries=1).chat()
+    error = await raised(
+        ChatTransportError, containers(model_for(scenario), streaming=streaming, max_retries=1).chat()
+    )
 
-    with pytest.raises(ChatTransportError) as caught:
-        await ask(chat)
-
-    error = caught.value
     retried = status in (429, 500)  # the SDK retries rate limits and server errors, not client errors
     assert error.status_code == status
     assert error.attempts == len(server.requests) == (2 if retried else 1)
@@ -243,10 +247,8 @@ async def test_a_broken_or_stalled_body_is_a_transport_error_with_what_had_arriv
         model_for(scenario), streaming=streaming, max_retries=max_retries, timeout_seconds=timeout_seconds
     ).chat()
 
-    with pytest.raises(ChatTransportError) as caught:
-        await ask(chat)
+    error = await raised(ChatTransportError, chat)
 
-    error = caught.value
     assert error.status_code is None
     assert said in error.message
     assert error.attempts == len(server.requests) == attempts

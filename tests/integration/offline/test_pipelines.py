@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from adapters.container import Container
 from adapters.offline import OfflineResponsesServer, RecordedRequest
-from application import ToolCallRecord, workflow_from_json
+from application import MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_from_json
 from domain import Workflow, WorkflowStep
 from tests.integration.offline.support import (
     DECISIONS,
@@ -39,6 +40,14 @@ EDITED = Workflow(
         WorkflowStep("step-6", "Announce the release", "notify"),
     ),
 )
+
+
+async def summarize(container: Container) -> MeetingSummary:
+    return await bounded(container.summary_agent().summarize(TRANSCRIPT))
+
+
+async def edit_example(container: Container) -> WorkflowEdit:
+    return await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
 
 
 def initiators(server: OfflineResponsesServer) -> list[str]:
@@ -77,7 +86,7 @@ def assert_sent_back_verbatim(server: OfflineResponsesServer, guarded: ToolCallR
 async def test_summary_of_the_example_transcript(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    summary = await bounded(containers("offline", streaming=streaming).summary_agent().summarize(TRANSCRIPT))
+    summary = await summarize(containers("offline", streaming=streaming))
 
     assert len(summary.action_items) == 6
     assert set(summary.action_items) == STANDUP_ACTION_ITEMS
@@ -98,9 +107,7 @@ async def test_summary_of_the_example_transcript(
 async def test_workflow_edit_of_the_example(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    agent = containers("offline", streaming=streaming).workflow_editor_agent()
-
-    edit = await bounded(agent.edit(WORKFLOW, INSTRUCTION))
+    edit = await edit_example(containers("offline", streaming=streaming))
 
     assert edit.workflow == EDITED
     assert WORKFLOW.steps[2].name == "Run regression suite"  # the original is left as it was
@@ -119,9 +126,7 @@ async def test_workflow_edit_of_the_example(
 async def test_a_malformed_summary_call_is_guarded_and_reissued(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    agent = containers("offline:malformed-arguments", streaming=streaming).summary_agent()
-
-    summary = await bounded(agent.summarize(TRANSCRIPT))
+    summary = await summarize(containers("offline:malformed-arguments", streaming=streaming))
 
     guarded = the_guarded_call(summary.tool_calls)
     assert guarded.call.parse_error is not None
@@ -151,9 +156,7 @@ async def test_a_malformed_summary_call_is_guarded_and_reissued(
 async def test_a_malformed_edit_call_is_guarded_and_the_edit_still_lands(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    agent = containers("offline:malformed-arguments", streaming=streaming).workflow_editor_agent()
-
-    edit = await bounded(agent.edit(WORKFLOW, INSTRUCTION))
+    edit = await edit_example(containers("offline:malformed-arguments", streaming=streaming))
 
     guarded = the_guarded_call(edit.tool_calls)
     assert guarded.result.is_error
@@ -167,13 +170,10 @@ async def test_x_initiator_is_user_first_then_agent_after_tool_results(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool, pipeline: str
 ) -> None:
     container = containers("offline:malformed-arguments", streaming=streaming)
+    run = summarize if pipeline == "summary" else edit_example
 
-    if pipeline == "summary":
-        await bounded(container.summary_agent().summarize(TRANSCRIPT))
-        await bounded(container.summary_agent().summarize(TRANSCRIPT))
-    else:
-        await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
-        await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
+    await run(container)
+    await run(container)
 
     sent = initiators(server)
     runs = len(sent) // 2
@@ -194,12 +194,12 @@ async def test_a_transient_fault_gives_the_same_result_in_both_modes(
     container = containers(f"offline:{fault}", streaming=streaming, max_retries=2)
 
     if pipeline == "summary":
-        summary = await bounded(container.summary_agent().summarize(TRANSCRIPT))
+        summary = await summarize(container)
         assert set(summary.action_items) == STANDUP_ACTION_ITEMS
         assert summary.decisions == DECISIONS
         assert summary.complete
     else:
-        edit = await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
+        edit = await edit_example(container)
         assert edit.workflow == EDITED
         assert edit.complete
     broken, again = server.requests[0], server.requests[1]
