@@ -13,7 +13,7 @@
   hand-written streaming ChatPort may return; for "is a stream that cannot be closed still read and ended?".
 
 The Responses SDK over ``httpx.MockTransport`` (``Recorder``, ``answer``, bodies) lives in
-:mod:`tests.adapters.support`; a real local HTTP server in :mod:`tests.support.local_server`; a scripted
+:mod:`tests.support.gateway`; a real local HTTP server in :mod:`tests.support.local_server`; a scripted
 model is the product's own :class:`adapters.scripted.ScriptedChat`.
 """
 
