@@ -1,1 +1,18 @@
-"""Test doubles and local servers shared by the test tiers; each module's docstring says when to use it."""
+"""Test doubles, fakes and local servers shared by every tier: the one place to look before writing one.
+
+Which to reach for:
+
+- :mod:`tests.support.doubles`: doubles of the ports (tool invokers that record, fail or raise; tool and
+  chat decorators that log their order; chat wrappers with only whole answers or with streams that cannot
+  be closed). For the application and the container, with :class:`adapters.scripted.ScriptedChat` as the
+  scripted model.
+- :mod:`tests.support.gateway`: the real OpenAI SDK over ``httpx.MockTransport``, serving bodies from the
+  stand-in's renderer; for the adapters' reading of the wire format, without sockets.
+- :mod:`tests.support.local_server`: uvicorn on 127.0.0.1 in the test's own loop; for what only real
+  sockets show (deadlines against a stalled peer, redirects, connections closed early).
+- :mod:`tests.support.telemetry`: OpenTelemetry SDK providers in memory; for spans, events and metrics.
+- :mod:`tests.support.leaks`: every text a log record can show; for "no secret reaches a log".
+- :mod:`tests.support.runs`: leaving a run early, as a host that stops reading does.
+
+The offline stand-in itself (:mod:`adapters.offline`) is the fake gateway of the integration tiers.
+"""
