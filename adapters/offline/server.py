@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -88,16 +88,6 @@ class OfflineResponsesServer(ThreadedServer):
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._counts: collections.Counter[str] = collections.Counter()
-
-    def start(self) -> Self:
-        super().start()
-        log.info("offline Responses endpoint listening on %s", self.base_url)
-        return self
-
-    def stop(self) -> None:
-        if self.state == "running":
-            super().stop()
-            log.info("offline Responses endpoint stopped")
 
     def __repr__(self) -> str:
         where = self.base_url if self.state == "running" else self.state

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import struct
 import threading
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     import uvicorn
 
 __all__ = ["ASGIApp", "Receive", "Request", "Scope", "Send", "ThreadedServer", "read_request"]
+
+log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -120,6 +123,7 @@ class ThreadedServer:
                 self.stop()
                 raise TimeoutError(f"{self._name} did not start serving within {_STARTUP_SECONDS:.0f} s")
             thread.join(_POLL_SECONDS)  # returns at once if the thread has ended
+        log.info("%s listening on %s", self._name, self.origin)
         return self
 
     def _run(self, server: uvicorn.Server, listener: socket.socket) -> None:
@@ -146,6 +150,7 @@ class ThreadedServer:
         server.should_exit = True
         thread.join(_STARTUP_SECONDS)
         self._running = None
+        log.info("%s stopped", self._name)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -4,7 +4,8 @@ the example workflow, a malformed tool call caught by the guard, and the X-Initi
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -20,6 +21,7 @@ from tests.integration.offline.support import (
     bounded,
 )
 
+R = TypeVar("R", MeetingSummary, WorkflowEdit)
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 TRANSCRIPT = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
 WORKFLOW = workflow_from_json((EXAMPLES / "release-workflow.json").read_text(encoding="utf-8"))
@@ -58,10 +60,19 @@ def input_items(request: RecordedRequest, item_type: str) -> list[dict[str, Any]
     return [item for item in request.body["input"] if item.get("type") == item_type]
 
 
-def the_guarded_call(records: tuple[ToolCallRecord, ...]) -> ToolCallRecord:
-    guarded = [record for record in records if record.guarded]
+async def guarded_run(
+    containers: ContainerFactory,
+    server: OfflineResponsesServer,
+    streaming: bool,
+    run: Callable[[Container], Awaitable[R]],
+) -> tuple[R, ToolCallRecord]:
+    """``run``'s result with one malformed call, and that call: refused and sent back verbatim."""
+    result = await run(containers("offline:malformed-arguments", streaming=streaming))
+    guarded = [record for record in result.tool_calls if record.guarded]
     assert len(guarded) == 1, f"expected one guarded call, got {len(guarded)}"
-    return guarded[0]
+    assert guarded[0].result.is_error
+    assert_sent_back_verbatim(server, guarded[0])
+    return result, guarded[0]
 
 
 def assert_sent_back_verbatim(server: OfflineResponsesServer, guarded: ToolCallRecord) -> None:
@@ -126,12 +137,10 @@ async def test_workflow_edit_of_the_example(
 async def test_a_malformed_summary_call_is_guarded_and_reissued(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    summary = await summarize(containers("offline:malformed-arguments", streaming=streaming))
+    summary, guarded = await guarded_run(containers, server, streaming, summarize)
 
-    guarded = the_guarded_call(summary.tool_calls)
     assert guarded.call.parse_error is not None
     assert guarded.call.parse_error.kind == "invalid_json"
-    assert guarded.result.is_error
     assert isinstance(guarded.result.result, dict)
     assert guarded.result.result["error"] == "invalid_tool_arguments"
     assert guarded.call.raw_arguments not in guarded.result.result["message"]
@@ -149,19 +158,15 @@ async def test_a_malformed_summary_call_is_guarded_and_reissued(
     assert len(reissued) == 1
     assert not reissued[0].result.is_error
     assert reissued[0].call.call_id != guarded.call.call_id
-    assert_sent_back_verbatim(server, guarded)
 
 
 @ADAPTERS
 async def test_a_malformed_edit_call_is_guarded_and_the_edit_still_lands(
     containers: ContainerFactory, server: OfflineResponsesServer, streaming: bool
 ) -> None:
-    edit = await edit_example(containers("offline:malformed-arguments", streaming=streaming))
+    edit, _ = await guarded_run(containers, server, streaming, edit_example)
 
-    guarded = the_guarded_call(edit.tool_calls)
-    assert guarded.result.is_error
     assert edit.workflow == EDITED  # applied once each: the broken call changed nothing
-    assert_sent_back_verbatim(server, guarded)
 
 
 @ADAPTERS
