@@ -38,6 +38,7 @@ _HTTP_FAULTS: Final[Mapping[str, tuple[int, str, str, str]]] = {
                  "(scenario http-500)."),
 }  # fmt: skip
 _STOPS: Final = ("truncated-stream", "connection-reset", "stall")
+_MARKERS: Final[Mapping[str, Fault]] = {"connection-reset": "reset", "stall": "stall"}
 _FAILURES: Final = ("response-failed", "error-event", "error-event-nested")
 _ID_PREFIXES: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
 _SSE: Final = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
@@ -146,8 +147,8 @@ def _stream(document: dict[str, Any], names: Collection[str], litellm: bool) -> 
         )
     if "unknown-events" in names:
         body = _with_heartbeats(body, litellm)
-    if stop in ("connection-reset", "stall"):
-        body.append("reset" if stop == "connection-reset" else "stall")
+    if stop is not None and stop in _MARKERS:
+        body.append(_MARKERS[stop])
     elif stop is None and litellm:
         body.append(b"data: [DONE]\n\n")
     return body
@@ -176,9 +177,8 @@ def _json(document: dict[str, Any], names: Collection[str]) -> tuple[list[bytes 
         return [spoiled], len(spoiled)
     if "truncated-stream" in names:
         return [half], len(half)
-    if "connection-reset" in names or "stall" in names:
-        return [half, "reset" if "connection-reset" in names else "stall"], len(data)
-    return [data], len(data)
+    marker = next((marker for name, marker in _MARKERS.items() if name in names), None)
+    return ([data], len(data)) if marker is None else ([half, marker], len(data))
 
 
 def answer(

