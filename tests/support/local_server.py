@@ -3,7 +3,8 @@
 Use it where a test must prove something about real sockets (a deadline against a peer that never
 finishes, a redirect that must reach no one, a connection closed early). For wire-format tests
 ``httpx.MockTransport`` is quicker. The server records every request it received and stops when
-the ``async with`` block ends, however the test ended.
+the ``async with`` block ends, however the test ended. :func:`adapter_on` gives one of the real
+adapters talking to it (``ADAPTERS`` parametrizes a test over both).
 """
 
 from __future__ import annotations
@@ -15,11 +16,16 @@ from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import attrs
+import httpx
+import openai
+import pytest
 import uvicorn
 
 from adapters.offline.threaded import read_request
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from domain import ChatPort
 
-__all__ = ["ASGIApp", "LocalServer", "Received", "Sender", "serve"]
+__all__ = ["ADAPTERS", "ASGIApp", "AdapterType", "LocalServer", "Received", "Sender", "adapter_on", "serve"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -28,6 +34,11 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _STARTUP_SECONDS: Final = 10.0
+
+AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
+ADAPTERS: Final = pytest.mark.parametrize(
+    "adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter], ids=["sse", "json"]
+)
 
 
 @attrs.frozen
@@ -132,3 +143,25 @@ async def serve(handler: Handler) -> AsyncIterator[LocalServer]:
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, timeout=_STARTUP_SECONDS)
+
+
+@asynccontextmanager
+async def adapter_on(
+    base_url: str,
+    adapter_type: AdapterType,
+    *,
+    max_retries: int = 0,
+    deadline: float = 30.0,
+    follow_redirects: bool = False,
+) -> AsyncIterator[ChatPort]:
+    """An adapter of ``adapter_type`` for ``base_url``, on a legacy httpx client as the container builds
+    one; ``deadline`` is its ``agent.deadline_seconds``."""
+    async with httpx.AsyncClient(follow_redirects=follow_redirects) as http_client:
+        client = openai.AsyncOpenAI(
+            api_key="sk-local-server-test",
+            base_url=base_url,
+            http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
+            max_retries=max_retries,
+            timeout=10.0,
+        )
+        yield adapter_type(client, ResponsesSettings(model="gpt-test", deadline_seconds=deadline))

@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Final
 
-import httpx
-import openai
 import pytest
 
-from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import (
     ChatError,
     ChatMessage,
-    ChatPort,
     ChatTransportError,
     MalformedResponseError,
     ResponseFailedError,
 )
-from tests.support.gateway import message_item, response_document, stream_events
-from tests.support.local_server import Received, Sender, serve
+from tests.support.gateway import message_item, response_document, sse, stream_events
+from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
 
-ADAPTERS = pytest.mark.parametrize(
-    "adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter], ids=["sse", "json"]
-)
-AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
 WHOLE: Final = "The second answer, whole."
 HALF: Final = "The first answer, cut off half way."
 
@@ -38,18 +27,14 @@ def _events(text: str, response_id: str, *, status: str = "completed") -> list[d
     )
 
 
-def _sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-
-
 def _whole(response_id: str = "resp_whole") -> bytes:
-    return _sse(_events(WHOLE, response_id))
+    return sse(_events(WHOLE, response_id)).encode()
 
 
 def _cut(events: list[dict[str, Any]]) -> bytes:
     """Everything up to the last text delta: half an answer, no terminal event."""
     last_delta = max(i for i, e in enumerate(events) if e["type"] == "response.output_text.delta")
-    return _sse(events[: last_delta + 1])
+    return sse(events[: last_delta + 1]).encode()
 
 
 class Broken:
@@ -77,21 +62,6 @@ class Broken:
     def _seen(self, request: Received) -> list[Received]:
         self.requests.append(request)
         return self.requests
-
-
-@asynccontextmanager
-async def adapter_on(
-    base_url: str, adapter_type: AdapterType, *, max_retries: int, deadline: float = 30.0
-) -> AsyncIterator[ChatPort]:
-    async with httpx.AsyncClient() as http_client:
-        client = openai.AsyncOpenAI(
-            api_key="sk-stream-retry-test",
-            base_url=base_url,
-            http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-            max_retries=max_retries,
-            timeout=5.0,
-        )
-        yield adapter_type(client, ResponsesSettings(model="gpt-test", deadline_seconds=deadline))
 
 
 def _handler(broken: int, how: str) -> Broken:
@@ -156,7 +126,7 @@ async def test_retries_stop_at_the_budget_and_the_error_keeps_the_last_attempt(
 async def test_a_failure_the_provider_reports_is_asked_for_once(adapter_type: AdapterType) -> None:
     async def failing(_: Received, sender: Sender) -> None:
         events = _events("partial", "resp_failed", status="failed")
-        await sender.whole(200, _sse(events), {"content-type": "text/event-stream"})
+        await sender.whole(200, sse(events).encode(), {"content-type": "text/event-stream"})
 
     async with serve(failing) as server, adapter_on(server.base_url, adapter_type, max_retries=3) as chat:
         with pytest.raises(ResponseFailedError):

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Final
 
-import httpx
-import openai
 import pytest
 
-from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatMessage, ChatPort, ChatResponse, ChatResponseUpdate, ChatTransportError
-from tests.support.gateway import message_item, response_document, stream_events
-from tests.support.local_server import Received, Sender, serve
+from tests.support.gateway import message_item, response_document, sse, stream_events
+from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
 
-ADAPTERS = pytest.mark.parametrize(
-    "adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter], ids=["sse", "json"]
-)
-AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
 MESSAGES: Final = [ChatMessage.user("hello")]
 TEXT: Final = "The first words arrive long before the last ones do."
 # Every wait in these tests is bounded by this; a wait that runs out fails the test instead of hanging it.
@@ -28,15 +19,11 @@ BOUND: Final = 10.0
 STREAM_HEADERS: Final = {"content-type": "text/event-stream"}
 
 
-def _sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-
-
 def _halves(response_id: str = "resp_live") -> tuple[bytes, bytes]:
     """One answer's stream cut after its first text delta: what comes first, and the rest."""
     events = stream_events(response_document([message_item("msg_1", TEXT)], response_id=response_id), chunk=6)
     first_delta = next(i for i, e in enumerate(events) if e["type"] == "response.output_text.delta")
-    return _sse(events[: first_delta + 1]), _sse(events[first_delta + 1 :])
+    return sse(events[: first_delta + 1]).encode(), sse(events[first_delta + 1 :]).encode()
 
 
 class Paced:
@@ -66,21 +53,6 @@ class Paced:
         if self.then == "rest":
             await sender.body(rest, more=False)
         # "reset": returning mid-body makes the server drop the connection.
-
-
-@asynccontextmanager
-async def adapter_on(
-    base_url: str, adapter_type: AdapterType, *, max_retries: int, deadline: float = BOUND * 3
-) -> AsyncIterator[ChatPort]:
-    async with httpx.AsyncClient() as http_client:
-        client = openai.AsyncOpenAI(
-            api_key="sk-streaming-test",
-            base_url=base_url,
-            http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-            max_retries=max_retries,
-            timeout=BOUND,
-        )
-        yield adapter_type(client, ResponsesSettings(model="gpt-test", deadline_seconds=deadline))
 
 
 @ADAPTERS

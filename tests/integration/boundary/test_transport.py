@@ -5,33 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Final
 
-import httpx
-import openai
 import pytest
 
-from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from domain import ChatMessage, ChatPort, ChatTransportError
-from tests.support.gateway import message_item, response_document, stream_events
-from tests.support.local_server import Received, Sender, serve
+from adapters.offline.render import event_frame
+from domain import ChatMessage, ChatTransportError
+from tests.support.gateway import message_item, response_document, sse, stream_events
+from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
 
-API_KEY: Final = "sk-boundary-transport-test"
 # Long enough that a test which waited for it would show, short enough that the suite stays quick.
 DEADLINE: Final = 0.6
 # A peer that never finishes stops by itself after this long, whatever the client does.
 PEER_LIMIT: Final = 20.0
-ADAPTERS = pytest.mark.parametrize(
-    "adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter], ids=["sse", "json"]
-)
-AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
 Handler = Callable[[Received, Sender], Awaitable[None]]
-
-
-def _sse(event: dict[str, object]) -> bytes:
-    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
 CREATED: Final = {
@@ -45,26 +33,6 @@ CREATED: Final = {
         "output": [],
     },
 }
-
-
-@asynccontextmanager
-async def adapter_on(
-    base_url: str,
-    adapter_type: AdapterType,
-    *,
-    deadline: float = DEADLINE,
-    max_retries: int = 0,
-    follow_redirects: bool = False,
-) -> AsyncIterator[ChatPort]:
-    async with httpx.AsyncClient(follow_redirects=follow_redirects) as http_client:
-        client = openai.AsyncOpenAI(
-            api_key=API_KEY,
-            base_url=base_url,
-            http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-            max_retries=max_retries,
-            timeout=5.0,
-        )
-        yield adapter_type(client, ResponsesSettings(model="gpt-slow", deadline_seconds=deadline))
 
 
 async def _until_gone(sender: Sender, piece: bytes, every: float) -> None:
@@ -81,13 +49,13 @@ async def _until_gone(sender: Sender, piece: bytes, every: float) -> None:
 
 async def _keep_alive(_: Received, sender: Sender) -> None:
     await sender.start(200, {"content-type": "text/event-stream"})
-    await sender.body(_sse(CREATED))
+    await sender.body(event_frame(CREATED).encode())
     await _until_gone(sender, b": keep-alive\n\n", 0.05)
 
 
 async def _endless_deltas(_: Received, sender: Sender) -> None:
     await sender.start(200, {"content-type": "text/event-stream"})
-    await sender.body(_sse(CREATED))
+    await sender.body(event_frame(CREATED).encode())
     added = {
         "type": "response.output_item.added",
         "sequence_number": 1,
@@ -100,7 +68,7 @@ async def _endless_deltas(_: Received, sender: Sender) -> None:
             "content": [],
         },
     }
-    await sender.body(_sse(added))
+    await sender.body(event_frame(added).encode())
     delta = {
         "type": "response.output_text.delta",
         "sequence_number": 2,
@@ -110,7 +78,7 @@ async def _endless_deltas(_: Received, sender: Sender) -> None:
         "delta": "x",
         "logprobs": [],
     }
-    await _until_gone(sender, _sse(delta), 0.02)
+    await _until_gone(sender, event_frame(delta).encode(), 0.02)
 
 
 async def _trickled_json(_: Received, sender: Sender) -> None:
@@ -127,7 +95,7 @@ async def _trickled_json(_: Received, sender: Sender) -> None:
 
 
 async def _expect_deadline(handler: Handler, adapter_type: AdapterType) -> tuple[ChatTransportError, float]:
-    async with serve(handler) as server, adapter_on(server.base_url, adapter_type) as chat:
+    async with serve(handler) as server, adapter_on(server.base_url, adapter_type, deadline=DEADLINE) as chat:
         started = time.monotonic()
         with pytest.raises(ChatTransportError) as caught:
             await chat.get_response([ChatMessage.user("hello")])
@@ -180,9 +148,7 @@ def _rate_limited_then_ok(retry_after: dict[str, str]) -> Handler:
             response_document([message_item("msg_1", "after the wait")], response_id="resp_ok")
         )
         if request.json().get("stream"):
-            await sender.whole(
-                200, b"".join(_sse(event) for event in events), {"content-type": "text/event-stream"}
-            )
+            await sender.whole(200, sse(events).encode(), {"content-type": "text/event-stream"})
         else:
             await sender.whole(
                 200, json.dumps(events[-1]["response"]).encode(), {"content-type": "application/json"}
@@ -229,9 +195,7 @@ async def test_a_redirect_is_refused_and_its_target_receives_nothing(
 ) -> None:
     async def elsewhere(_: Received, sender: Sender) -> None:
         events = stream_events(response_document([message_item("msg_1", "answer from an impostor")]))
-        await sender.whole(
-            200, b"".join(_sse(event) for event in events), {"content-type": "text/event-stream"}
-        )
+        await sender.whole(200, sse(events).encode(), {"content-type": "text/event-stream"})
 
     async with serve(elsewhere) as impostor:
 
@@ -241,7 +205,9 @@ async def test_a_redirect_is_refused_and_its_target_receives_nothing(
         async with (
             serve(redirecting) as gateway,
             # A host's client that follows redirects: the adapter refuses them all the same.
-            adapter_on(gateway.base_url, adapter_type, follow_redirects=True, max_retries=2) as chat,
+            adapter_on(
+                gateway.base_url, adapter_type, follow_redirects=True, max_retries=2, deadline=DEADLINE
+            ) as chat,
         ):
             with pytest.raises(ChatTransportError) as caught:
                 await chat.get_response([ChatMessage.user("the whole transcript")])
