@@ -41,6 +41,7 @@ _STOPS: Final = ("truncated-stream", "connection-reset", "stall")
 _MARKERS: Final[Mapping[str, Fault]] = {"connection-reset": "reset", "stall": "stall"}
 _FAILURES: Final = ("response-failed", "error-event", "error-event-nested")
 _ID_PREFIXES: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
+_GARBAGE: Final = b'data: {"type": "response.output_text.delta", "delta": "unterminated\n\n'
 _SSE: Final = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
 
 
@@ -120,21 +121,19 @@ def _stream(document: dict[str, Any], names: Collection[str], litellm: bool) -> 
     failure = next((name for name in _FAILURES if name in names), None)
     if failure is not None or stop is not None:
         events = events[:cut]
-    error = {
-        "type": "server_error",
-        "code": "server_error",
-        "message": _FAILURE.format(failure),
-        "param": None,
-    }
+    failed = {"code": "server_error", "message": _FAILURE.format(failure)}
+    error = {"type": "server_error", **failed, "param": None}
     tail: list[dict[str, Any]] = []
     if failure == "response-failed":
         done = [event["item"] for event in events if event["type"] == "response.output_item.done"]
-        failed = {
+        response = {
+            **document,
             "status": "failed",
             "output": done,
-            "error": {"code": error["code"], "message": error["message"]},
+            "error": failed,
+            "incomplete_details": None,
         }
-        tail = [{"type": "response.failed", "response": {**document, **failed, "incomplete_details": None}}]
+        tail = [{"type": "response.failed", "response": response}]
     elif failure == "error-event":
         tail = [{**error, "type": "error"}]
     elif failure == "error-event-nested":
@@ -142,9 +141,7 @@ def _stream(document: dict[str, Any], names: Collection[str], litellm: bool) -> 
     events += numbered(tail, model=document["model"], litellm=litellm, start=len(events))
     body: list[bytes | Fault] = [event_frame(event, litellm=litellm).encode() for event in events]
     if "garbage-data" in names:
-        body.insert(
-            min(cut, len(body)), b'data: {"type": "response.output_text.delta", "delta": "unterminated\n\n'
-        )
+        body.insert(min(cut, len(body)), _GARBAGE)
     if "unknown-events" in names:
         body = _with_heartbeats(body, litellm)
     if stop is not None and stop in _MARKERS:

@@ -22,6 +22,7 @@ _WORKFLOW_TOOLS: Final = ("list_steps", "add_step", "remove_step", "rename_step"
 _ROLES: Final = ("user", "assistant", "system", "developer")
 _TEXT_PARTS: Final = ("input_text", "output_text", "text", "summary_text", "refusal")
 _TOKEN: Final = re.compile(r"\w+|[^\w\s]")
+_INVALID: Final = "invalid_tool_arguments"
 
 Item = dict[str, Any]
 Answer = tuple[list[Item] | str, str]
@@ -161,7 +162,7 @@ def _error_code(output: str) -> str | None:
         value = json.loads(output)
     except ValueError:
         # A result in plain words may still say the arguments were rejected.
-        return "invalid_tool_arguments" if "invalid_tool_arguments" in output else None
+        return _INVALID if _INVALID in output else None
     code = value.get("error") if isinstance(value, Mapping) else None
     return code if isinstance(code, str) else None
 
@@ -182,11 +183,7 @@ def _next_calls(request: ModelRequest, stage: Sequence[Call]) -> tuple[list[Call
     ]
     if not attempted:
         return (pending, True) if pending else None
-    rejected = [
-        call.name
-        for call in attempted
-        if _error_code(request.outputs[call.call_id]) == "invalid_tool_arguments"
-    ]
+    rejected = [call.name for call in attempted if _error_code(request.outputs[call.call_id]) == _INVALID]
     retry = []
     for planned in pending:
         if planned.name in rejected:
@@ -198,15 +195,10 @@ def _next_calls(request: ModelRequest, stage: Sequence[Call]) -> tuple[list[Call
 def _calls(request: ModelRequest, planned: Sequence[Call], *, malformed: bool) -> list[Item]:
     """Call items for ``planned``; ``malformed`` breaks the arguments of one in a first tool turn."""
     conversation = digest(request.messages[:1], request.instructions)
-    calls = [
-        call_item(
-            "",
-            "call_" + digest(conversation, len(request.calls), index, name)[:24],
-            name,
-            json.dumps(arguments, ensure_ascii=False),
-        )
-        for index, (name, arguments) in enumerate(planned)
-    ]
+    calls = []
+    for index, (name, arguments) in enumerate(planned):
+        call_id = "call_" + digest(conversation, len(request.calls), index, name)[:24]
+        calls.append(call_item("", call_id, name, json.dumps(arguments, ensure_ascii=False)))
     if malformed and not request.calls:
         # The second action item, else the second call: the calls around the broken one must still run.
         actions = [call for call in calls if call["name"] == "record_action_item"]
