@@ -12,17 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application import ToolCallRecord, ToolRun, ToolRunError
-from domain import (
-    ChatError,
-    ChatMessage,
-    ChatResponse,
-    ChatTransportError,
-    FunctionCallContent,
-    FunctionResultContent,
-    MalformedResponseError,
-    ResponseFailedError,
-    Usage,
-)
+from domain import ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, Usage
+from domain.errors import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
 
 _ids = st.none() | st.text(min_size=1, max_size=8)
 _partials = st.none() | st.builds(ChatResponse, response_id=_ids, status=st.none() | st.just("in_progress"))

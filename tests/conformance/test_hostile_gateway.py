@@ -17,16 +17,8 @@ from hypothesis import strategies as st
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from application import MeetingSummary, RunFinished, SummaryAgent, ToolRunError
-from domain import (
-    ChatError,
-    ChatMessage,
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    ChatTransportError,
-    FunctionResultContent,
-    MalformedResponseError,
-)
+from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, FunctionResultContent
+from domain.errors import ChatError, ChatTransportError, MalformedResponseError
 from tests.conformance.hostile import (
     DEEP_OPEN,
     HostileBody,

@@ -30,18 +30,15 @@ from adapters.responses.error_mapping import (
 )
 from adapters.responses.http_front import ResponseTooLargeError
 from domain import (
-    ChatError,
     ChatMessage,
     ChatResponse,
-    ChatTransportError,
     FunctionCallContent,
     FunctionResultContent,
-    MalformedResponseError,
     ProviderItemContent,
     ReasoningContent,
-    ResponseFailedError,
     TextContent,
 )
+from domain.errors import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
 from tests.support.gateway import API_KEY, REQUEST_ID, assert_shows_no_key
 
 GATEWAY_TOKEN = "gw-token-9f8e7d6c"
