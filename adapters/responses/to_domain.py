@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from openai import BaseModel
+
 from adapters.responses.error_mapping import ProviderFailureError
 from domain import (
     ChatMessage,
@@ -60,6 +62,9 @@ REASONING_SEPARATOR: Final = "\n\n"
 
 def field(obj: Any, name: str) -> Any:
     """``obj``'s field ``name`` (an SDK model's attribute or a mapping's key), or None."""
+    if isinstance(obj, BaseModel):
+        # Every event the SDK builds, several fields read per delta: the quick test comes first.
+        return getattr(obj, name, None)
     if isinstance(obj, Mapping):
         return obj.get(name)
     if isinstance(obj, _SCALARS):
