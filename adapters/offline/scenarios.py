@@ -54,6 +54,7 @@ class UnknownScenarioError(ValueError):
             f"unknown offline scenario {token!r}; known scenarios: {', '.join(sorted(SCENARIOS))} "
             "(optionally name*N to apply to the first N requests only)"
         )
+        self.token = token
 
 
 class Scenario(NamedTuple):

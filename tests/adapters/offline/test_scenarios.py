@@ -29,6 +29,8 @@ def test_unknown_scenarios_are_rejected_with_the_known_list(model: str) -> None:
         parse_model(model)
 
     assert "known scenarios: connection-reset, error-event" in str(caught.value)
+    # The error keeps the part of the name it could not read.
+    assert caught.value.token == model.removeprefix("offline:").split("+")[-1]
 
 
 def test_every_scenario_has_a_one_line_description() -> None:
