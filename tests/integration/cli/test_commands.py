@@ -27,8 +27,8 @@ from adapters.cli import app as cli_app
 from adapters.cli.files import AtomicOutput
 from adapters.offline import OfflineResponsesServer
 from application import workflow_from_json
-from tests.integration.cli.echo_gateway import EchoGateway
 from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run
+from tests.support.echo_gateway import EchoGateway
 
 REMOVE_QA = "remove Manual QA sign-off"
 SUMMARY_KEYS = {"text", "action_items", "decisions", "complete", "tool_calls"}

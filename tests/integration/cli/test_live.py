@@ -21,8 +21,8 @@ from adapters.offline import OfflineResponsesServer
 from adapters.redaction import Redactor
 from application import RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished, ToolCallRecord
 from domain import ChatResponse, FunctionCallContent, FunctionResultContent
-from tests.integration.cli.echo_gateway import EchoGateway
 from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run, screen_lines
+from tests.support.echo_gateway import EchoGateway
 
 LIVE = "meeting-agents: round"
 

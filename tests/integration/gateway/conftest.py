@@ -8,15 +8,15 @@ from collections.abc import AsyncIterator, Generator, Iterator
 import openai
 import pytest
 
-from tests.integration.gateway.fakes import (
+from tests.integration.gateway.proxy import LiteLLMProxy, ProxyStartError
+from tests.integration.gateway.support import Gateway, sdk_client
+from tests.support.upstreams import (
     CHATGPT_ACCESS_TOKEN,
     FakeServer,
     codex_handler,
     tripwire_handler,
     upstream_handler,
 )
-from tests.integration.gateway.proxy import LiteLLMProxy, ProxyStartError
-from tests.integration.gateway.support import Gateway, sdk_client
 
 LITELLM_MISSING = (
     "litellm is not installed: the gateway tier needs the gateway extra (pip install -e '.[dev,gateway]', "

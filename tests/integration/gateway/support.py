@@ -13,8 +13,8 @@ import attrs
 import httpx
 import openai
 
-from tests.integration.gateway.fakes import FakeServer
 from tests.integration.gateway.proxy import MASTER_KEY, LiteLLMProxy
+from tests.support.upstreams import FakeServer
 
 __all__ = ["Gateway", "sdk_client"]
 

@@ -21,10 +21,10 @@ from domain import (
     FunctionResultContent,
     ToolSpec,
 )
-from tests.integration.gateway.fakes import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
 from tests.integration.gateway.proxy import MASTER_KEY
 from tests.integration.gateway.support import Gateway, sdk_client
 from tests.support.doubles import RecordingTools
+from tests.support.upstreams import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
 
 pytestmark = pytest.mark.gateway
 

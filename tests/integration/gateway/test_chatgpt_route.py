@@ -11,9 +11,9 @@ import pytest
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatMessage
-from tests.integration.gateway.fakes import CHATGPT_ACCESS_TOKEN, CODEX_TEXT, RecordedRequest
 from tests.integration.gateway.proxy import CHATGPT_MODEL, MASTER_KEY
 from tests.integration.gateway.support import Gateway
+from tests.support.upstreams import CHATGPT_ACCESS_TOKEN, CODEX_TEXT, RecordedRequest
 
 pytestmark = pytest.mark.gateway
 

@@ -13,9 +13,9 @@ from adapters.container import Container
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from application import ActionItem
 from domain import Workflow, WorkflowStep
-from tests.integration.gateway.fakes import SUMMARY_TEXT, SUMMARY_TOOL_ROUNDS, WORKFLOW_TEXT, RecordedRequest
 from tests.integration.gateway.proxy import MASTER_KEY
 from tests.integration.gateway.support import Gateway
+from tests.support.upstreams import SUMMARY_TEXT, SUMMARY_TOOL_ROUNDS, WORKFLOW_TEXT, RecordedRequest
 
 pytestmark = pytest.mark.gateway
 

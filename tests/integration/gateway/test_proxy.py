@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from tests.integration.gateway.fakes import FakeServer, tripwire_handler
 from tests.integration.gateway.proxy import MASTER_KEY, MODELS, proxy_config
 from tests.integration.gateway.support import Gateway
+from tests.support.upstreams import FakeServer, tripwire_handler
 
 pytestmark = pytest.mark.gateway
 
