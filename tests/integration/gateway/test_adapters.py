@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import openai
 import pytest
 
-from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker
 from domain import (
     ChatMessage,
@@ -24,12 +24,11 @@ from domain import (
 from tests.integration.gateway.proxy import MASTER_KEY
 from tests.integration.gateway.support import Gateway, sdk_client
 from tests.support.doubles import RecordingTools
+from tests.support.local_server import ADAPTERS, AdapterType
 from tests.support.upstreams import MALFORMED_ARGUMENTS, TEXT_REPLY, RecordedRequest
 
 pytestmark = pytest.mark.gateway
 
-ADAPTERS = pytest.mark.parametrize("adapter_type", [ResponsesSseAdapter, ResponsesJsonAdapter])
-AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
 
 CURRENT_TIME = ToolSpec(
     name="current_time",

@@ -13,11 +13,10 @@ from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, Response
 from domain import ChatMessage
 from tests.integration.gateway.proxy import CHATGPT_MODEL, MASTER_KEY
 from tests.integration.gateway.support import Gateway
+from tests.support.local_server import AdapterType
 from tests.support.upstreams import CHATGPT_ACCESS_TOKEN, CODEX_TEXT, RecordedRequest
 
 pytestmark = pytest.mark.gateway
-
-AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
 
 
 class _ContentTypes:
