@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 from openai.types.responses import ResponseFunctionToolCall, ResponseUsage
 
-from adapters.responses.to_domain import created_at, finish_reason, item_contents, usage
+from adapters.responses.to_domain import created_at, field, finish_reason, item_contents, usage
 from domain import FunctionCallContent, ProviderItemContent, Usage
 
 
@@ -94,3 +95,20 @@ def test_a_provider_item_given_as_a_mapping_keeps_its_json() -> None:
     assert isinstance(content, ProviderItemContent)
     assert (content.type, content.item_id) == ("mystery", "my_1")
     assert content.raw_json == '{"type":"mystery","id":"my_1","nested":[1,"two"]}'
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        (ResponseUsage.construct(input_tokens=7), 7),  # an SDK model: its attribute
+        ({"input_tokens": 8}, 8),  # a mapping (what the SDK leaves a dict): its key
+        (SimpleNamespace(input_tokens=9), 9),  # any other object: its attribute
+        ("input_tokens", None),  # a scalar where an object belongs has no fields
+        ([1, 2], None),
+        (None, None),
+        (ResponseUsage.construct(), None),  # a field the provider left out
+        ({}, None),
+    ],
+)
+def test_a_field_is_read_from_whatever_shape_the_sdk_handed_over(obj: object, expected: object) -> None:
+    assert field(obj, "input_tokens") == expected
