@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -21,17 +21,11 @@ import openai
 import pytest
 import uvicorn
 
-from adapters.offline.threaded import read_request
+from adapters.offline.threaded import ASGIApp, Receive, Scope, Send, read_request
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatPort
 
-__all__ = ["ADAPTERS", "ASGIApp", "AdapterType", "LocalServer", "Received", "Sender", "adapter_on", "serve"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+__all__ = ["ADAPTERS", "AdapterType", "LocalServer", "Received", "Sender", "adapter_on", "serve"]
 
 _STARTUP_SECONDS: Final = 10.0
 

@@ -64,16 +64,12 @@ class Broken:
         return self.requests
 
 
-def _handler(broken: int, how: str) -> Broken:
-    return Broken(broken, how)
-
-
 @ADAPTERS
 @pytest.mark.parametrize("how", ["resets", "ends"])
 async def test_a_broken_body_is_asked_for_again_and_the_second_answer_is_used(
     adapter_type: AdapterType, how: str
 ) -> None:
-    handler = _handler(1, how)
+    handler = Broken(1, how)
     async with serve(handler) as server, adapter_on(server.base_url, adapter_type, max_retries=2) as chat:
         response = await chat.get_response([ChatMessage.user("hello")])
 
@@ -90,7 +86,7 @@ async def test_a_broken_body_is_asked_for_again_and_the_second_answer_is_used(
 async def test_without_retries_the_error_carries_the_text_that_arrived(
     adapter_type: AdapterType, how: str
 ) -> None:
-    handler = _handler(1, how)
+    handler = Broken(1, how)
     async with serve(handler) as server, adapter_on(server.base_url, adapter_type, max_retries=0) as chat:
         with pytest.raises(ChatError) as caught:
             await chat.get_response([ChatMessage.user("hello")])
@@ -107,7 +103,7 @@ async def test_without_retries_the_error_carries_the_text_that_arrived(
 async def test_retries_stop_at_the_budget_and_the_error_keeps_the_last_attempt(
     adapter_type: AdapterType, max_retries: int
 ) -> None:
-    handler = _handler(100, "resets")
+    handler = Broken(100, "resets")
     async with (
         serve(handler) as server,
         adapter_on(server.base_url, adapter_type, max_retries=max_retries) as chat,
@@ -137,7 +133,7 @@ async def test_a_failure_the_provider_reports_is_asked_for_once(adapter_type: Ad
 
 @ADAPTERS
 async def test_a_retry_never_outlives_the_deadline(adapter_type: AdapterType) -> None:
-    handler = _handler(1000, "resets")
+    handler = Broken(1000, "resets")
     deadline = 1.5
     async with (
         serve(handler) as server,
