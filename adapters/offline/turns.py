@@ -13,7 +13,8 @@ import attrs
 
 from adapters.offline.render import call_item, message_item, reasoning_item, usage
 from adapters.offline.rules import Call, describe_edit, plan_edits, read_meeting, summary_text, tagged
-from domain import ArgumentsParseError, Workflow, WorkflowStep, parse_arguments
+from application import WorkflowJsonError, workflow_from_json
+from domain import ArgumentsParseError, Workflow, parse_arguments
 
 __all__ = ["Item", "ModelRequest", "RefusedError", "count_tokens", "digest", "respond"]
 
@@ -219,33 +220,20 @@ def _summary_turn(request: ModelRequest, malformed: bool) -> Answer:
     if step is None:
         return summary_text(meeting), "Every item is recorded; writing the summary."
     planned, first = step
-    if first:
-        thought = (
-            f"The transcript has {len(meeting.participants)} participants, {len(meeting.action_items)} "
-            f"action items and {len(meeting.decisions)} decisions; recording them with the tools."
-        )
-        return _calls(request, planned, malformed=malformed), thought
-    thought = "A tool rejected malformed arguments; sending those calls again with valid JSON."
+    thought = (
+        f"The transcript has {len(meeting.participants)} participants, {len(meeting.action_items)} "
+        f"action items and {len(meeting.decisions)} decisions; recording them with the tools."
+        if first
+        else "A tool rejected malformed arguments; sending those calls again with valid JSON."
+    )
     return _calls(request, planned, malformed=malformed), thought
 
 
 def _workflow_from(output: str) -> Workflow | None:
+    """The workflow a ``list_steps`` result shows (the pipeline's tool writes the workflow's JSON form)."""
     try:
-        value = json.loads(output)
-    except ValueError:
-        return None
-    name = "the workflow"
-    if isinstance(value, Mapping):
-        name = str(value.get("name") or name)
-        value = value.get("steps")
-    if not isinstance(value, list) or not all(isinstance(step, Mapping) and step.get("id") for step in value):
-        return None
-    steps = [
-        WorkflowStep(str(step["id"]), str(step.get("name", "")), str(step.get("kind", ""))) for step in value
-    ]
-    try:
-        return Workflow(name, tuple(steps))
-    except ValueError:
+        return workflow_from_json(output)
+    except WorkflowJsonError:
         return None
 
 

@@ -209,13 +209,14 @@ def test_an_instruction_that_forges_its_tags_is_read_whole() -> None:
         ("remove_step", {"step_id": "step-4"}),
         ("remove_step", {"step_id": "step-2"}),
     ]
-    assert text == ("Edited the workflow: removed 'Manual QA sign-off'; removed 'Build release candidate'.")
+    assert (
+        text == "Edited Mobile app release: removed 'Manual QA sign-off'; removed 'Build release candidate'."
+    )
 
 
 def workflow_tools(name: str, arguments: Mapping[str, object]) -> str:
     if name == "list_steps":
-        steps: object = json.loads((EXAMPLES / "release-workflow.json").read_text())["steps"]
-        return json.dumps(steps)
+        return (EXAMPLES / "release-workflow.json").read_text()
     return json.dumps({"ok": True})
 
 
@@ -234,7 +235,7 @@ def test_workflow_editor_lists_then_edits_then_reports() -> None:
         ],
     ]
     assert text == (
-        "Edited the workflow: added 'Smoke test' (test) after 'Build release candidate'; "
+        "Edited Mobile app release: added 'Smoke test' (test) after 'Build release candidate'; "
         "removed 'Manual QA sign-off'."
     )
 
@@ -250,7 +251,7 @@ def test_workflow_editor_retries_a_malformed_list_steps() -> None:
         ["remove_step"],
     ]
     assert rounds[0][0]["arguments"] == "{"
-    assert text == "Edited the workflow: removed 'Freeze the release branch'."
+    assert text == "Edited Mobile app release: removed 'Freeze the release branch'."
 
 
 def test_workflow_report_names_the_workflow_failures_and_unknown_clauses() -> None:
@@ -283,7 +284,7 @@ def test_instruction_without_edits_ends_after_listing() -> None:
     text, rounds = run_pipeline(body_for("just look", WORKFLOW_TOOLS), guarded(workflow_tools))
 
     assert len(rounds) == 1
-    assert text == "Left the workflow unchanged."
+    assert text == "Left Mobile app release unchanged."
 
 
 # ---------------------------------------------------------------- no tools, reasoning, usage
