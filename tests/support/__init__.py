@@ -13,10 +13,10 @@ Which to reach for:
 - :mod:`tests.support.telemetry`: OpenTelemetry SDK providers in memory; for spans, events and metrics.
 - :mod:`tests.support.leaks`: every text a log record can show; for "no secret reaches a log".
 - :mod:`tests.support.runs`: leaving a run early, as a host that stops reading does.
-- :mod:`tests.support.echo_gateway`: a gateway on 127.0.0.1 that echoes the caller's key back; for "the
-  command never shows the key".
-- :mod:`tests.support.upstreams`: the fake upstreams behind a real LiteLLM proxy (a chat-completions
-  provider, a Codex-style endpoint, a tripwire); only for the gateway tier.
+- :mod:`tests.support.upstreams`: the one fake server on 127.0.0.1 (it records every request) and its
+  routes: a gateway that echoes the caller's key back, for "the command never shows the key"; and the
+  upstreams behind a real LiteLLM proxy (a chat-completions provider, a Codex-style endpoint, a
+  tripwire), only for the gateway tier.
 
 The offline stand-in itself (:mod:`adapters.offline`) is the fake gateway of the integration tiers.
 """

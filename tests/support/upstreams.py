@@ -1,8 +1,13 @@
-"""Loopback fakes behind the LiteLLM proxy: a chat-completions upstream, a Codex-style endpoint, a tripwire.
+"""Fake servers on 127.0.0.1: :class:`FakeServer` serves one route and records every request it gets.
 
-Use them only in the gateway tier: they speak just enough of each protocol for LiteLLM 1.108.7 to
-relay, and every answer is decided by the request (the upstream model name and the conversation), so
-a test knows what the proxy must hand back.
+Each route decides its answer from the request alone (the model name, the conversation), so a test
+knows what must come back:
+
+- :func:`echo_route`: a hostile gateway that echoes the caller's API key back; for "the command never
+  shows the key" (the CLI tier).
+- :func:`upstream_route`, :func:`codex_route`, :func:`tripwire_route`: what stands behind a real LiteLLM
+  proxy (a chat-completions provider, a Codex-style endpoint, a tripwire); only for the gateway tier.
+  They speak just enough of each protocol for LiteLLM 1.108.7 to relay.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ __all__ = [
     "FakeServer",
     "RecordedRequest",
     "Route",
-    "codex_handler",
-    "tripwire_handler",
-    "upstream_handler",
+    "codex_route",
+    "echo_route",
+    "tripwire_route",
+    "upstream_route",
 ]
 
 TEXT_REPLY = "The gateway relayed this text unchanged."
@@ -122,6 +128,34 @@ class FakeServer(ThreadedServer):
         for piece in answer.pieces:
             await send({"type": "http.response.body", "body": piece.encode(), "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+
+
+# ---------------------------------------------------------------- the echoing gateway
+
+
+def echo_route(request: RecordedRequest) -> Answer:
+    """A Responses gateway that quotes the caller's API key back; point the command at its server's base URL.
+
+    The model name picks what comes back: ``echo-text`` (a completed answer whose text quotes the key),
+    ``echo-401`` (an error body quoting it) or ``echo-failed`` (a failed response whose message quotes it).
+    """
+    key = request.headers.get("authorization", "").removeprefix("Bearer ")
+    model = str(request.body.get("model"))
+    if model == "echo-401":
+        refusal = {"message": f"Incorrect API key provided: {key}", "type": "auth", "code": "bad_key"}
+        return _json(401, {"error": refusal})
+    document = response_document(
+        [message_item("msg_1", f"Summary. Your key is {key}.")],
+        response_id="resp_echo",
+        model=model,
+        created_at=1_700_000_000,
+        usage=usage(11, 7),
+    )
+    if model == "echo-failed":
+        document.update(
+            output=[], status="failed", error={"code": "server_error", "message": f"key {key} refused"}
+        )
+    return _json(200, document)
 
 
 # ---------------------------------------------------------------- chat-completions upstream
@@ -221,7 +255,14 @@ def _chat_json(body: Mapping[str, Any], text: str, calls: tuple[tuple[str, str],
     }
 
 
-def _upstream(request: RecordedRequest) -> Answer:
+def upstream_route(request: RecordedRequest) -> Answer:
+    """An OpenAI-compatible ``/v1/chat/completions`` upstream; its answer is chosen by the model name.
+
+    ``scripted-text`` answers :data:`TEXT_REPLY`; ``scripted-tool`` calls ``current_time`` with good
+    arguments and ``scripted-malformed`` with :data:`MALFORMED_ARGUMENTS`, then either echoes the tool
+    outputs it was sent; ``scripted-agent`` plays the summary or workflow script (chosen by the tools
+    offered); ``scripted-500`` fails with HTTP 500. Streams when the request asks for it.
+    """
     path, body = request.path.rstrip("/"), request.body
     if request.method == "GET" and path.endswith("/models"):
         # The proxy lists the upstream's models while it starts; an honest list keeps its log quiet.
@@ -237,21 +278,11 @@ def _upstream(request: RecordedRequest) -> Answer:
     return _json(200, _chat_json(body, text, calls))
 
 
-def upstream_handler() -> Route:
-    """An OpenAI-compatible ``/v1/chat/completions`` upstream; its answer is chosen by the model name.
-
-    ``scripted-text`` answers :data:`TEXT_REPLY`; ``scripted-tool`` calls ``current_time`` with good
-    arguments and ``scripted-malformed`` with :data:`MALFORMED_ARGUMENTS`, then either echoes the tool
-    outputs it was sent; ``scripted-agent`` plays the summary or workflow script (chosen by the tools
-    offered); ``scripted-500`` fails with HTTP 500. Streams when the request asks for it.
-    """
-    return _upstream
-
-
 # ---------------------------------------------------------------- Codex-style /responses
 
 
-def _codex(request: RecordedRequest) -> Answer:
+def codex_route(request: RecordedRequest) -> Answer:
+    """A Codex-style ``/responses`` endpoint: always answers an event stream, even for ``stream: false``."""
     if not request.path.rstrip("/").endswith("/responses"):
         return _json(404, {"detail": f"no route {request.path}"})
     if request.headers.get("authorization") != f"Bearer {CHATGPT_ACCESS_TOKEN}":
@@ -266,18 +297,9 @@ def _codex(request: RecordedRequest) -> Answer:
     return _sse(event_frame(event) for event in stream_events(document, chunk=6))
 
 
-def codex_handler() -> Route:
-    """A Codex-style ``/responses`` endpoint: always answers an event stream, even for ``stream: false``."""
-    return _codex
-
-
 # ---------------------------------------------------------------- tripwire
 
 
-def _tripwire(request: RecordedRequest) -> Answer:
+def tripwire_route(request: RecordedRequest) -> Answer:
+    """A forward proxy that refuses every request, set as the LiteLLM proxy's HTTP(S)_PROXY."""
     return _json(403, {"error": "the gateway tier allows no outbound traffic"})
-
-
-def tripwire_handler() -> Route:
-    """An HTTP(S) forward proxy that refuses and records every request, set as the proxy's HTTP(S)_PROXY."""
-    return _tripwire

@@ -28,7 +28,7 @@ from adapters.cli.files import AtomicOutput
 from adapters.offline import OfflineResponsesServer
 from application import workflow_from_json
 from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run
-from tests.support.echo_gateway import EchoGateway
+from tests.support.upstreams import FakeServer, echo_route
 
 REMOVE_QA = "remove Manual QA sign-off"
 SUMMARY_KEYS = {"text", "action_items", "decisions", "complete", "tool_calls"}
@@ -579,7 +579,7 @@ def test_an_unusable_output_is_refused_before_any_request(
 def test_a_planted_key_never_appears_even_when_the_gateway_echoes_it(
     verbose: list[str], model: str, code: int, output_format: str
 ) -> None:
-    with EchoGateway() as echo:
+    with FakeServer(echo_route) as echo:
         environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": model, "AGENT_API_KEY": PLANTED_KEY}
         ran = run("summarize", str(TRANSCRIPT), "--format", output_format, *verbose, environ=environ)
     assert ran.code == code, ran.err

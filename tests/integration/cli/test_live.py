@@ -22,7 +22,7 @@ from adapters.redaction import Redactor
 from application import RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished, ToolCallRecord
 from domain import ChatResponse, FunctionCallContent, FunctionResultContent
 from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run, screen_lines
-from tests.support.echo_gateway import EchoGateway
+from tests.support.upstreams import FakeServer, echo_route
 
 LIVE = "meeting-agents: round"
 
@@ -232,7 +232,7 @@ def test_streamed_text_shows_every_secret_cut_however_the_pieces_split_it(
 
 
 def test_a_key_the_gateway_echoes_in_streamed_text_is_cut() -> None:
-    with EchoGateway() as echo:
+    with FakeServer(echo_route) as echo:
         environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": "echo-text", "AGENT_API_KEY": PLANTED_KEY}
         ran = run_on_terminal("--stream", "-v", "summarize", str(TRANSCRIPT), environ=environ)
     assert ran.code == EXIT_OK, ran.err

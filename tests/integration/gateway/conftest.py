@@ -13,9 +13,9 @@ from tests.integration.gateway.support import Gateway, sdk_client
 from tests.support.upstreams import (
     CHATGPT_ACCESS_TOKEN,
     FakeServer,
-    codex_handler,
-    tripwire_handler,
-    upstream_handler,
+    codex_route,
+    tripwire_route,
+    upstream_route,
 )
 
 LITELLM_MISSING = (
@@ -29,9 +29,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     # find_spec, not import: importing litellm here would load a .env and cost seconds for nothing.
     if importlib.util.find_spec("litellm") is None:
         pytest.skip(LITELLM_MISSING)
-    upstream = FakeServer(upstream_handler()).start()
-    codex = FakeServer(codex_handler()).start()
-    tripwire = FakeServer(tripwire_handler()).start()
+    upstream = FakeServer(upstream_route).start()
+    codex = FakeServer(codex_route).start()
+    tripwire = FakeServer(tripwire_route).start()
     proxy = LiteLLMProxy(
         tmp_path_factory.mktemp("litellm"),
         upstream_url=upstream.base_url,

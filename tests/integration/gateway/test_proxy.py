@@ -11,7 +11,7 @@ import pytest
 
 from tests.integration.gateway.proxy import MASTER_KEY, MODELS, proxy_config
 from tests.integration.gateway.support import Gateway
-from tests.support.upstreams import FakeServer, tripwire_handler
+from tests.support.upstreams import FakeServer, tripwire_route
 
 pytestmark = pytest.mark.gateway
 
@@ -64,7 +64,7 @@ def test_every_model_of_the_config_points_at_loopback() -> None:
 
 def test_the_tripwire_refuses_and_records_what_a_proxy_aware_client_sends_out() -> None:
     # Its own tripwire: the session's must stay empty. Nothing leaves 127.0.0.1 here either.
-    tripwire = FakeServer(tripwire_handler()).start()
+    tripwire = FakeServer(tripwire_route).start()
     try:
         opener = urllib.request.build_opener(
             urllib.request.ProxyHandler({"http": tripwire.base_url, "https": tripwire.base_url})
