@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 import struct
@@ -18,7 +19,7 @@ import attrs
 if TYPE_CHECKING:
     import uvicorn
 
-__all__ = ["ASGIApp", "Receive", "Request", "Scope", "Send", "ThreadedServer", "read_request"]
+__all__ = ["ASGIApp", "Receive", "Request", "Scope", "Send", "ThreadedServer", "listening", "read_request"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,10 @@ class Request:
     headers: dict[str, str]
     body: bytes
 
+    def json(self) -> Any:
+        """The body read as JSON (raises ``ValueError`` when it is not)."""
+        return json.loads(self.body)
+
 
 async def read_request(scope: Scope, receive: Receive) -> Request:
     """The request ``scope`` opens, with its whole body (sent in one piece or many)."""
@@ -62,6 +67,34 @@ async def read_request(scope: Scope, receive: Receive) -> Request:
     path = scope["path"] + (f"?{query}" if query else "")
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
     return Request(scope["method"], path, headers, bytes(body))
+
+
+def listening(
+    app: ASGIApp, *, grace_seconds: int, address: tuple[str, int] = ("127.0.0.1", 0)
+) -> tuple[uvicorn.Server, socket.socket]:
+    """A uvicorn server for ``app`` and the socket listening on ``address`` it is to serve with
+    ``server.serve(sockets=[listener])``. The process's logging setup stays as it was.
+
+    uvicorn is imported here: the CLI imports the stand-in on every run, and runs without uvicorn
+    when a real gateway is configured. Raises ModuleNotFoundError with the install hint without it.
+    """
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ModuleNotFoundError(_MISSING_UVICORN, name="uvicorn") from exc
+    config = uvicorn.Config(
+        app,
+        interface="asgi3",
+        http="h11",
+        loop="asyncio",
+        lifespan="off",
+        # No logging setup of uvicorn's own: the process's (a host's, a test's) stays as it was.
+        log_config=None,
+        # scope["client"] must stay the socket's peer: ThreadedServer.reset() finds the connection by it.
+        proxy_headers=False,
+        timeout_graceful_shutdown=grace_seconds,
+    )
+    return uvicorn.Server(config), socket.create_server(address, backlog=_BACKLOG)
 
 
 class ThreadedServer:
@@ -90,26 +123,7 @@ class ThreadedServer:
             raise RuntimeError(f"{self._name} cannot be restarted once stopped; make a new one")
         if self.state == "running":
             return self
-        try:
-            # Imported here: the CLI imports the stand-in on every run, and runs without uvicorn
-            # when a real gateway is configured.
-            import uvicorn
-        except ImportError as exc:
-            raise ModuleNotFoundError(_MISSING_UVICORN, name="uvicorn") from exc
-        listener = socket.create_server(self._address, backlog=_BACKLOG)
-        config = uvicorn.Config(
-            self._app,
-            interface="asgi3",
-            http="h11",
-            loop="asyncio",
-            lifespan="off",
-            # No logging setup of uvicorn's own: the process's (a host's, a test's) stays as it was.
-            log_config=None,
-            # scope["client"] must stay the socket's peer: reset() finds the connection by it.
-            proxy_headers=False,
-            timeout_graceful_shutdown=_GRACE_SECONDS,
-        )
-        server = uvicorn.Server(config)
+        server, listener = listening(self._app, grace_seconds=_GRACE_SECONDS, address=self._address)
         thread = threading.Thread(target=self._run, args=(server, listener), name=self._name, daemon=True)
         self._running = (server, thread, listener.getsockname()[1])
         self._state = "running"

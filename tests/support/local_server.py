@@ -10,18 +10,16 @@ adapters talking to it (``ADAPTERS`` parametrizes a test over both).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import httpx
 import openai
 import pytest
-import uvicorn
 
-from adapters.offline.threaded import ASGIApp, Receive, Scope, Send, read_request
+from adapters.offline.threaded import ASGIApp, Receive, Request, Scope, Send, listening, read_request
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatPort
 
@@ -35,17 +33,8 @@ ADAPTERS: Final = pytest.mark.parametrize(
 )
 
 
-@attrs.frozen
-class Received:
-    """One request as the server saw it."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
+Received = Request
+"""One request as the server saw it (method, path with its query, lower-cased headers, body; ``json()``)."""
 
 
 @attrs.define
@@ -99,8 +88,7 @@ def _app(handler: Handler, received: list[Received]) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        read = await read_request(scope, receive)
-        request = Received(method=read.method, path=scope["path"], headers=read.headers, body=read.body)
+        request = await read_request(scope, receive)
         received.append(request)
         await handler(request, Sender(send, receive))
 
@@ -111,32 +99,25 @@ def _app(handler: Handler, received: list[Received]) -> ASGIApp:
 async def serve(handler: Handler) -> AsyncIterator[LocalServer]:
     """Run ``handler`` for every request on a free port of 127.0.0.1 until the block ends."""
     received: list[Received] = []
-    config = uvicorn.Config(
-        _app(handler, received),
-        host="127.0.0.1",
-        port=0,
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(server.serve(sockets=None))
+    server, listener = listening(_app(handler, received), grace_seconds=1)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + _STARTUP_SECONDS
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("the local server stopped before it started")
-        if loop.time() > deadline:
-            raise TimeoutError("the local server did not start within 10 s")
-        await asyncio.sleep(0.005)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    task = loop.create_task(server.serve(sockets=[listener]))
     try:
-        yield LocalServer(port=port, received=received)
+        deadline = loop.time() + _STARTUP_SECONDS
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("the local server stopped before it started")
+            if loop.time() > deadline:
+                raise TimeoutError("the local server did not start within 10 s")
+            await asyncio.sleep(0.005)
+        yield LocalServer(port=listener.getsockname()[1], received=received)
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, timeout=_STARTUP_SECONDS)
+        try:
+            await asyncio.wait_for(task, timeout=_STARTUP_SECONDS)
+        finally:
+            listener.close()
 
 
 @asynccontextmanager
