@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
+from application.framing import unframe
 from domain import Workflow, WorkflowStep
 
 __all__ = [
@@ -198,21 +199,13 @@ def summary_text(meeting: Meeting) -> str:
     return "\n\n".join(paragraphs)
 
 
-_ENTITY: Final = re.compile(r"&(amp|lt|gt);")
-_ENTITY_CHARS: Final = {"amp": "&", "lt": "<", "gt": ">"}
-
-
 def tagged(text: str, tag: str) -> str:
-    """The text inside ``<tag>...</tag>`` when a pipeline framed its input so; else all of it.
-
-    Framed text has its ``&``, ``<`` and ``>`` written as entities (so that it cannot close its
-    tag early), and reads back as the characters, as the pipelines' instructions tell a model.
-    """
-    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.DOTALL)
-    if match is None:
+    """The text a pipeline framed under ``tag`` (:func:`application.framing.frame`), exactly as it was
+    given, entities read back as characters; all of ``text`` when it holds no such frame."""
+    try:
+        return unframe(text, tag)
+    except ValueError:
         return text
-    # One pass, so that "&amp;lt;" reads as "&lt;", not "<".
-    return _ENTITY.sub(lambda entity: _ENTITY_CHARS[entity[1]], match[1])
 
 
 # ---------------------------------------------------------------- workflow edits

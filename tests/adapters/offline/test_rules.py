@@ -151,7 +151,8 @@ def test_summary_of_an_empty_meeting_still_reads_well() -> None:
 
 def test_tagged_input_is_read_from_inside_its_tags() -> None:
     assert tagged("Summarize this.\n\n<transcript>\nAna: hi\n</transcript>", "transcript") == "Ana: hi"
-    assert tagged("<transcript>Ana: hi</transcript>", "transcript") == "Ana: hi"
+    # Tags not written the way the pipelines frame text are just text.
+    assert tagged("<transcript>Ana: hi</transcript>", "transcript") == "<transcript>Ana: hi</transcript>"
     assert tagged("Ana: hi", "transcript") == "Ana: hi"
 
 
