@@ -17,6 +17,7 @@ from opentelemetry.trace import StatusCode
 
 from adapters.container import Container, chat_key, telemetry_key
 from adapters.offline import OfflineResponsesServer
+from adapters.offline.render import call_item, message_item
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.settings import ConfigurationError, load_config_file
@@ -42,8 +43,8 @@ from domain import (
 )
 from tests.strategies import MARKER
 from tests.support.doubles import CallLog, RequestLog
-from tests.support.gateway import Recorder, answer, call_item, message_item, response_document
-from tests.support.telemetry import Otel, every_text, served
+from tests.support.gateway import Recorder, answer, response_document, served
+from tests.support.telemetry import Otel, every_text
 
 KEY = "sk-container-test"
 GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": KEY}

@@ -14,8 +14,9 @@ import attrs
 import httpx
 from hypothesis import strategies as st
 
+from adapters.offline.render import stream_events
 from tests.strategies import model_outputs
-from tests.support.gateway import JSON, REQUEST_ID, SSE, response_document, stream_events
+from tests.support.gateway import JSON, REQUEST_ID, SSE, response_document
 
 __all__ = [
     "HostileBody",
@@ -346,7 +347,7 @@ def base_documents(draw: st.DrawFn, *, litellm: bool) -> dict[str, Any]:
             draw(st.sampled_from(["max_output_tokens", "content_filter"])) if status == "incomplete" else None
         ),
         error={"code": "server_error", "message": "The model crashed"} if status == "failed" else None,
-        usage=draw(st.just((11, 7, 18)) | st.none()),
+        usage=draw(st.just((11, 7)) | st.none()),
         litellm=litellm,
     )
 

@@ -10,21 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.offline.render import call_item, message_item, sse, stream_events
 from adapters.responses import ResponsesSseAdapter
 from application import LoopSettings, SummaryAgent, WorkflowEditorAgent
 from domain import Workflow, WorkflowStep
 from tests.strategies import MARKER, malformed_argument_strings
-from tests.support.gateway import (
-    SSE,
-    Recorder,
-    adapters_for,
-    answer,
-    call_item,
-    message_item,
-    response_document,
-    sse,
-    stream_events,
-)
+from tests.support.gateway import SSE, Recorder, adapters_for, answer, response_document
 
 TRANSCRIPT = "[00:00] Ann: We ship Monday.\n[00:01] Bob: Agreed.\n"
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from adapters.offline.render import call_item, message_item, reasoning_item, sse, stream_events
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from application import MeetingSummary, RunFinished, SummaryAgent, ToolRunError
 from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, FunctionResultContent
@@ -34,13 +35,8 @@ from tests.support.gateway import (
     Recorder,
     all_updates,
     answer,
-    call_item,
     client_for,
-    message_item,
-    reasoning_item,
     response_document,
-    sse,
-    stream_events,
 )
 
 Adapter = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]

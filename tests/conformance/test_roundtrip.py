@@ -9,19 +9,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.offline.render import reasoning_item
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionResultContent
 from tests.domain.strategies import streamed_updates
 from tests.strategies import model_outputs, output_texts
-from tests.support.gateway import (
-    JSON,
-    QUESTION,
-    Recorder,
-    adapters_for,
-    answer,
-    every_way,
-    reasoning_item,
-    response_document,
-)
+from tests.support.gateway import JSON, QUESTION, Recorder, adapters_for, answer, every_way, response_document
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -11,20 +11,12 @@ from typing import Any, Final
 
 import attrs
 import httpx
-import openai
 import pytest
 
+from adapters.offline.render import message_item, sse, stream_events
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatError, ChatResponse
-from tests.support.gateway import (
-    JSON,
-    QUESTION,
-    SSE,
-    message_item,
-    response_document,
-    sse,
-    stream_events,
-)
+from tests.support.gateway import JSON, QUESTION, SSE, response_document, sdk_over
 from tests.support.leaks import leaking_records
 from tests.support.local_server import Received, Sender, serve
 
@@ -247,13 +239,8 @@ async def _assert_nothing_leaks(
     *,
     streaming: bool = False,
 ) -> None:
-    client = openai.AsyncOpenAI(
-        api_key=API_KEY,
-        base_url=base_url,
-        # openai 3 is typed for httpx2 but accepts a legacy httpx client (the container hands it one).
-        http_client=http,  # type: ignore[arg-type]
-        max_retries=position.max_retries,
-        timeout=10.0,
+    client = sdk_over(
+        http, base_url=base_url, api_key=API_KEY, max_retries=position.max_retries, timeout=10.0
     )
     adapter = adapter_type(client, SETTINGS)
     with captured() as records:

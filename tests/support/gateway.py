@@ -1,10 +1,12 @@
 """A Responses gateway in memory: the real SDK client over ``httpx.MockTransport``, and what it is served.
 
 Use it for anything about the wire format or the adapters' reading of it: :class:`Recorder` answers from a
-queue and keeps every request, :func:`adapters_for` builds both adapters over it, :func:`every_way` serves
-one answer to both as an event stream and as JSON, :class:`Pieces` sends a body in pieces (then breaks or
-stalls), and the bodies come from :mod:`adapters.offline.render`, the stand-in's own renderer. Where a test
-needs real sockets, use :mod:`tests.support.local_server` instead.
+queue and keeps every request, :func:`adapters_for` builds both adapters over it, :func:`served` is a
+document as a streaming or a JSON request gets it, :func:`every_way` serves one answer to both adapters
+both ways, :class:`Pieces` sends a body in pieces (then breaks or stalls). Build the bodies with
+:mod:`adapters.offline.render`, the stand-in's own renderer (:func:`response_document` here adds a test's
+defaults). :func:`sdk_over` is the SDK over any legacy httpx client, for tiers that talk to a real server.
+Where a test needs real sockets, use :mod:`tests.support.local_server` instead.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import openai
 import pytest
 
 from adapters.offline import render
-from adapters.offline.render import call_item, message_item, reasoning_item, sse, stream_events
+from adapters.offline.render import sse, stream_events
 from adapters.offline.render import usage as usage_block
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatError, ChatMessage, ChatPort, ChatResponse, ChatResponseUpdate
@@ -44,14 +46,11 @@ __all__ = [
     "assert_folds_to",
     "assert_shows_no_key",
     "assert_streams_what_it_answers",
-    "call_item",
     "client_for",
     "every_way",
-    "message_item",
-    "reasoning_item",
     "response_document",
-    "sse",
-    "stream_events",
+    "sdk_over",
+    "served",
     "streamed",
 ]
 
@@ -96,15 +95,35 @@ def answer(body: bytes | str, content_type: str = JSON, status: int = 200, **hea
     )
 
 
-def client_for(recorder: Recorder, *, max_retries: int = 0, timeout: float = 5.0) -> openai.AsyncOpenAI:
+def sdk_over(
+    http_client: httpx.AsyncClient,
+    *,
+    base_url: str = BASE_URL,
+    api_key: str = API_KEY,
+    max_retries: int = 0,
+    timeout: float = 5.0,
+) -> openai.AsyncOpenAI:
+    """The real SDK over a legacy httpx client, as the container builds it."""
     return openai.AsyncOpenAI(
-        api_key=API_KEY,
-        base_url=BASE_URL,
+        api_key=api_key,
+        base_url=base_url,
         # openai 3 is typed for httpx2 but accepts a legacy httpx client (the container hands it one).
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(recorder)),  # type: ignore[arg-type]
+        http_client=http_client,  # type: ignore[arg-type]
         max_retries=max_retries,
         timeout=timeout,
     )
+
+
+def client_for(
+    recorder: Recorder,
+    *,
+    wrap: Callable[[httpx.AsyncClient], httpx.AsyncClient] = lambda http_client: http_client,
+    max_retries: int = 0,
+    timeout: float = 5.0,
+) -> openai.AsyncOpenAI:
+    """The SDK answered by ``recorder``, over its httpx client as ``wrap`` returns it (instrumented, say)."""
+    http_client = wrap(httpx.AsyncClient(transport=httpx.MockTransport(recorder)))
+    return sdk_over(http_client, max_retries=max_retries, timeout=timeout)
 
 
 def adapters_for(
@@ -132,19 +151,16 @@ def response_document(
     response_id: str = "resp_test",
     model: str = "gpt-test-2026",
     status: str = "completed",
-    usage: tuple[int, int, int] | None = (11, 7, 18),
+    usage: tuple[int, int] | None = (11, 7),
     incomplete_reason: str | None = None,
     error: dict[str, Any] | None = None,
     litellm: bool = False,
 ) -> dict[str, Any]:
     """:func:`adapters.offline.render.response_document` with a test's defaults; ``usage`` as
-    (input, output, total) tokens, with 3 cached and 2 reasoning tokens in OpenAI's dialect."""
-    counts = None
-    if usage is not None:
-        counts = {
-            **usage_block(usage[0], usage[1], cached_tokens=3, reasoning_tokens=2, litellm=litellm),
-            "total_tokens": usage[2],
-        }
+    (input, output) tokens, with 3 cached and 2 reasoning tokens in OpenAI's dialect."""
+    counts = (
+        None if usage is None else usage_block(*usage, cached_tokens=3, reasoning_tokens=2, litellm=litellm)
+    )
     return render.response_document(
         output,
         response_id=response_id,
@@ -157,12 +173,21 @@ def response_document(
     )
 
 
+def served(
+    document: dict[str, Any], *, streaming: bool, litellm: bool = False, **stream_options: Any
+) -> httpx.Response:
+    """``document`` as the answer a streaming request gets (an event stream; ``stream_options`` go to
+    :func:`stream_events`) or a JSON request gets."""
+    if not streaming:
+        return answer(json.dumps(document), JSON)
+    return answer(sse(stream_events(document, litellm=litellm, **stream_options), litellm=litellm), SSE)
+
+
 def every_way(document: dict[str, Any], *, litellm: bool = False, **stream_options: Any) -> list[Adapter]:
-    """Both adapters served ``document`` as an event stream (``stream_options`` go to
-    :func:`stream_events`), then both served it as a JSON body: four ways to the same answer."""
-    body = sse(stream_events(document, litellm=litellm, **stream_options), litellm=litellm)
-    served = (answer(body, SSE), answer(json.dumps(document), JSON))
-    return [adapter for one in served for adapter in adapters_for(Recorder([one]))]
+    """Both adapters served ``document`` as an event stream (see :func:`served`), then both served it as a
+    JSON body: four ways to the same answer."""
+    answers = [served(document, streaming=way, litellm=litellm, **stream_options) for way in (True, False)]
+    return [adapter for one in answers for adapter in adapters_for(Recorder([one]))]
 
 
 # ---------------------------------------------------------------- bodies as a network delivers them

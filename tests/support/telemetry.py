@@ -6,21 +6,17 @@
 - :func:`every_text`: every string a backend would receive from it, for "no secret reaches telemetry".
 - :func:`traced_summary_agent`: a summary agent with its chat and its tools instrumented, the run span
   over them, as the container builds it when telemetry is on.
-- :func:`real_adapter` and :func:`served`: a real Responses adapter over a :class:`Recorder` whose HTTP
-  client reports each attempt to the chat span, and a document as the answer a streaming or a JSON
-  request gets. For everything else about the wire, use :mod:`tests.support.gateway`.
+- :func:`real_adapter`: a real Responses adapter over a :class:`Recorder` whose HTTP client reports each
+  attempt to the chat span. For everything else about the wire, use :mod:`tests.support.gateway`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
 import attrs
-import httpx
-import openai
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -28,7 +24,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adapters.redaction import Redactor
-from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from adapters.telemetry import (
     InstrumentedSummaryAgent,
     InstrumentedToolInvoker,
@@ -38,9 +33,9 @@ from adapters.telemetry import (
 )
 from application import LoopSettings
 from domain import ChatPort
-from tests.support.gateway import API_KEY, BASE_URL, JSON, SSE, Recorder, answer, sse, stream_events
+from tests.support.gateway import Adapter, Recorder, adapters_for
 
-__all__ = ["MODEL", "TRANSCRIPT", "Otel", "every_text", "real_adapter", "served", "traced_summary_agent"]
+__all__ = ["MODEL", "TRANSCRIPT", "Otel", "every_text", "real_adapter", "traced_summary_agent"]
 
 MODEL: Final = "gpt-test"
 TRANSCRIPT: Final = "Ana: I will send the report by Friday.\nBen: We ship on Monday."
@@ -147,21 +142,7 @@ def traced_summary_agent(
     )
 
 
-def real_adapter(
-    recorder: Recorder, *, streaming: bool, max_retries: int = 0, model: str = MODEL
-) -> ResponsesSseAdapter | ResponsesJsonAdapter:
+def real_adapter(recorder: Recorder, *, streaming: bool, max_retries: int = 0) -> Adapter:
     """A real Responses adapter over ``recorder``, its HTTP client reporting attempts to the chat spans."""
-    http_client = instrument_http_client(httpx.AsyncClient(transport=httpx.MockTransport(recorder)))
-    client = openai.AsyncOpenAI(
-        api_key=API_KEY,
-        base_url=BASE_URL,
-        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-        max_retries=max_retries,
-    )
-    settings = ResponsesSettings(model=model)
-    return ResponsesSseAdapter(client, settings) if streaming else ResponsesJsonAdapter(client, settings)
-
-
-def served(document: dict[str, Any], *, streaming: bool) -> httpx.Response:
-    """``document`` as the answer a streaming or a JSON request gets."""
-    return answer(sse(stream_events(document)), SSE) if streaming else answer(json.dumps(document), JSON)
+    sse_adapter, json_adapter = adapters_for(recorder, wrap=instrument_http_client, max_retries=max_retries)
+    return sse_adapter if streaming else json_adapter

@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 
+from adapters.offline.render import message_item, sse, stream_events
 from adapters.redaction import REDACTED
 from adapters.responses import ResponsesSettings
 from adapters.responses.error_mapping import LowerLevelError
@@ -45,10 +46,7 @@ from tests.support.gateway import (
     answer,
     assert_shows_no_key,
     every_way,
-    message_item,
     response_document,
-    sse,
-    stream_events,
     streamed,
 )
 
@@ -139,7 +137,7 @@ async def test_response_failed_raises_with_the_providers_code_and_partial_output
 )
 async def test_response_incomplete_returns_the_partial_output(reason: str, finish: str) -> None:
     document = response_document(
-        [message_item("msg_1", "Cut sh")], status="incomplete", incomplete_reason=reason, usage=(5, 16, 21)
+        [message_item("msg_1", "Cut sh")], status="incomplete", incomplete_reason=reason, usage=(5, 16)
     )
 
     for adapter in every_way(document):

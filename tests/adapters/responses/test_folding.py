@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.offline.render import call_item, message_item, reasoning_item, sse, stream_events
 from domain import (
     ChatMessage,
     ChatPort,
@@ -34,13 +35,8 @@ from tests.support.gateway import (
     answered_and_streamed,
     assert_folds_to,
     assert_streams_what_it_answers,
-    call_item,
     every_way,
-    message_item,
-    reasoning_item,
     response_document,
-    sse,
-    stream_events,
 )
 
 DIALECTS = ("openai", "litellm")

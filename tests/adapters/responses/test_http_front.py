@@ -11,17 +11,16 @@ import logging
 import zlib
 
 import httpx
-import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.offline.render import message_item, sse, stream_events
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from adapters.responses.http_front import attempts_of, observed
 from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
 from tests.support.gateway import (
     API_KEY,
-    BASE_URL,
     JSON,
     SSE,
     Pieces,
@@ -29,10 +28,8 @@ from tests.support.gateway import (
     adapters_for,
     answer,
     client_for,
-    message_item,
     response_document,
-    sse,
-    stream_events,
+    sdk_over,
     streamed,
 )
 
@@ -51,7 +48,7 @@ async def test_the_original_clients_headers_hooks_and_transport_still_apply() ->
         headers={"X-Team": "meetings"},
         event_hooks={"request": [hook]},
     )
-    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=BASE_URL, http_client=http_client, max_retries=0)  # type: ignore[arg-type]  # a legacy httpx client, as the container passes
+    client = sdk_over(http_client)
     adapter = ResponsesSseAdapter(client, ResponsesSettings(model="gpt-test"))
 
     response = await adapter.get_response([ChatMessage.user("hi")])
@@ -101,7 +98,7 @@ async def test_concurrent_requests_log_only_their_own_attempts(caplog: pytest.Lo
 
 async def test_closing_the_adapters_copy_leaves_the_given_client_open() -> None:
     http_client = httpx.AsyncClient(transport=httpx.MockTransport(Recorder([answer(OK)])))
-    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=BASE_URL, http_client=http_client)  # type: ignore[arg-type]  # a legacy httpx client, as the container passes
+    client = sdk_over(http_client)
 
     await observed(client, max_response_bytes=1 << 20).close()
 

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai._utils._json import openapi_dumps
 
+from adapters.offline.render import message_item
 from adapters.responses import ResponsesPayloadBuilder, ResponsesSettings
 from adapters.responses.payload import SDK_KEYWORDS
 from domain import (
@@ -28,7 +29,7 @@ from domain import (
     TextContent,
     ToolSpec,
 )
-from tests.support.gateway import JSON, Recorder, adapters_for, answer, message_item, response_document
+from tests.support.gateway import JSON, Recorder, adapters_for, answer, response_document
 
 OK = json.dumps(response_document([message_item("msg_1", "ok")]))
 BUILDER = ResponsesPayloadBuilder(ResponsesSettings(model="m", store=True))

@@ -15,14 +15,15 @@ from hypothesis import strategies as st
 from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, StatusCode
 
+from adapters.offline.render import message_item
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.telemetry import InstrumentedChat, Telemetry, instrument_chat, instrument_http_client
 from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse, ChatResponseUpdate, TextContent, Usage
 from domain.errors import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
 from tests.domain.strategies import usages
 from tests.support.doubles import NoAclose, WholeAnswers
-from tests.support.gateway import BASE_URL, Recorder, answer, message_item, response_document
-from tests.support.telemetry import MODEL, Otel, real_adapter, served
+from tests.support.gateway import BASE_URL, Recorder, answer, response_document, served
+from tests.support.telemetry import MODEL, Otel, real_adapter
 
 ASK = (ChatMessage.user("hi"),)
 
@@ -185,7 +186,7 @@ async def test_a_real_adapter_request_after_a_retry_is_one_span_with_one_event_p
     otel: Otel, streaming: bool, streamed: bool
 ) -> None:
     document = response_document(
-        [message_item("msg_1", "Done", " and dusted.")], response_id="resp_real", usage=(11, 7, 18)
+        [message_item("msg_1", "Done", " and dusted.")], response_id="resp_real", usage=(11, 7)
     )
     recorder = Recorder(
         [answer('{"error": {"message": "busy"}}', status=503), served(document, streaming=streaming)]

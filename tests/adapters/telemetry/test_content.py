@@ -10,13 +10,14 @@ from typing import Any
 
 from hypothesis import given
 
+from adapters.offline.render import call_item, message_item
 from adapters.redaction import Redactor
 from adapters.telemetry.content import input_messages, json_text, output_messages, tool_result
 from domain import ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, TextContent
 from domain.messages import Content, ProviderItemContent, ReasoningContent
 from tests.domain.strategies import adapter_shaped_responses
-from tests.support.gateway import API_KEY, BASE_URL, Recorder, call_item, message_item, response_document
-from tests.support.telemetry import Otel, every_text, real_adapter, served, traced_summary_agent
+from tests.support.gateway import API_KEY, BASE_URL, Recorder, response_document, served
+from tests.support.telemetry import Otel, every_text, real_adapter, traced_summary_agent
 
 
 def expected_part(content: Content) -> dict[str, object]:

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 import pytest
 
+from adapters.offline.render import message_item, sse, stream_events
 from domain import (
     ChatError,
     ChatMessage,
@@ -14,7 +15,7 @@ from domain import (
     MalformedResponseError,
     ResponseFailedError,
 )
-from tests.support.gateway import message_item, response_document, sse, stream_events
+from tests.support.gateway import response_document
 from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
 
 WHOLE: Final = "The second answer, whole."

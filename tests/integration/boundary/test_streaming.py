@@ -8,8 +8,9 @@ from typing import Final
 
 import pytest
 
+from adapters.offline.render import message_item, sse, stream_events
 from domain import ChatMessage, ChatPort, ChatResponse, ChatResponseUpdate, ChatTransportError
-from tests.support.gateway import message_item, response_document, sse, stream_events
+from tests.support.gateway import response_document
 from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
 
 MESSAGES: Final = [ChatMessage.user("hello")]

@@ -10,9 +10,9 @@ from typing import Final
 
 import pytest
 
-from adapters.offline.render import event_frame
+from adapters.offline.render import event_frame, message_item, sse, stream_events
 from domain import ChatMessage, ChatTransportError
-from tests.support.gateway import message_item, response_document, sse, stream_events
+from tests.support.gateway import response_document
 from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
 
 # Long enough that a test which waited for it would show, short enough that the suite stays quick.

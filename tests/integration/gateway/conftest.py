@@ -72,5 +72,5 @@ def pytest_runtest_makereport(
 @pytest.fixture
 async def proxy_client(gateway: Gateway) -> AsyncIterator[openai.AsyncOpenAI]:
     """An SDK client for the proxy without retries, so every failure shows on the first attempt."""
-    async with sdk_client(gateway, max_retries=0) as client:
+    async with sdk_client(gateway.proxy.base_url) as client:
         yield client

@@ -154,7 +154,7 @@ async def test_an_upstream_500_is_a_typed_transport_error_that_counts_every_atte
 ) -> None:
     """With the SDK's retries (and backoff) the 500 is retried through the proxy, each attempt counted."""
     nonce = f"fail-{uuid.uuid4()}"
-    async with sdk_client(gateway, max_retries=retries) as client:
+    async with sdk_client(gateway.proxy.base_url, max_retries=retries) as client:
         with pytest.raises(ChatTransportError) as caught:
             await _adapter(adapter_type, client, "gw-500").get_response([ChatMessage.user(nonce)])
     assert caught.value.status_code == 500

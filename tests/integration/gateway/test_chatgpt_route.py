@@ -11,8 +11,8 @@ import pytest
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatMessage
-from tests.integration.gateway.proxy import CHATGPT_MODEL, MASTER_KEY
-from tests.integration.gateway.support import Gateway
+from tests.integration.gateway.proxy import CHATGPT_MODEL
+from tests.integration.gateway.support import Gateway, sdk_client
 from tests.support.local_server import AdapterType
 from tests.support.upstreams import CHATGPT_ACCESS_TOKEN, CODEX_TEXT, RecordedRequest
 
@@ -34,29 +34,12 @@ def content_types() -> _ContentTypes:
     return _ContentTypes()
 
 
-async def _client(
-    base_url: str, api_key: str, hook: _ContentTypes
-) -> tuple[openai.AsyncOpenAI, httpx.AsyncClient]:
-    http_client = httpx.AsyncClient(
-        timeout=httpx.Timeout(30.0, connect=5.0), event_hooks={"response": [hook]}
-    )
-    client = openai.AsyncOpenAI(
-        api_key=api_key,
-        base_url=base_url,
-        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
-        max_retries=0,
-    )
-    return client, http_client
-
-
 @pytest.fixture
 async def watched_proxy_client(
     gateway: Gateway, content_types: _ContentTypes
 ) -> AsyncIterator[openai.AsyncOpenAI]:
-    client, http_client = await _client(gateway.proxy.base_url, MASTER_KEY, content_types)
-    yield client
-    await client.close()
-    await http_client.aclose()
+    async with sdk_client(gateway.proxy.base_url, on_response=content_types) as client:
+        yield client
 
 
 def _asked(gateway: Gateway, nonce: str) -> list[RecordedRequest]:
@@ -94,13 +77,11 @@ async def test_the_json_adapter_folds_the_codex_stream_it_did_not_ask_for(
 ) -> None:
     # Straight to the Codex-style endpoint, the way the deployed route answered: SSE for stream=false.
     nonce = f"codex-direct-{uuid.uuid4()}"
-    client, http_client = await _client(gateway.codex.base_url, CHATGPT_ACCESS_TOKEN, content_types)
-    try:
+    async with sdk_client(
+        gateway.codex.base_url, api_key=CHATGPT_ACCESS_TOKEN, on_response=content_types
+    ) as client:
         adapter = ResponsesJsonAdapter(client, ResponsesSettings(model="gpt-5.5"))
         response = await adapter.get_response([ChatMessage.user(nonce)])
-    finally:
-        await client.close()
-        await http_client.aclose()
 
     assert content_types.seen == ["text/event-stream"]
     [upstream] = _asked(gateway, nonce)
