@@ -48,6 +48,7 @@ __all__ = [
     "assert_streams_what_it_answers",
     "client_for",
     "every_way",
+    "mocked",
     "response_document",
     "sdk_over",
     "served",
@@ -95,6 +96,11 @@ def answer(body: bytes | str, content_type: str = JSON, status: int = 200, **hea
     )
 
 
+def mocked(recorder: Recorder) -> httpx.AsyncClient:
+    """A legacy httpx client that ``recorder`` answers."""
+    return httpx.AsyncClient(transport=httpx.MockTransport(recorder))
+
+
 def sdk_over(
     http_client: httpx.AsyncClient,
     *,
@@ -114,16 +120,9 @@ def sdk_over(
     )
 
 
-def client_for(
-    recorder: Recorder,
-    *,
-    wrap: Callable[[httpx.AsyncClient], httpx.AsyncClient] = lambda http_client: http_client,
-    max_retries: int = 0,
-    timeout: float = 5.0,
-) -> openai.AsyncOpenAI:
-    """The SDK answered by ``recorder``, over its httpx client as ``wrap`` returns it (instrumented, say)."""
-    http_client = wrap(httpx.AsyncClient(transport=httpx.MockTransport(recorder)))
-    return sdk_over(http_client, max_retries=max_retries, timeout=timeout)
+def client_for(recorder: Recorder, *, max_retries: int = 0, timeout: float = 5.0) -> openai.AsyncOpenAI:
+    """The SDK answered by ``recorder``."""
+    return sdk_over(mocked(recorder), max_retries=max_retries, timeout=timeout)
 
 
 def adapters_for(

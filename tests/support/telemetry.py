@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adapters.redaction import Redactor
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from adapters.telemetry import (
     InstrumentedSummaryAgent,
     InstrumentedToolInvoker,
@@ -33,7 +34,7 @@ from adapters.telemetry import (
 )
 from application import LoopSettings
 from domain import ChatPort
-from tests.support.gateway import Adapter, Recorder, adapters_for
+from tests.support.gateway import Adapter, Recorder, mocked, sdk_over
 
 __all__ = ["MODEL", "TRANSCRIPT", "Otel", "every_text", "real_adapter", "traced_summary_agent"]
 
@@ -144,5 +145,6 @@ def traced_summary_agent(
 
 def real_adapter(recorder: Recorder, *, streaming: bool, max_retries: int = 0) -> Adapter:
     """A real Responses adapter over ``recorder``, its HTTP client reporting attempts to the chat spans."""
-    sse_adapter, json_adapter = adapters_for(recorder, wrap=instrument_http_client, max_retries=max_retries)
-    return sse_adapter if streaming else json_adapter
+    client = sdk_over(instrument_http_client(mocked(recorder)), max_retries=max_retries)
+    settings = ResponsesSettings(model=MODEL)
+    return ResponsesSseAdapter(client, settings) if streaming else ResponsesJsonAdapter(client, settings)

@@ -161,37 +161,26 @@ def echo_route(request: RecordedRequest) -> Answer:
 # ---------------------------------------------------------------- chat-completions upstream
 
 
-def _tool_rounds_done(messages: list[dict[str, Any]]) -> int:
+def _tool_rounds_done(body: Mapping[str, Any]) -> int:
     """How many tool rounds the conversation has completed: assistant turns that carried tool calls."""
-    return sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls"))
-
-
-def _offered_tools(body: Mapping[str, Any]) -> set[str]:
-    names = set()
-    for tool in body.get("tools") or ():
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.add(function["name"])
-    return names
+    return sum(1 for m in body.get("messages") or () if m.get("role") == "assistant" and m.get("tool_calls"))
 
 
 def _plan(body: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The scripted answer for this request: (text, tool calls); exactly one of them is non-empty."""
     model = str(body.get("model", ""))
-    messages = list(body.get("messages") or ())
-    done = _tool_rounds_done(messages)
+    done = _tool_rounds_done(body)
     if model == "scripted-tool" or model == "scripted-malformed":
         if done == 0:
             arguments = '{"zone": "Europe/Oslo"}' if model == "scripted-tool" else MALFORMED_ARGUMENTS
             return "", (("current_time", arguments),)
-        tool_outputs = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+        tool_outputs = [str(m.get("content")) for m in body["messages"] if m.get("role") == "tool"]
         return "Tool said: " + " | ".join(tool_outputs), ()
     if model == "scripted-agent":
-        offered = _offered_tools(body)
+        offered = {tool["function"]["name"] for tool in body.get("tools") or ()}
+        summary = "record_action_item" in offered
         rounds, final = (
-            (SUMMARY_TOOL_ROUNDS, SUMMARY_TEXT)
-            if "record_action_item" in offered
-            else (WORKFLOW_TOOL_ROUNDS, WORKFLOW_TEXT)
+            (SUMMARY_TOOL_ROUNDS, SUMMARY_TEXT) if summary else (WORKFLOW_TOOL_ROUNDS, WORKFLOW_TEXT)
         )
         if done < len(rounds):
             return "", rounds[done]
@@ -200,11 +189,11 @@ def _plan(body: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
 
 
 def _completion_id(body: Mapping[str, Any]) -> str:
-    return f"chatcmpl-{_tool_rounds_done(list(body.get('messages') or ()))}"
+    return f"chatcmpl-{_tool_rounds_done(body)}"
 
 
 def _call_id(index: int, body: Mapping[str, Any]) -> str:
-    return f"call_{_tool_rounds_done(list(body.get('messages') or ()))}_{index}"
+    return f"call_{_tool_rounds_done(body)}_{index}"
 
 
 _UPSTREAM_MODELS = ("scripted-text", "scripted-tool", "scripted-malformed", "scripted-agent", "scripted-500")

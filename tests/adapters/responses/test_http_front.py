@@ -28,6 +28,7 @@ from tests.support.gateway import (
     adapters_for,
     answer,
     client_for,
+    mocked,
     response_document,
     sdk_over,
     streamed,
@@ -97,7 +98,7 @@ async def test_concurrent_requests_log_only_their_own_attempts(caplog: pytest.Lo
 
 
 async def test_closing_the_adapters_copy_leaves_the_given_client_open() -> None:
-    http_client = httpx.AsyncClient(transport=httpx.MockTransport(Recorder([answer(OK)])))
+    http_client = mocked(Recorder([answer(OK)]))
     client = sdk_over(http_client)
 
     await observed(client, max_response_bytes=1 << 20).close()

@@ -29,28 +29,26 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     # find_spec, not import: importing litellm here would load a .env and cost seconds for nothing.
     if importlib.util.find_spec("litellm") is None:
         pytest.skip(LITELLM_MISSING)
-    upstream = FakeServer(upstream_route).start()
-    codex = FakeServer(codex_route).start()
-    tripwire = FakeServer(tripwire_route).start()
-    proxy = LiteLLMProxy(
-        tmp_path_factory.mktemp("litellm"),
-        upstream_url=upstream.base_url,
-        codex_url=codex.base_url,
-        tripwire_url=tripwire.base_url,
-        chatgpt_access_token=CHATGPT_ACCESS_TOKEN,
-    )
-    try:
-        proxy.start()
-    except ProxyStartError as exc:
-        for server in (upstream, codex, tripwire):
-            server.stop()
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield Gateway(proxy, upstream, codex, tripwire)
-    finally:
-        proxy.stop()
-        for server in (upstream, codex, tripwire):
-            server.stop()
+    with (
+        FakeServer(upstream_route) as upstream,
+        FakeServer(codex_route) as codex,
+        FakeServer(tripwire_route) as tripwire,
+    ):
+        proxy = LiteLLMProxy(
+            tmp_path_factory.mktemp("litellm"),
+            upstream_url=upstream.base_url,
+            codex_url=codex.base_url,
+            tripwire_url=tripwire.base_url,
+            chatgpt_access_token=CHATGPT_ACCESS_TOKEN,
+        )
+        try:
+            proxy.start()
+        except ProxyStartError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        try:
+            yield Gateway(proxy, upstream, codex, tripwire)
+        finally:
+            proxy.stop()
     outbound = [r.path for r in tripwire.requests]
     if outbound:
         pytest.fail(f"the proxy tried to reach the network: {outbound}", pytrace=False)

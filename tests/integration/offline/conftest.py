@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -25,14 +25,9 @@ async def containers(server: OfflineResponsesServer) -> AsyncIterator[ContainerF
     and checks that closing left no connection open on the server."""
     built: list[Container] = []
 
-    def build(
-        model: str, *, streaming: bool = True, max_retries: int = 0, timeout_seconds: float = 10.0
-    ) -> Container:
-        container = build_container(
-            server, model, streaming=streaming, max_retries=max_retries, timeout_seconds=timeout_seconds
-        )
-        built.append(container)
-        return container
+    def build(model: str, **options: Any) -> Container:
+        built.append(build_container(server, model, **options))
+        return built[-1]
 
     yield build
     for container in built:

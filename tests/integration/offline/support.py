@@ -94,6 +94,8 @@ async def connections_drained(server: OfflineResponsesServer, baseline: int = 0,
 
 
 class ContainerFactory(Protocol):
+    """What the ``containers`` fixture hands a test: :func:`build_container` for the test's server."""
+
     def __call__(
         self, model: str, *, streaming: bool = True, max_retries: int = 0, timeout_seconds: float = 10.0
     ) -> Container: ...
