@@ -46,11 +46,16 @@ class Ran:
         return document
 
 
-def run_in_process(
-    *argv: str, environ: Mapping[str, str] | None = None, stdin: bytes | None = None
-) -> tuple[int, io.StringIO, io.StringIO]:
-    """``main`` with fresh stdio. Returns the code and the two streams (not a tty, as under a pipe)."""
-    out, err = io.StringIO(), io.StringIO()
+def run(
+    *argv: str,
+    environ: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    stdout: io.StringIO | None = None,
+    stderr: io.StringIO | None = None,
+) -> Ran:
+    """``main`` in this process with fresh stdio: not a tty, as under a pipe, unless the test hands in
+    a stream that says it is one as ``stdout`` or ``stderr``."""
+    out, err = stdout or io.StringIO(), stderr or io.StringIO()
     saved = sys.stdin, sys.stdout, sys.stderr
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
     sys.stdout, sys.stderr = out, err
@@ -58,11 +63,6 @@ def run_in_process(
         code = main(list(argv), environ=dict(environ or {}))
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
-    return code, out, err
-
-
-def run(*argv: str, environ: Mapping[str, str] | None = None, stdin: bytes | None = None) -> Ran:
-    code, out, err = run_in_process(*argv, environ=environ, stdin=stdin)
     return Ran(code, out.getvalue(), err.getvalue())
 
 

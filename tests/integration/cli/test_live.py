@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import sys
 import urllib.parse
 from collections.abc import Iterator
 
@@ -13,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE, main
+from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
 from adapters.cli.console import Console
 from adapters.cli.failures import logging_to
 from adapters.cli.progress import LiveRun, Progress, TextStream
@@ -38,15 +37,7 @@ def run_on_terminal(
     *argv: str, stdout: io.StringIO | None = None, environ: dict[str, str] | None = None
 ) -> Ran:
     """``main`` with stderr on a (fake) terminal; stdout too when ``stdout`` is that terminal."""
-    err = FakeTerminal()
-    out = stdout if stdout is not None else io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        code = main(list(argv), environ=environ or {})
-    finally:
-        sys.stdout, sys.stderr = saved
-    return Ran(code, out.getvalue(), err.getvalue())
+    return run(*argv, environ=environ, stdout=stdout, stderr=FakeTerminal())
 
 
 def ended(text: str) -> str:
