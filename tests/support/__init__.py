@@ -6,8 +6,10 @@ Which to reach for:
   chat decorators that log their order; chat wrappers with only whole answers or with streams that cannot
   be closed). For the application and the container, with :class:`adapters.scripted.ScriptedChat` as the
   scripted model.
-- :mod:`tests.support.gateway`: the real OpenAI SDK over ``httpx.MockTransport``, serving bodies from the
-  stand-in's renderer; for the adapters' reading of the wire format, without sockets.
+- :mod:`tests.support.gateway`: the real OpenAI SDK over ``httpx.MockTransport``, serving bodies built
+  with the stand-in's renderer (:mod:`adapters.offline.render`); for the adapters' reading of the wire
+  format, without sockets. Its ``sdk_over`` is the SDK over any legacy httpx client: build every test's
+  SDK client with it, whatever server it talks to.
 - :mod:`tests.support.local_server`: uvicorn on 127.0.0.1 in the test's own loop; for what only real
   sockets show (deadlines against a stalled peer, redirects, connections closed early).
 - :mod:`tests.support.telemetry`: OpenTelemetry SDK providers in memory; for spans, events and metrics.
