@@ -51,12 +51,6 @@ GATEWAY = {"base_url": "http://127.0.0.1:9/v1", "api_key": KEY}
 
 
 @pytest.fixture
-def otel() -> Iterator[Otel]:
-    with Otel() as recorded:
-        yield recorded
-
-
-@pytest.fixture
 async def container(otel: Otel) -> AsyncIterator[Container]:
     built = Container()
     built.environ.override(providers.Object({}))  # the test's own environment must not leak in

@@ -16,12 +16,12 @@ from typing import Final
 
 import attrs
 import httpx
-import openai
 import pytest
 
 from adapters.offline.threaded import ASGIApp, Receive, Request, Scope, Send, listening, read_request
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatPort
+from tests.support.gateway import sdk_over
 
 __all__ = ["ADAPTERS", "AdapterType", "LocalServer", "Received", "Sender", "adapter_on", "serve"]
 
@@ -132,10 +132,10 @@ async def adapter_on(
     """An adapter of ``adapter_type`` for ``base_url``, on a legacy httpx client as the container builds
     one; ``deadline`` is its ``agent.deadline_seconds``."""
     async with httpx.AsyncClient(follow_redirects=follow_redirects) as http_client:
-        client = openai.AsyncOpenAI(
-            api_key="sk-local-server-test",
+        client = sdk_over(
+            http_client,
             base_url=base_url,
-            http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
+            api_key="sk-local-server-test",
             max_retries=max_retries,
             timeout=10.0,
         )

@@ -18,6 +18,7 @@ from openai import AsyncOpenAI
 
 from adapters.offline import SCENARIOS, OfflineResponsesServer
 from tests.integration.offline.support import API_KEY, ECHO, GREETING
+from tests.support.gateway import sdk_over
 
 SUMMARY_TOOLS = ("list_participants", "record_action_item", "record_decision")
 
@@ -41,12 +42,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 def sdk_for(server: OfflineResponsesServer, http: httpx.AsyncClient, *, max_retries: int = 0) -> AsyncOpenAI:
-    return AsyncOpenAI(
-        base_url=server.base_url,
-        api_key=API_KEY,
-        http_client=http,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client (see README)
-        max_retries=max_retries,
-    )
+    return sdk_over(http, base_url=server.base_url, api_key=API_KEY, max_retries=max_retries, timeout=10.0)
 
 
 @pytest.fixture

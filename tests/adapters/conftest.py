@@ -1,4 +1,5 @@
-"""The ``otel`` fixture of the telemetry tests: in-memory providers of one test, shut down after it."""
+"""The ``otel`` fixture of the adapters' tests (telemetry, container): in-memory providers of one test,
+shut down after it."""
 
 from __future__ import annotations
 
