@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
@@ -27,7 +27,10 @@ __all__ = ["ChatResponse", "ChatResponseUpdate", "FinishReason", "Usage", "updat
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
 
 
-def _add(a: int | None, b: int | None) -> int | None:
+_Number = TypeVar("_Number", int, float)
+
+
+def _add(a: _Number | None, b: _Number | None) -> _Number | None:
     if a is None:
         return b
     if b is None:
@@ -37,23 +40,33 @@ def _add(a: int | None, b: int | None) -> int | None:
 
 @attrs.frozen
 class Usage:
-    """Token counts as the provider reported them; a count it did not report is None."""
+    """Token counts as the provider reported them, and what the request cost; what was not reported is None.
+
+    ``cost_usd`` is what the gateway billed for the request, in US dollars, as it said so (LiteLLM's
+    ``x-litellm-response-cost`` header); None when it did not say.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cost_usd: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
-        """Sum two usages field by field; a count missing on both sides stays None."""
+        """Sum two usages field by field; a value missing on both sides stays None."""
         return Usage(
             _add(self.input_tokens, other.input_tokens),
             _add(self.output_tokens, other.output_tokens),
             _add(self.total_tokens, other.total_tokens),
             _add(self.cached_input_tokens, other.cached_input_tokens),
             _add(self.reasoning_tokens, other.reasoning_tokens),
+            _add(self.cost_usd, other.cost_usd),
         )
+
+    def with_cost(self, cost_usd: float | None) -> Usage:
+        """This usage with ``cost_usd`` set; None leaves it as it is."""
+        return self if cost_usd is None else attrs.evolve(self, cost_usd=cost_usd)
 
 
 def _messages(value: Iterable[ChatMessage]) -> tuple[ChatMessage, ...]:

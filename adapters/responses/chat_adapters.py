@@ -18,6 +18,7 @@ import openai
 from openai.types.responses import Response, ResponseStreamEvent
 
 from adapters.redaction import RedactingFilter, Redactor
+from adapters.responses.cost import response_cost, with_cost
 from adapters.responses.error_mapping import (
     CutShortError,
     DeadlineExceededError,
@@ -151,6 +152,8 @@ class _Exchange:
 
     def saw(self, response: httpx.Response) -> None:
         self.request_id = response.headers.get(REQUEST_ID_HEADER)
+        # The cost comes with the response head (a stream's too): the folder puts it in the usage.
+        self.folder.cost = response_cost(response.headers, self.logger)
         self.attempts = self.earlier_attempts + attempts_of(response.request)
         self.status_code = response.status_code
         self.answered = True
@@ -543,7 +546,8 @@ class _ResponsesAdapter(abc.ABC):
         head = await _head(chunks)
         if not _is_stream_body(head, content_type):
             body = b"".join([head, *[chunk async for chunk in chunks]])
-            return await self._fold_body(body, content_type, http, exchange)
+            whole = await self._fold_body(body, content_type, http, exchange)
+            return attrs.evolve(whole, usage=with_cost(whole.usage, exchange.folder.cost))
         live = httpx.Response(
             http.status_code,
             headers=_plain_headers(http),

@@ -8,6 +8,7 @@ from typing import Any, Final
 
 import attrs
 
+from adapters.responses.cost import with_cost
 from adapters.responses.error_mapping import CutShortError, UnreadableResponseError
 from adapters.responses.to_domain import (
     chat_response,
@@ -407,6 +408,7 @@ class EventFolder:
         "_sequence",
         "_snapshot",
         "_terminal",
+        "cost",
         "orders",
         "out",
     )
@@ -422,6 +424,8 @@ class EventFolder:
         self.orders = itertools.count()
         # The updates not yet handed on; None when nobody streams them (get_response).
         self.out: list[ChatResponseUpdate] | None = [] if updates else None
+        # What the request cost, from the response head; it joins the usage of the result.
+        self.cost: float | None = None
         self._handlers: dict[str, Callable[[str, Any], None]] = {
             "response.created": self._on_lifecycle,
             "response.queued": self._on_lifecycle,
@@ -575,6 +579,7 @@ class EventFolder:
         # Without a usable response object the terminal event's own type still says how it ended.
         status = text(field(self._snapshot, "status")) or _TERMINAL_STATUS.get(kind)
         result = self._with_known(chat_response(self._snapshot, self._streamed(), status=status))
+        result = attrs.evolve(result, usage=with_cost(result.usage, self.cost))
         self._result = result
         if self.out is not None:
             self.out.append(

@@ -111,8 +111,9 @@ provider_contents = st.builds(
     raw_json=st.builds(lambda n: json.dumps({"type": "compaction", "n": n}), st.integers()),
     item_id=_ids,
 )
+costs = st.none() | st.floats(min_value=0, max_value=100, allow_nan=False, allow_infinity=False)
 usages = st.none() | st.builds(
-    Usage, *(st.none() | st.integers(min_value=0, max_value=10**6) for _ in range(5))
+    Usage, *(st.none() | st.integers(min_value=0, max_value=10**6) for _ in range(5)), cost_usd=costs
 )
 
 

@@ -263,3 +263,14 @@ def test_response_text_and_function_calls_span_messages() -> None:
 def test_usage_adds_field_by_field_and_keeps_unknowns_unknown() -> None:
     total = Usage(1, 2, 3, None, None) + Usage(10, 20, 30, 5, None)
     assert total == Usage(11, 22, 33, 5, None)
+
+
+def test_usage_sums_cost_like_the_tokens() -> None:
+    assert (Usage(1, cost_usd=0.25) + Usage(2, cost_usd=0.5)).cost_usd == 0.75
+    assert (Usage(1) + Usage(2, cost_usd=0.5)).cost_usd == 0.5
+    assert (Usage(1) + Usage(2)).cost_usd is None
+
+
+def test_with_cost_sets_a_known_cost_and_keeps_the_rest() -> None:
+    assert Usage(1, 2).with_cost(0.01) == Usage(1, 2, cost_usd=0.01)
+    assert Usage(1, 2, cost_usd=0.5).with_cost(None) == Usage(1, 2, cost_usd=0.5)
