@@ -1,5 +1,6 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
 
+from application.documents import DocumentError, dumps, loads
 from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
 from application.guard import GuardedToolInvoker
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
@@ -12,6 +13,7 @@ from application.workflow_json import WorkflowJsonError, workflow_from_json, wor
 
 __all__ = [
     "ActionItem",
+    "DocumentError",
     "GuardedToolInvoker",
     "LoopSettings",
     "MeetingSummary",
@@ -33,9 +35,11 @@ __all__ = [
     "WorkflowEdit",
     "WorkflowEditorAgent",
     "WorkflowJsonError",
+    "dumps",
     "error_result",
     "find_participants",
     "json_schema_for",
+    "loads",
     "not_blank",
     "workflow_from_json",
     "workflow_to_json",

@@ -16,6 +16,7 @@ from cattrs.v import transform_error
 __all__ = [
     "ParameterError",
     "describe_errors",
+    "describe_type",
     "json_schema_for",
     "not_blank",
     "strict_converter",
@@ -96,7 +97,7 @@ def supported_type(tp: object) -> bool:
     return False
 
 
-def _describe(tp: object) -> str:
+def describe_type(tp: object) -> str:
     """What a value of ``tp`` looks like, in words, for error messages."""
     if isinstance(tp, type) and tp in _SCALAR_NAMES:
         return _SCALAR_NAMES[tp]
@@ -105,10 +106,10 @@ def _describe(tp: object) -> str:
         return "one of " + ", ".join(f'"{v}"' for v in literal)
     inner = _optional_inner(tp)
     if inner is not None:
-        return f"{_describe(inner)} or null"
+        return f"{describe_type(inner)} or null"
     item = _sequence_item(tp)
     if item is not None:
-        return f"an array (each item {_describe(item)})"
+        return f"an array (each item {describe_type(item)})"
     return "an object"
 
 
@@ -163,6 +164,8 @@ def json_schema_for(cls: type) -> dict[str, object]:
 
 def _strict_scalar(expected: type) -> Callable[[object, type], object]:
     def structure(value: object, _: type) -> object:
+        if value.__class__ is expected:
+            return value
         # bool is an int in Python but not in JSON Schema; cattrs would also happily turn 5 into "5".
         if isinstance(value, bool) and expected is not bool:
             raise _WrongTypeError(_SCALAR_NAMES[expected])
@@ -181,16 +184,21 @@ def _strict_sequence_factory(
     def factory(tp: Any) -> Callable[[object, type], object]:
         item = _sequence_item(tp)
         as_tuple = get_origin(tp) is tuple
+        # The item's hook, looked up at the first use (a class may hold a sequence of itself).
+        hooks: list[Callable[[object, Any], object]] = []
 
         def structure(value: object, _: type) -> object:
             # Without this check cattrs would iterate a string or a mapping character by character.
             if not isinstance(value, list):
                 raise _WrongTypeError("an array")
+            if not hooks:
+                hooks.append(converter.get_structure_hook(item))
+            hook = hooks[0]
             items: list[object] = []
             errors: list[Exception] = []
             for index, element in enumerate(value):
                 try:
-                    items.append(converter.structure(element, item))  # type: ignore[arg-type]  # a runtime type
+                    items.append(hook(element, item))
                 except Exception as exc:
                     exc.add_note(IterableValidationNote(f"Structuring {tp!r} @ index {index}", index, item))
                     errors.append(exc)
@@ -203,16 +211,42 @@ def _strict_sequence_factory(
     return factory
 
 
+def _optional_factory(converter: cattrs.Converter) -> Callable[[Any], Callable[[object, type], object]]:
+    def factory(tp: Any) -> Callable[[object, type], object]:
+        inner = _optional_inner(tp)
+        # As for sequences: the inner hook once, at the first value that is not null.
+        hooks: list[Callable[[object, Any], object]] = []
+
+        def structure(value: object, _: type) -> object:
+            # None, or a value of the very scalar type asked for: nothing to check or convert.
+            if value is None or value.__class__ is inner:
+                return value
+            if not hooks:
+                hooks.append(converter.get_structure_hook(inner))
+            return hooks[0](value, inner)
+
+        return structure
+
+    return factory
+
+
 def _strict_object_factory(converter: cattrs.Converter) -> Callable[[Any], Callable[[object, type], object]]:
     def factory(cls: Any) -> Callable[[object, type], object]:
-        generated = make_dict_structure_fn(
+        quick = make_dict_structure_fn(
+            cls, converter, _cattrs_forbid_extra_keys=True, _cattrs_detailed_validation=False
+        )
+        detailed = make_dict_structure_fn(
             cls, converter, _cattrs_forbid_extra_keys=True, _cattrs_detailed_validation=True
         )
 
         def structure(value: object, _: type) -> object:
-            if not isinstance(value, Mapping):
+            if value.__class__ is not dict and not isinstance(value, Mapping):
                 raise _WrongTypeError("an object")
-            return generated(value, cls)
+            try:
+                return quick(value, cls)
+            except Exception:
+                # The quick path only says that something failed; the detailed one says where.
+                return detailed(value, cls)
 
         return structure
 
@@ -230,6 +264,9 @@ def strict_converter() -> cattrs.Converter:
         converter.register_structure_hook(scalar, _strict_scalar(scalar))
     converter.register_structure_hook_factory(
         lambda tp: _sequence_item(tp) is not None, _strict_sequence_factory(converter)
+    )
+    converter.register_structure_hook_factory(
+        lambda tp: _optional_inner(tp) is not None, _optional_factory(converter)
     )
     converter.register_structure_hook_factory(
         lambda tp: isinstance(tp, type) and attrs.has(tp), _strict_object_factory(converter)
@@ -251,7 +288,7 @@ def _format_exception(exc: BaseException, tp: type | None) -> str:
     if isinstance(exc, ForbiddenExtraKeysError):
         return f"unexpected field; the allowed fields are: {_allowed_fields(exc.cl)}"
     if tp is not None:
-        return f"expected {_describe(tp)}"
+        return f"expected {describe_type(tp)}"
     if isinstance(exc, _WrongTypeError):
         return f"expected {exc}"
     return "invalid value"

@@ -1,0 +1,364 @@
+"""Run documents: what a run produced, as versioned JSON that loads back equal in any process."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import attrs
+import cattrs
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+)
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from application.parameters import describe_type, strict_converter
+from application.run import ToolRun
+from application.summary import MeetingSummary
+from application.workflow_editor import WorkflowEdit
+from domain import (
+    ChatMessage,
+    ChatResponse,
+    Content,
+    FunctionCallContent,
+    FunctionResultContent,
+    ProviderItemContent,
+    ReasoningContent,
+    TextContent,
+)
+from domain.arguments import ArgumentsParseError, parse_arguments
+
+__all__ = ["DOCUMENT_KINDS", "FORMAT", "VERSION", "DocumentError", "dumps", "loads"]
+
+FORMAT: Final = "meeting-agents"
+VERSION: Final = 1
+
+MESSAGES: Final = "messages"
+# The kinds of value a document holds, by the name it carries in "kind". A new kind is one line here:
+# its class is structured by its own attrs fields, so it needs no converter code of its own.
+DOCUMENT_KINDS: Final[dict[str, Any]] = {
+    MESSAGES: tuple[ChatMessage, ...],
+    "chat_response": ChatResponse,
+    "tool_run": ToolRun,
+    "meeting_summary": MeetingSummary,
+    "workflow_edit": WorkflowEdit,
+    # "run_state": RunState, once the approval pipeline has it (the kind's name is reserved).
+}
+
+# Each kind of content carries this key, naming which one it is.
+_CONTENT_TAG: Final = "kind"
+_CONTENT_KINDS: Final[Mapping[str, type]] = types.MappingProxyType(
+    {
+        "text": TextContent,
+        "reasoning": ReasoningContent,
+        "function_call": FunctionCallContent,
+        "function_result": FunctionResultContent,
+        "provider_item": ProviderItemContent,
+    }
+)
+_ENVELOPE: Final = ("format", "version", "kind", "value")
+# What FunctionCallContent derives from its raw arguments, and so is not stored.
+_DERIVED: Final = ("arguments", "parse_error")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+class DocumentError(ValueError):
+    """A text that is not a run document this package can load.
+
+    ``path`` names the first bad field (``value.messages[2].contents[0].call_id``; ``""`` for the
+    document as a whole) and the message says what was wrong with it, never quoting the value.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}" if path else problem)
+        self.path = path
+        self.problem = problem
+
+
+class _InvalidValueError(ValueError):
+    """A value the converter refuses, in words that quote nothing of it."""
+
+
+# ---------------------------------------------------------------- the converter
+
+
+def _json_value(value: object, _: object = None) -> object:
+    """A JSON value read from a document: json.loads only ever makes JSON data, so it stands."""
+    return value
+
+
+def _plain(value: object) -> object:
+    """A JSON value ready for json.dumps: read-only mappings become dicts, tuples lists."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _datetime(value: object, _: object) -> datetime:
+    if not isinstance(value, str):
+        raise _InvalidValueError("expected an ISO 8601 date and time (a string)")
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise _InvalidValueError("expected an ISO 8601 date and time") from None
+
+
+def _tagged_contents(converter: cattrs.Converter) -> tuple[Callable[[Any], Any], Callable[[Any, Any], Any]]:
+    """Un/structure hooks for ``Content``: each content an object whose "kind" says which one."""
+    tags = {cls: tag for tag, cls in _CONTENT_KINDS.items()}
+    structure_hooks = {tag: (cls, converter.get_structure_hook(cls)) for tag, cls in _CONTENT_KINDS.items()}
+    unstructure_hooks = {cls: converter.get_unstructure_hook(cls) for cls in _CONTENT_KINDS.values()}
+
+    def unstructure(content: Content) -> dict[str, Any]:
+        cls = type(content)
+        return {_CONTENT_TAG: tags[cls], **unstructure_hooks[cls](content)}
+
+    def structure(value: object, _: object) -> Content:
+        if not isinstance(value, dict):
+            raise _InvalidValueError("expected an object")
+        tag = value.get(_CONTENT_TAG)
+        found = structure_hooks.get(tag) if isinstance(tag, str) else None
+        if found is None:
+            problem = _InvalidValueError(
+                "expected one of " + ", ".join(f'"{kind}"' for kind in _CONTENT_KINDS)
+            )
+            raise ClassValidationError("While structuring a content", [_at(problem, _CONTENT_TAG)], object)
+        cls, hook = found
+        rest = dict(value)
+        del rest[_CONTENT_TAG]
+        return typing.cast(Content, hook(rest, cls))
+
+    return unstructure, structure
+
+
+def _at(error: Exception, name: str) -> Exception:
+    error.add_note(AttributeValidationNote(f"Structuring @ attribute {name}", name, object))
+    return error
+
+
+# A run holds each call three times (in its messages, its responses and its records): parse each once.
+# What parsing gives is immutable (a read-only mapping, a frozen error), so the copies can share it.
+_parse_arguments: Final = functools.lru_cache(maxsize=1024)(parse_arguments)
+
+
+def _function_calls(
+    converter: cattrs.Converter,
+) -> tuple[Callable[[FunctionCallContent], dict[str, Any]], Callable[[Any, Any], FunctionCallContent]]:
+    """A call is stored without what parsing its raw arguments gives, and parsed again when loaded:
+    the raw string is the call, so the document holds it once and it loads back byte for byte."""
+    unstructure = make_dict_unstructure_fn(
+        FunctionCallContent, converter, arguments=override(omit=True), parse_error=override(omit=True)
+    )
+    # When loading, the parse's outcome is handed in beside the stored fields, taken as it is.
+    quick, detailed = (
+        make_dict_structure_fn(
+            FunctionCallContent,
+            converter,
+            _cattrs_forbid_extra_keys=True,
+            _cattrs_detailed_validation=detail,
+            arguments=override(struct_hook=_json_value),
+            parse_error=override(struct_hook=_json_value),
+        )
+        for detail in (False, True)
+    )
+
+    def structure(value: object, _: object) -> FunctionCallContent:
+        if not isinstance(value, Mapping):
+            raise _InvalidValueError("expected an object")
+        stored = dict(value)
+        for name in _DERIVED:
+            if name in stored:
+                extra = ForbiddenExtraKeysError("", FunctionCallContent, {name})
+                raise ClassValidationError(
+                    "While structuring FunctionCallContent", [extra], FunctionCallContent
+                )
+        raw = stored.get("raw_arguments")
+        if isinstance(raw, str):
+            parsed = _parse_arguments(raw)
+            if isinstance(parsed, ArgumentsParseError):
+                stored["parse_error"] = parsed
+            else:
+                stored["arguments"] = parsed
+        try:
+            return quick(stored, FunctionCallContent)
+        except Exception:
+            # As for every class (see application.parameters): the detailed path says where it failed.
+            return detailed(stored, FunctionCallContent)
+
+    return unstructure, structure
+
+
+# The type every field annotated ``JsonValue`` resolves to (the alias is a string, so this is how it looks).
+_JSON_VALUE: Final = attrs.fields(attrs.resolve_types(FunctionResultContent)).result.type
+
+
+def _converter() -> cattrs.Converter:
+    converter = strict_converter()
+    converter.register_unstructure_hook(datetime, datetime.isoformat)
+    converter.register_structure_hook(datetime, _datetime)
+    converter.register_structure_hook_func(lambda tp: tp == _JSON_VALUE or tp is object, _json_value)
+    converter.register_unstructure_hook_func(lambda tp: tp == _JSON_VALUE, _plain)
+    unstructure_call, structure_call = _function_calls(converter)
+    converter.register_unstructure_hook(FunctionCallContent, unstructure_call)
+    converter.register_structure_hook(FunctionCallContent, structure_call)
+    # Content's members are all known now: the union hooks look up each member's hook once.
+    content_type = typing.get_args(attrs.fields(attrs.resolve_types(ChatMessage)).contents.type)[0]
+    unstructure_content, structure_content = _tagged_contents(converter)
+    converter.register_unstructure_hook_func(lambda tp: tp == content_type, unstructure_content)
+    converter.register_structure_hook_func(lambda tp: tp == content_type, structure_content)
+    return converter
+
+
+_CONVERTER: Final = _converter()
+
+
+# ---------------------------------------------------------------- text
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _text(data: object) -> str:
+    """Compact JSON in valid UTF-8: an unpaired surrogate is written as its ``\\uXXXX`` escape, which
+    reads back as the very same code point."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    # A surrogate can only stand inside a JSON string, where its escape means the same. A high and a
+    # low surrogate side by side are one character, as JSON reads their escapes back: join them first.
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _SURROGATE.sub(_escaped, joined)
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, list | tuple) and all(isinstance(item, ChatMessage) for item in value):
+        return MESSAGES
+    for kind, cls in DOCUMENT_KINDS.items():
+        if isinstance(cls, type) and type(value) is cls:
+            return kind
+    raise TypeError(f"a {type(value).__name__} is not a value a run document holds")
+
+
+def dumps(value: object) -> str:
+    """The run document of ``value``: a sequence of :class:`ChatMessage`, a :class:`ChatResponse`,
+    a :class:`ToolRun`, a :class:`MeetingSummary` or a :class:`WorkflowEdit`.
+
+    The document is ``{"format": "meeting-agents", "version": 1, "kind": ..., "value": ...}``,
+    compact JSON in UTF-8; :func:`loads` reads it back equal. Raises ``TypeError`` for any other value.
+    """
+    kind = _kind_of(value)
+    data = _CONVERTER.unstructure(tuple(value) if kind == MESSAGES else value, DOCUMENT_KINDS[kind])  # type: ignore[arg-type]  # a sequence of messages, checked by _kind_of
+    return _text({"format": FORMAT, "version": VERSION, "kind": kind, "value": data})
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _reject_constant(name: str) -> object:
+    raise _InvalidValueError(f"{name} is not JSON")
+
+
+def _parsed(text: str | bytes | bytearray) -> object:
+    if not isinstance(text, str | bytes | bytearray):
+        raise DocumentError("", f"expected the document's text, not a {type(text).__name__}")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise DocumentError(
+            "", f"not JSON ({error.msg} at line {error.lineno}, column {error.colno})"
+        ) from None
+    except UnicodeDecodeError:
+        raise DocumentError("", "not UTF-8 text") from None
+    except RecursionError:
+        raise DocumentError("", "nested deeper than a document can be read") from None
+    except ValueError:
+        # NaN or Infinity, or an integer with more digits than Python will convert.
+        raise DocumentError(
+            "", "not JSON this package reads (NaN, Infinity or an integer too long)"
+        ) from None
+
+
+def _envelope(document: object) -> tuple[str, Any]:
+    if not isinstance(document, dict):
+        raise DocumentError("", "expected a JSON object")
+    for key in document:
+        if key not in _ENVELOPE:
+            raise DocumentError(str(key), "unexpected field; a document has format, version, kind and value")
+    for key in _ENVELOPE:
+        if key not in document:
+            raise DocumentError(key, "required field is missing")
+    if document["format"] != FORMAT:
+        raise DocumentError("format", f'expected "{FORMAT}"')
+    version = document["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise DocumentError("version", "expected a positive integer")
+    if version > VERSION:
+        raise DocumentError("version", f"a newer version than this package reads ({VERSION})")
+    kind = document["kind"]
+    if not isinstance(kind, str) or kind not in DOCUMENT_KINDS:
+        raise DocumentError("kind", "expected one of " + ", ".join(f'"{k}"' for k in DOCUMENT_KINDS))
+    return kind, document["value"]
+
+
+def _first_failure(error: BaseException, path: str) -> tuple[str, str]:
+    """The path and the description of the first failure in a structuring error."""
+    if isinstance(error, ClassValidationError | IterableValidationError):
+        with_notes, without = error.group_exceptions()
+        if with_notes:
+            inner, note = with_notes[0]
+            where = f"[{note.index}]" if isinstance(error, IterableValidationError) else f".{note.name}"  # type: ignore[union-attr]  # the note matches the group
+            if isinstance(inner, ClassValidationError | IterableValidationError):
+                return _first_failure(inner, path + where)
+            return path + where, _describe(inner, note.type)
+        if without:
+            inner = without[0]
+            if isinstance(inner, ForbiddenExtraKeysError):
+                return f"{path}.{sorted(inner.extra_fields)[0]}", "unexpected field"
+            if isinstance(inner, ClassValidationError | IterableValidationError):
+                return _first_failure(inner, path)
+            name = getattr(error, "cl", None)
+            if isinstance(inner, _InvalidValueError):
+                return path, str(inner)
+            return path, f"not a valid {getattr(name, '__name__', 'value')}"
+    return path, _describe(error, None)
+
+
+def _describe(error: BaseException, tp: object) -> str:
+    if isinstance(error, _InvalidValueError):
+        return str(error)
+    if isinstance(error, KeyError):
+        return "required field is missing"
+    if tp is not None and tp is not object:
+        return f"expected {describe_type(tp)}"
+    return f"expected {error}" if isinstance(error, TypeError) else "invalid value"
+
+
+def loads(text: str | bytes | bytearray) -> Any:
+    """The value a document written by :func:`dumps` holds, equal to the one written.
+
+    Raises :class:`DocumentError`, and nothing else, for anything that is not such a document:
+    not JSON, another format, a newer version, an unknown kind, a field missing, extra or of the
+    wrong type.
+    """
+    kind, value = _envelope(_parsed(text))
+    try:
+        return _CONVERTER.structure(value, DOCUMENT_KINDS[kind])
+    except (ClassValidationError, IterableValidationError) as error:
+        raise DocumentError(*_first_failure(error, "value")) from None
+    except RecursionError:
+        raise DocumentError("value", "nested deeper than a document can be read") from None
+    except Exception as error:
+        # A hook or a class's own checks failed some other way: loads promises DocumentError only.
+        raise DocumentError(*_first_failure(error, "value")) from None
