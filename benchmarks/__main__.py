@@ -12,10 +12,26 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from benchmarks.suite import Check, Sizes, profile_fold, run_suite
+import attrs
+
+from benchmarks import profile
+from benchmarks.suite import Check, Sizes, run_suite
 
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
-QUICK = Sizes(fold=200, scaling=(50, 200, 800), memory=800, tool_calls=200, runs=2, body_cap=256 * 1024)
+QUICK = Sizes(
+    fold=400,
+    scaling=(50, 200, 800),
+    calls=10,
+    call_chars=200,
+    small_requests=5,
+    json_calls=10,
+    json_call_chars=2_000,
+    json_repeats=2,
+    memory_runs=2,
+    tool_calls=200,
+    runs=2,
+    body_cap=256 * 1024,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="instead: cProfile one SSE-adapter fold and print the hot spots",
+        help="instead: cProfile get_response on the large answer (python -m benchmarks.profile for the rest)",
     )
     return parser
 
@@ -38,10 +54,10 @@ def _verdict(check: Check) -> str:
 
 
 def render_table(checks: Sequence[Check]) -> str:
-    """A plain-text table: one line per check, value, target and verdict; details underneath."""
-    rows = [("benchmark", "value", "target", "verdict")]
-    rows += [(c.name, f"{c.value:.3f} {c.unit}", c.target, _verdict(c)) for c in checks]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    """A plain-text table: per check its value, spread of runs, target and verdict; details underneath."""
+    rows = [("benchmark", "value", "spread", "target", "verdict")]
+    rows += [(c.name, f"{c.value:.3f} {c.unit}", c.spread or "-", c.target, _verdict(c)) for c in checks]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     lines.append("")
@@ -58,11 +74,7 @@ def _environment(sizes: Sizes) -> dict[str, Any]:
         "openai": version("openai"),
         "httpx": version("httpx"),
         "sizes": {
-            "fold_deltas": sizes.fold,
-            "scaling_deltas": list(sizes.scaling),
-            "memory_deltas": sizes.memory,
-            "tool_calls": sizes.tool_calls,
-            "runs": sizes.runs,
+            **attrs.asdict(sizes),
         },
     }
 
@@ -71,11 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     sizes = QUICK if args.quick else Sizes(runs=args.runs)
     if args.profile:
-        print(asyncio.run(profile_fold(sizes.fold)))
-        return 0
+        return profile.main(["large", "get_response"], sizes=sizes)
     checks, timings = asyncio.run(run_suite(sizes))
     print(
-        f"Process CPU time, medians of {sizes.runs} interleaved runs; bodies served by httpx.MockTransport.\n"
+        f"Process CPU time, medians of {sizes.runs} interleaved runs (spread: the range of the run-by-run "
+        "ratios); bodies served by httpx.MockTransport.\n"
     )
     print(render_table(checks))
     report = {

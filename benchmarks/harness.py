@@ -6,7 +6,7 @@ import gc
 import statistics
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -20,9 +20,10 @@ __all__ = [
     "Sizes",
     "WrongOutputError",
     "interleaved",
+    "paired_ratios",
     "peak_bytes",
-    "sdk_iterate",
     "serve",
+    "spread",
 ]
 
 # Bytes per chunk handed to the SDK: what a socket read typically yields, so the SSE decoder sees
@@ -103,13 +104,36 @@ async def interleaved(
     return {name: Samples(tuple(cpu[name]), tuple(wall[name])) for name in variants}
 
 
+def paired_ratios(numerator: Samples, denominator: Samples) -> tuple[float, ...]:
+    """Run by run, ``numerator`` over ``denominator``: interleaved runs of one round saw the same machine."""
+    return tuple(n / d for n, d in zip(numerator.seconds, denominator.seconds, strict=True))
+
+
+def spread(values: Sequence[float]) -> str:
+    """The range of ``values`` as shown in the report: ``min-max``."""
+    return f"{min(values):.3f}-{max(values):.3f}"
+
+
 @attrs.frozen
 class Sizes:
-    """How big and how often: text deltas per body for each measurement, and runs per variant."""
+    """How big and how often: the size of each workload's body, and runs per variant.
+
+    ``fold``: text deltas of the large answer (also the memory answer, on each text kind).
+    ``calls``/``call_chars``: the many-calls answer. ``small_requests``: requests per run of small
+    answers of ``small_deltas`` deltas. ``json_calls``/``json_call_chars``: the JSON body, read
+    ``json_repeats`` times a run. ``scaling``: answers whose per-event time is compared.
+    """
 
     fold: int = 20_000
     scaling: tuple[int, int, int] = (5_000, 20_000, 80_000)
-    memory: int = 80_000
+    calls: int = 200
+    call_chars: int = 600
+    small_requests: int = 100
+    small_deltas: int = 20
+    json_calls: int = 200
+    json_call_chars: int = 10_000
+    json_repeats: int = 5
+    memory_runs: int = 3
     tool_calls: int = 20_000
     runs: int = 5
     body_cap: int = 8 * 1024 * 1024
@@ -125,6 +149,8 @@ class Check:
     target: str
     met: bool | None
     detail: str = ""
+    # The range of the run-by-run figures behind ``value`` (ratios of paired runs), when there are several.
+    spread: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -144,22 +170,3 @@ async def peak_bytes(run: Callable[[], Awaitable[object]]) -> int:
 
 class WrongOutputError(AssertionError):
     """A variant produced the wrong output: its timing would be meaningless."""
-
-
-async def sdk_iterate(sse: bytes, events: int) -> Callable[[], Awaitable[object]]:
-    """The baseline every fold is held to: iterating the SDK's own ``responses.create(stream=True)``.
-
-    Checked once before it is timed: it must see all ``events`` events of ``sse``.
-    """
-    client, _ = serve(sse, "text/event-stream")
-
-    async def run() -> int:
-        stream = await client.responses.create(model="gpt-5.5", input="Summarize the meeting.", stream=True)
-        count = 0
-        async for _event in stream:
-            count += 1
-        return count
-
-    if await run() != events:
-        raise WrongOutputError("raw SDK iteration did not see every event of the body")
-    return run

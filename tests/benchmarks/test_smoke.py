@@ -9,26 +9,85 @@ from pathlib import Path
 import pytest
 
 import benchmarks.__main__ as bench_cli
-from benchmarks.bodies import make_body
+from benchmarks import profile
+from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
+from benchmarks.harness import WrongOutputError
 from benchmarks.suite import Check, Sizes
+from benchmarks.workloads import PROMPT, Scenario
+from domain import ChatMessage, ChatResponse, TextContent
 
-TINY = Sizes(fold=20, scaling=(10, 20, 40), memory=40, tool_calls=10, runs=1, body_cap=64 * 1024)
+TINY = Sizes(
+    fold=20,
+    scaling=(10, 20, 40),
+    calls=3,
+    call_chars=60,
+    small_requests=2,
+    small_deltas=5,
+    json_calls=3,
+    json_call_chars=200,
+    json_repeats=1,
+    memory_runs=1,
+    tool_calls=10,
+    runs=1,
+    body_cap=64 * 1024,
+)
+WORKLOADS = (
+    "large text: get_response",
+    "caller streaming, large text",
+    "many calls: get_response",
+    "caller streaming, many calls",
+    "small answers: get_response",
+    "small answers: get_streaming_response",
+    "telemetry on / off, small answers, get_response",
+    "telemetry on / off, small answers, get_streaming_response",
+    "JSON body",
+    *(f"memory, {kind} text: peak of {variant}" for kind in ("ascii", "mixed", "cjk") for variant in (
+        "get_response", "streaming")),
+)  # fmt: skip
 
 
-def test_an_ascii_body_has_one_byte_per_character() -> None:
-    body = make_body(200, ascii_only=True)
-    assert body.text.isascii()
-    assert body.output_bytes == len(body.text)
-    assert not make_body(200).text.isascii()
+def test_each_text_kind_has_its_own_characters() -> None:
+    ascii_text, mixed, cjk = (make_body(200, kind=kind).text for kind in ("ascii", "mixed", "cjk"))
+    assert ascii_text.isascii()
+    assert make_body(200, kind="ascii").output_bytes == len(ascii_text)
+    assert not mixed.isascii()
+    assert all("\u3040" <= character <= "\u9fff" for character in cjk)
 
 
-def test_a_body_streams_and_documents_the_same_text() -> None:
-    body = make_body(50)
+@pytest.mark.parametrize("kind", ["ascii", "mixed", "cjk"])
+def test_a_body_streams_and_documents_the_same_text(kind: str) -> None:
+    body = make_body(50, kind=kind)  # type: ignore[arg-type]  # one of the text kinds
     assert body.sse.count(b"event: response.output_text.delta\n") == 50
-    assert body.sse.count(b"\n\n") == body.events
+    assert body.events == 50 + 8
     document = json.loads(body.json)
     assert document["output"][0]["content"][0]["text"] == body.text
     assert document["usage"]["output_tokens"] == 50
+
+
+def test_a_calls_body_streams_and_documents_the_same_arguments() -> None:
+    body = make_calls_body(4, 300)
+    document = json.loads(body.json)
+    calls = [item for item in document["output"] if item["type"] == "function_call"]
+    assert tuple(call["arguments"] for call in calls) == body.arguments
+    assert all(len(arguments) >= 300 for arguments in body.arguments)
+    assert body.sse.count(b"event: response.function_call_arguments.done\n") == 4
+    assert all(isinstance(json.loads(arguments), dict) for arguments in body.arguments)
+
+
+def test_a_tool_loop_round_carries_calls_results_and_tools() -> None:
+    messages, options = tool_loop_round(rounds=2)
+    assert [message.role for message in messages] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert len(options.tools) == 3
+    assert all(call.is_valid for message in messages for call in message.function_calls)
+
+
+def test_a_wrong_answer_is_refused_rather_than_timed() -> None:
+    scenario = Scenario(PROMPT, None, make_calls_body(2, 100))
+    short = ChatResponse(
+        messages=(ChatMessage("assistant", (TextContent(scenario.body.text),)),), status="completed"
+    )
+    with pytest.raises(WrongOutputError):
+        scenario.check(short, "a fold that lost the calls")
 
 
 def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
@@ -40,34 +99,55 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
     assert bench_cli.main(["--quick", "--output", str(output)]) == 0
 
     report = json.loads(output.read_text())
-    names = [check["name"] for check in report["checks"]]
-    assert len(names) == 21
+    checks = report["checks"]
+    names = [check["name"] for check in checks]
     for expected in (
-        "fold overhead",
-        "responses.stream()",
+        *WORKLOADS,
         "per-event time growth",
-        "memory peak",
-        "guard",
-        "JSON",
+        "time to first update",
+        "guard + registry",
+        "telemetry cost per request",
+        "telemetry cost per tool call",
         "max_response_bytes",
         "deadline overshoot",
-        "telemetry per request",
-        "telemetry per tool call",
-        "instrumented / plain SSE fold",
-        "get_streaming_response / raw SDK iteration",
-        "time to first update",
-        "instrumented / plain SSE stream",
     ):
-        assert any(expected in name for name in names), expected
-    assert all(math.isfinite(check["value"]) for check in report["checks"])
-    assert report["environment"]["sizes"]["fold_deltas"] == 20
+        assert sum(name.startswith(expected) or expected in name for name in names) >= 1, expected
+    workloads = [check for check in checks if check["name"].startswith(WORKLOADS)]
+    assert len(workloads) == len(WORKLOADS)
+    # Every workload is a ratio to the SDK's floor with a target, and runs of one round are paired.
+    assert all(check["unit"] == "ratio" and check["met"] is not None for check in workloads)
+    assert all(
+        math.isfinite(check["value"]) and check["value"] > 0 for check in checks if check["unit"] == "ratio"
+    )
+    assert report["environment"]["sizes"]["fold"] == 20
     printed = capsys.readouterr().out
     assert all(name in printed for name in names)
 
 
-def test_a_missed_target_is_shown_as_missed() -> None:
-    missed = Check("fold overhead", 1.3, "ratio", "<= 1.05", False, "slow")
+def test_a_missed_target_is_shown_as_missed_with_its_spread() -> None:
+    missed = Check("fold overhead", 1.3, "ratio", "<= 1.05", False, "slow", "1.200-1.400")
     table = bench_cli.render_table([missed, Check("guard", 4.0, "us/call", "report", None)])
     assert "MISSED" in table.splitlines()[2]
+    assert "1.200-1.400" in table.splitlines()[2]
     assert table.splitlines()[3].rstrip().endswith("-")
     assert "- fold overhead: slow" in table
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (["small", "get_response", "--top", "5"], "cProfile of small get_response"),
+        (["json", "create", "--top", "5"], "cProfile of json create"),
+        (
+            ["large", "streaming", "--memory", "--kind", "cjk", "--top", "3"],
+            "tracemalloc of large streaming (cjk",
+        ),
+    ],
+)
+def test_the_profiles_run_and_name_what_they_measured(
+    arguments: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert profile.main(arguments, sizes=TINY) == 0
+    printed = capsys.readouterr().out
+    assert expected in printed
+    assert ("peak" if "--memory" in arguments else "function calls") in printed

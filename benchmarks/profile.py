@@ -1,0 +1,173 @@
+"""``python -m benchmarks.profile``: where one workload's time (cProfile) or memory (tracemalloc) goes.
+
+    python -m benchmarks.profile small get_response          # cProfile, own time first
+    python -m benchmarks.profile large streaming --sort cumulative
+    python -m benchmarks.profile large get_response --memory  # what is live at the highest point
+    python -m benchmarks.profile json create                  # the SDK's own floor, for comparison
+
+Workloads: ``large`` (20k-delta answer), ``calls`` (200 streamed calls), ``small`` (a tool loop's
+round, 100 requests), ``json`` (2 MB JSON body, 5 reads); ``--kind`` picks the text of ``large``.
+Variants: ``raw`` (SDK iteration) or ``create`` (JSON), ``get_response``, ``streaming``, and
+``get_response_telemetry``/``streaming_telemetry`` (OpenTelemetry SDK recording).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import linecache
+import pstats
+import sys
+import tracemalloc
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final
+
+from benchmarks import harness
+from benchmarks.bodies import TEXT_KINDS, make_body, make_calls_body, tool_loop_round
+from benchmarks.harness import Sizes
+from benchmarks.workloads import (
+    PROMPT,
+    Scenario,
+    raw_create,
+    raw_iteration,
+    recording_telemetry,
+    streamed,
+    whole,
+)
+
+__all__ = ["main", "memory_report", "time_report"]
+
+WORKLOADS: Final = ("large", "calls", "small", "json")
+VARIANTS: Final = (
+    "raw",
+    "create",
+    "get_response",
+    "streaming",
+    "get_response_telemetry",
+    "streaming_telemetry",
+)
+Run = Callable[[], Awaitable[object]]
+
+
+async def build(workload: str, variant: str, sizes: Sizes, kind: str = "mixed") -> Run:
+    """The timed run of ``variant`` on ``workload``, checked once like the suite checks it."""
+    times = 1
+    if workload == "large":
+        scenario = Scenario(PROMPT, None, make_body(sizes.fold, kind=kind))  # type: ignore[arg-type]  # one of TEXT_KINDS
+    elif workload == "calls":
+        scenario = Scenario(PROMPT, None, make_calls_body(sizes.calls, sizes.call_chars))
+    elif workload == "small":
+        messages, options = tool_loop_round()
+        scenario, times = Scenario(messages, options, make_body(sizes.small_deltas)), sizes.small_requests
+    else:
+        scenario = Scenario(PROMPT, None, make_calls_body(sizes.json_calls, sizes.json_call_chars))
+        times = sizes.json_repeats
+    streaming = workload != "json"
+    if variant in ("raw", "create"):
+        return await (raw_iteration if streaming else raw_create)(scenario, times)
+    telemetry = recording_telemetry() if variant.endswith("_telemetry") else None
+    chat = scenario.adapter(streaming=streaming, telemetry=telemetry)
+    make = streamed if variant.startswith("streaming") else whole
+    return await make(scenario, chat, times)
+
+
+async def time_report(run: Run, *, sort: str = "tottime", top: int = 30) -> str:
+    """cProfile of one ``run``: the ``top`` functions by ``sort``."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    await run()
+    profiler.disable()
+    report = io.StringIO()
+    pstats.Stats(profiler, stream=report).sort_stats(sort).print_stats(top)
+    return report.getvalue()
+
+
+class _Highest:
+    """A tracemalloc snapshot taken whenever the traced memory reaches a new high between two reads
+    of the body: what is held across reads (the adapters' own state) at its largest."""
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.snapshot: tracemalloc.Snapshot | None = None
+
+    def look(self) -> None:
+        current, _ = tracemalloc.get_traced_memory()
+        if current > self.current:
+            self.current = current
+            self.snapshot = tracemalloc.take_snapshot()
+
+
+async def memory_report(run: Run, *, top: int = 15) -> str:
+    """The true tracemalloc peak of one ``run``, and the allocation sites holding the most at the
+    highest point between two reads of the body (tracemalloc cannot snapshot the peak itself)."""
+    highest = _Highest()
+    chunked = harness._ChunkedBody.__aiter__
+
+    async def watched(self: harness._ChunkedBody) -> object:
+        async for chunk in chunked(self):
+            highest.look()
+            yield chunk
+        highest.look()
+
+    harness._ChunkedBody.__aiter__ = watched  # type: ignore[method-assign, assignment]  # a probe, restored below
+    tracemalloc.start(25)
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        await run()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        harness._ChunkedBody.__aiter__ = chunked  # type: ignore[method-assign]  # restored
+        tracemalloc.stop()
+    lines = [
+        f"peak {(peak - before) / 2**20:.2f} MiB above the start; highest between reads "
+        f"{(highest.current - before) / 2**20:.2f} MiB, held by:"
+    ]
+    if highest.snapshot is not None:
+        for stat in highest.snapshot.statistics("traceback")[:top]:
+            lines.append(f"{stat.size / 2**10:9.1f} KiB in {stat.count:6d} blocks")
+            for frame in stat.traceback[-6:]:
+                line = linecache.getline(frame.filename, frame.lineno).strip()
+                lines.append(f"      {frame.filename}:{frame.lineno}  {line}")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.profile",
+        description=__doc__,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    parser.add_argument("workload", choices=WORKLOADS)
+    parser.add_argument("variant", choices=VARIANTS)
+    parser.add_argument("--kind", choices=TEXT_KINDS, default="mixed", help="the text of the large answer")
+    parser.add_argument("--memory", action="store_true", help="tracemalloc instead of cProfile")
+    parser.add_argument("--sort", default="tottime", help="pstats sort key (tottime, cumulative, ...)")
+    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="the --quick sizes of python -m benchmarks")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, sizes: Sizes | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if sizes is None:
+        from benchmarks.__main__ import QUICK  # the CLI module imports this one's users
+
+        sizes = QUICK if args.quick else Sizes()
+
+    async def profile() -> str:
+        run = await build(args.workload, args.variant, sizes, args.kind)
+        if args.memory:
+            return await memory_report(run, top=args.top)
+        return await time_report(run, sort=args.sort, top=args.top)
+
+    what = f"{args.workload} {args.variant}" + (f" ({args.kind} text)" if args.workload == "large" else "")
+    print(f"{'tracemalloc' if args.memory else 'cProfile'} of {what}\n")
+    print(asyncio.run(profile()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
