@@ -16,6 +16,7 @@ and mapped here too.
     openai.APIResponseValidationError                   -> MalformedResponseError
     DeadlineExceededError (agent.deadline_seconds passed)    -> ChatTransportError(status_code=None)
     ResponseTooLargeError (agent.max_response_bytes)    -> MalformedResponseError
+    UnsupportedCodingError (br, zstd, unknown, too deep) -> MalformedResponseError
     UnreadableResponseError, json.JSONDecodeError,
       UnicodeDecodeError, RecursionError                -> MalformedResponseError
     httpx TimeoutException, TransportError, TooManyRedirects -> ChatTransportError
@@ -43,7 +44,13 @@ import httpx
 import openai
 
 from adapters.redaction import Redactor
-from adapters.responses.http_front import RETRY_COUNT_HEADER, ResponseTooLargeError, attempts_of
+from adapters.responses.http_front import (
+    MAX_CODINGS,
+    RETRY_COUNT_HEADER,
+    ResponseTooLargeError,
+    UnsupportedCodingError,
+    attempts_of,
+)
 from domain import (
     ChatError,
     ChatMessage,
@@ -347,6 +354,14 @@ def _mapped(
     if isinstance(too_large, ResponseTooLargeError):
         return MalformedResponseError(
             f"the response body exceeded agent.max_response_bytes ({too_large.limit} bytes)", **context
+        )
+    unsupported = _found(exc, lambda link: isinstance(link, UnsupportedCodingError))
+    if isinstance(unsupported, UnsupportedCodingError):
+        coding = _shown(unsupported.coding, redactor, _MAX_PROVIDER_CODE)
+        return MalformedResponseError(
+            f"the response body's Content-Encoding {coding!r} is not one this client decodes "
+            f"(gzip and deflate, at most {MAX_CODINGS} stacked)",
+            **context,
         )
     if isinstance(exc, openai.APIStatusError):
         context["request_id"] = _shown(exc.request_id, redactor, MAX_ID) or known_request_id

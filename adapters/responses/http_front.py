@@ -12,9 +12,12 @@ still apply. The front is where the boundary rules that hold for any client a ho
 - a retry wait that would outlast the request's deadline is vetoed (``x-should-retry: false`` on
   the answer, or an SDK error the SDK does not retry), so the request fails at once with the
   error it had;
-- the body is decoded exactly once, here (gzip and deflate with bounded output, other codings by
-  the HTTP library), and counted after decoding against the size cap, so neither a huge body nor a
-  compression bomb can take more memory than the cap and one decoded piece.
+- the body is decoded exactly once, here: every coding of its ``Content-Encoding`` chain (gzip and
+  deflate, stacked up to :data:`MAX_CODINGS` deep) in turn, each with bounded output and each
+  counted against the size cap, so neither a huge body nor a compression bomb of any depth can take
+  more memory than the cap and one decoded piece per coding. A coding without such a decoder
+  (``br``, ``zstd``, an unknown name) is refused, never handed to the HTTP library's own decoder,
+  and requests ask only for the codings decoded here (``Accept-Encoding: gzip, deflate``).
 """
 
 from __future__ import annotations
@@ -34,10 +37,13 @@ import httpx2
 import openai
 
 __all__ = [
+    "ACCEPTED_CODINGS",
     "LISTENER",
+    "MAX_CODINGS",
     "RETRY_COUNT_HEADER",
     "AttemptListener",
     "ResponseTooLargeError",
+    "UnsupportedCodingError",
     "attempts_of",
     "observed",
 ]
@@ -52,6 +58,12 @@ _MAX_RETRY_AFTER: Final = 120.0
 # Decoded bytes handed on at a time: the memory one piece of a compressed body can take.
 _PIECE: Final = 64 * 1024
 _ZLIB_WBITS: Final = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
+# What requests ask for: exactly the codings decoded here with bounded output.
+ACCEPTED_CODINGS: Final = "gzip, deflate"
+# More codings stacked on one body than any server applies: such a chain is refused unread.
+MAX_CODINGS: Final = 4
+# A coding's name as shown in an error: a gateway chooses it, so it is bounded.
+_SHOWN_CODING: Final = 40
 
 
 class ResponseTooLargeError(Exception):
@@ -60,6 +72,14 @@ class ResponseTooLargeError(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the response body exceeded {limit} bytes")
         self.limit = limit
+
+
+class UnsupportedCodingError(Exception):
+    """A body whose ``Content-Encoding`` chain has a coding no bounded decoder here reads (or too many)."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding[:_SHOWN_CODING]
+        super().__init__(f"the body's content coding {self.coding!r} is not one this client decodes")
 
 
 class AttemptListener(Protocol):
@@ -153,12 +173,21 @@ def _zlib_wbits(coding: str, head: bytes) -> int:
 
 
 class _ZlibPieces:
-    """gzip or deflate decoding that never hands back more than one piece at a time."""
+    """gzip or deflate decoding that never hands back more than one piece at a time, and never more
+    than ``limit`` bytes in all (a layer of a stacked bomb is stopped as early as the last one)."""
 
-    def __init__(self, coding: str) -> None:
+    def __init__(self, coding: str, limit: int) -> None:
         self._coding = coding
+        self._limit = limit
+        self._total = 0
         self._head = b""
         self._decoder: Any = None
+
+    def _counted(self, piece: bytes) -> bytes:
+        self._total += len(piece)
+        if self._total > self._limit:
+            raise ResponseTooLargeError(self._limit)
+        return piece
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         if self._decoder is None:
@@ -171,17 +200,39 @@ class _ZlibPieces:
             piece = self._decoder.decompress(data, _PIECE)
             data = self._decoder.unconsumed_tail
             if piece:
-                yield piece
+                yield self._counted(piece)
 
     def flush(self) -> Iterator[bytes]:
         if self._decoder is None:
             self._decoder = zlib.decompressobj(_zlib_wbits(self._coding, self._head))
             yield from self.feed(self._head)
+        # What zlib still holds comes out a piece at a time too, before its last (small) flush.
+        while not self._decoder.eof and (piece := self._decoder.decompress(b"", _PIECE)):
+            yield self._counted(piece)
         rest = self._decoder.flush()
         if rest:
-            yield rest
+            yield self._counted(rest)
         if not self._decoder.eof:
             raise zlib.error("the compressed body ended early")
+
+
+def _decoded(decoders: list[_ZlibPieces], data: bytes, level: int = 0) -> Iterator[bytes]:
+    """``data`` through ``decoders[level:]``, each one's output fed to the next, a piece at a time."""
+    if level == len(decoders):
+        if data:
+            yield data
+        return
+    for piece in decoders[level].feed(data):
+        yield from _decoded(decoders, piece, level + 1)
+
+
+def _flushed(decoders: list[_ZlibPieces], level: int = 0) -> Iterator[bytes]:
+    """The end of the body: each decoder's rest, through the decoders after it, outermost first."""
+    if level == len(decoders):
+        return
+    for piece in decoders[level].flush():
+        yield from _decoded(decoders, piece, level + 1)
+    yield from _flushed(decoders, level + 1)
 
 
 class _BoundedBody:
@@ -214,20 +265,20 @@ class _BoundedBody:
             async for chunk in self._response.aiter_raw():
                 yield chunk
             return
-        if len(codings) == 1 and codings[0] in _ZLIB_WBITS:
-            decoder = _ZlibPieces(codings[0])
-            try:
-                async for chunk in self._response.aiter_raw():
-                    for piece in decoder.feed(chunk):
-                        yield piece
-                for piece in decoder.flush():
+        unsupported = next((coding for coding in codings if coding not in _ZLIB_WBITS), None)
+        if unsupported is not None or len(codings) > MAX_CODINGS:
+            # Refused before a byte is decoded: the HTTP library's own decoders have no output bound.
+            raise UnsupportedCodingError(unsupported or ", ".join(codings))
+        # Listed in the order they were applied, so decoded the other way round.
+        decoders = [_ZlibPieces(coding, self._limit) for coding in reversed(codings)]
+        try:
+            async for chunk in self._response.aiter_raw():
+                for piece in _decoded(decoders, chunk):
                     yield piece
-            except zlib.error as exc:
-                raise self._decoding_error(f"the body is not valid {codings[0]} data") from exc
-            return
-        # Codings without a bounded decoder here (br, zstd, stacked ones): the HTTP library's own.
-        async for chunk in self._response.aiter_bytes():
-            yield chunk
+            for piece in _flushed(decoders):
+                yield piece
+        except zlib.error as exc:
+            raise self._decoding_error(f"the body is not valid {', '.join(codings)} data") from exc
 
     async def aclose(self) -> None:
         await self._response.aclose()
@@ -327,9 +378,12 @@ def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.A
             f"the OpenAI client's HTTP client is a {type(inner).__name__}; the Responses adapters need "
             "an httpx.AsyncClient or the SDK's own httpx2 client"
         )
+    headers = inner.headers.copy()
+    # A server may use only what is asked for, and only these codings have a bounded decoder here.
+    headers["accept-encoding"] = ACCEPTED_CODINGS
     front = front_type(
         transport=transport,
-        headers=inner.headers,
+        headers=headers,
         cookies=inner.cookies,
         params=inner.params,
         timeout=inner.timeout,

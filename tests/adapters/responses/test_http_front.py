@@ -19,6 +19,7 @@ from adapters.offline.render import message_item, sse, stream_events
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from adapters.responses.http_front import attempts_of, observed
 from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
+from tests.support.bombs import stacked_gzip_bomb
 from tests.support.gateway import (
     API_KEY,
     JSON,
@@ -228,3 +229,88 @@ def test_attempts_come_from_the_sdks_retry_count_header(header: str | None, atte
 
     assert attempts_of(httpx.Request("POST", "http://gateway.test/", headers=headers)) == attempts
     assert attempts_of(None) == 1
+
+
+# ---------------------------------------------------------------- coding chains: each coding in turn, bounded
+
+
+def _chain(data: bytes, codings: list[str]) -> tuple[bytes, str]:
+    """``data`` with ``codings`` applied in order, and the Content-Encoding header that says so."""
+    for coding in codings:
+        data = _encoded(data, coding)
+    return data, ", ".join("deflate" if coding == "raw-deflate" else coding for coding in codings)
+
+
+@settings(max_examples=40)
+@given(
+    shape=st.sampled_from(sorted(BODIES)),
+    codings=st.lists(st.sampled_from(["gzip", "deflate", "raw-deflate"]), min_size=1, max_size=4),
+    chunk=st.integers(min_value=1, max_value=4096),
+    streaming=st.booleans(),
+)
+async def test_a_body_under_stacked_codings_folds_each_coding_decoded_once_in_turn(
+    shape: str, codings: list[str], chunk: int, streaming: bool
+) -> None:
+    body, header = _chain(BODIES[shape], codings)
+    recorder = Recorder([lambda _: streamed(Pieces(body, chunk), SSE, encoding=header)])
+    adapter = adapters_for(recorder)[0 if streaming else 1]
+
+    response = await adapter.get_response([ChatMessage.user("hi")])
+
+    assert response.text == TEXT
+    assert response.response_id == "resp_zipped"
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
+@pytest.mark.parametrize("depth", [2, 3, 4])
+async def test_a_stacked_gzip_bomb_of_any_depth_stops_at_the_cap(streaming: bool, depth: int) -> None:
+    bomb = stacked_gzip_bomb(256, depth)
+    recorder = Recorder(
+        [lambda _: streamed(Pieces(bomb, 16 * 1024), SSE, encoding=", ".join(["gzip"] * depth))]
+    )
+    adapter = adapters_for(recorder, ResponsesSettings(model="gpt-test", max_response_bytes=LIMIT))[
+        0 if streaming else 1
+    ]
+
+    with pytest.raises(MalformedResponseError) as caught:
+        await adapter.get_response([ChatMessage.user("hi")])
+
+    assert "max_response_bytes" in caught.value.message
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
+@pytest.mark.parametrize(
+    ("header", "named"),
+    [
+        ("br", "br"),
+        ("zstd", "zstd"),
+        ("gzip, x-unknown", "x-unknown"),
+        ("x-unknown, gzip", "x-unknown"),
+        (", ".join(["gzip"] * 5), ", ".join(["gzip"] * 5)),
+    ],
+)
+async def test_a_coding_without_a_bounded_decoder_is_refused_unread(
+    streaming: bool, header: str, named: str
+) -> None:
+    stream = Pieces(gzip.compress(BODIES["sse"]), 512)
+    recorder = Recorder([lambda _: streamed(stream, SSE, encoding=header)])
+    adapter = adapters_for(recorder)[0 if streaming else 1]
+
+    with pytest.raises(MalformedResponseError) as caught:
+        await adapter.get_response([ChatMessage.user("hi")])
+
+    assert f"Content-Encoding {named!r}" in caught.value.message
+    assert stream.closed
+
+
+async def test_requests_ask_only_for_the_codings_decoded_here() -> None:
+    recorder = Recorder([answer(OK, JSON)])
+    # A host's client that would ask for more (brotli installed, say): the front asks for what it decodes.
+    http_client = httpx.AsyncClient(
+        transport=httpx.MockTransport(recorder), headers={"accept-encoding": "br, zstd, gzip"}
+    )
+    adapter = ResponsesSseAdapter(sdk_over(http_client), ResponsesSettings(model="gpt-test"))
+
+    await adapter.get_response([ChatMessage.user("hi")])
+
+    assert recorder.requests[0].headers["accept-encoding"] == "gzip, deflate"

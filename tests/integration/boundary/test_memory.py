@@ -1,0 +1,47 @@
+"""Peak memory over real sockets, each measured in a process of its own (``memory_probe``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+MIB: Final = 1 << 20
+ROOT: Final = Path(__file__).resolve().parents[3]
+# Starting Python, importing the SDK and building the bomb take a while on a busy shared machine.
+PROBE_SECONDS: Final = 300
+
+
+def _probe(case: str, adapter: str) -> dict[str, object]:
+    environ = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(  # noqa: S603  # our own interpreter running our own probe module
+        [sys.executable, "-m", "tests.integration.boundary.memory_probe", case, adapter],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=PROBE_SECONDS,
+        check=True,
+    )
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("adapter", ["sse", "json"])
+def test_a_gzip_gzip_bomb_under_an_8_mib_cap_raises_peak_rss_by_less_than_64_mib(adapter: str) -> None:
+    result = _probe("gzip-gzip-bomb", adapter)
+
+    assert result["outcome"] == (
+        "MalformedResponseError: the response body exceeded agent.max_response_bytes (8388608 bytes)"
+    )
+    rise = result["peak_rise"]
+    assert isinstance(rise, int)
+    assert rise < 64 * MIB, f"peak RSS rose by {rise / MIB:.1f} MiB"
