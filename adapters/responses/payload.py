@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import re
@@ -12,7 +11,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
-from openai.resources.responses import AsyncResponses
 
 from adapters.responses.settings import ResponsesSettings
 from adapters.responses.to_domain import mend_surrogates
@@ -28,18 +26,7 @@ from domain import (
     ToolSpec,
 )
 
-__all__ = ["SDK_KEYWORDS", "RequestDigest", "ResponsesPayloadBuilder", "ResponsesRequest"]
-
-# Everything the SDK's create() accepts as a body keyword; other keys travel in extra_body so that
-# none is dropped. stream is the adapter's choice, and the extra_* and timeout knobs are not body keys.
-SDK_KEYWORDS: Final[frozenset[str]] = frozenset(inspect.signature(AsyncResponses.create).parameters) - {
-    "self",
-    "stream",
-    "extra_headers",
-    "extra_query",
-    "extra_body",
-    "timeout",
-}
+__all__ = ["RequestDigest", "ResponsesPayloadBuilder", "ResponsesRequest"]
 
 _ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 _LOGGER: Final = logging.getLogger("adapters.responses.payload")
@@ -147,14 +134,6 @@ class ResponsesRequest:
         converter=_read_only, hash=False, repr=lambda headers: repr(sorted(headers))
     )
     digest: RequestDigest
-
-    def sdk_keywords(self) -> dict[str, Any]:
-        """The body keys the SDK's create() knows, as keyword arguments."""
-        return {key: value for key, value in self.body.items() if key in SDK_KEYWORDS}
-
-    def extra_body(self) -> dict[str, Any]:
-        """The body keys the SDK does not know; sent through ``extra_body``."""
-        return {key: value for key, value in self.body.items() if key not in SDK_KEYWORDS}
 
 
 class ResponsesPayloadBuilder:

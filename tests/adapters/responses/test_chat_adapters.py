@@ -22,16 +22,21 @@ from adapters.redaction import REDACTED
 from adapters.responses import ResponsesSettings
 from adapters.responses.error_mapping import LowerLevelError
 from adapters.responses.http_front import LISTENER, ResponseTooLargeError
+from adapters.responses.payload import ResponsesPayloadBuilder
 from domain import (
     ChatError,
     ChatMessage,
+    ChatOptions,
     ChatPort,
     ChatResponse,
     ChatResponseUpdate,
     ChatTransportError,
+    FunctionCallContent,
+    FunctionResultContent,
     MalformedResponseError,
     ResponseFailedError,
     TextContent,
+    ToolSpec,
 )
 from tests.support.gateway import (
     API_KEY,
@@ -45,8 +50,10 @@ from tests.support.gateway import (
     all_updates,
     answer,
     assert_shows_no_key,
+    client_for,
     every_way,
     response_document,
+    served,
     streamed,
 )
 
@@ -608,3 +615,36 @@ async def test_a_streamed_body_over_the_cap_is_refused_from_the_iterator_with_wh
         with pytest.raises(MalformedResponseError) as raised:
             await all_updates(adapter)
         assert "max_response_bytes" in str(raised.value)
+
+
+async def test_the_request_goes_out_byte_for_byte_as_the_sdks_keywords_would_send_it() -> None:
+    # The adapters hand the built body to the SDK as extra_body, which skips the SDK's walk of it
+    # against its TypedDicts; the bytes on the wire must be what create()'s keywords produce.
+    tool = ToolSpec("record", "Record an item.", {"type": "object", "properties": {"n": {"type": "integer"}}})
+    call = FunctionCallContent.parse(call_id="call_1", name="record", raw_arguments='{"n": 1}')
+    messages = (
+        ChatMessage.user("Summarize — with ✓ and 会议"),
+        ChatMessage("assistant", (TextContent("Recording."), call)),
+        ChatMessage("tool", (FunctionResultContent("call_1", {"ok": True}),)),
+    )
+    options = ChatOptions(instructions="Be brief.", tools=(tool,), temperature=0.5, metadata={"run": "r1"})
+    settings = ResponsesSettings(model="gpt-test", extra_headers={"X-Team": "notes"})
+    document = response_document([message_item("msg_1", "Done.")])
+    for streaming in (True, False):
+        recorder = Recorder([served(document, streaming=streaming)])
+        adapter = adapters_for(recorder, settings)[0 if streaming else 1]
+        await adapter.get_response(messages, options)
+        request = ResponsesPayloadBuilder(settings).build(messages, options)
+        keywords = Recorder([served(document, streaming=streaming)])
+        via_keywords = client_for(keywords).responses
+        if streaming:
+            await (await via_keywords.create(stream=True, **request.body)).close()
+        else:
+            await via_keywords.create(stream=False, **request.body)
+        sent, expected = recorder.requests[0], keywords.requests[0]
+        assert (
+            json.loads(sent.content) == json.loads(expected.content) == {**request.body, "stream": streaming}
+        )
+        assert len(sent.content) == len(expected.content)
+        assert sent.headers["x-team"] == "notes"
+        assert sent.headers["x-initiator"] == "user"
