@@ -103,6 +103,10 @@ class AgentSettings:
     offline_scenario: str | None = None
     transcript_warning_chars: int = 200_000
     """A transcript longer than this gets a one-line warning (size, estimated tokens) before it is sent."""
+    batch_concurrency: int = 4
+    """``meeting-agents batch`` and ``worker``: transcripts one process summarizes at once."""
+    batch_requests_per_minute: int | None = None
+    """``batch`` and ``worker``: model requests per minute across every process sharing the database."""
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -112,6 +116,7 @@ class AgentSettings:
             "max_tool_iterations",
             "max_consecutive_tool_errors",
             "transcript_warning_chars",
+            "batch_concurrency",
         ):
             if getattr(self, key) <= 0:
                 raise ConfigurationError(
@@ -122,6 +127,10 @@ class AgentSettings:
         if self.max_output_tokens is not None and self.max_output_tokens <= 0:
             raise ConfigurationError(
                 f"agent.max_output_tokens: expected a positive number, got {self.max_output_tokens!r}"
+            )
+        if self.batch_requests_per_minute is not None and self.batch_requests_per_minute <= 0:
+            raise ConfigurationError(
+                f"agent.batch_requests_per_minute: expected a positive number, got {self.batch_requests_per_minute!r}"
             )
         if self.base_url is not None:
             _check_base_url(self.base_url)

@@ -338,6 +338,8 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
     try:
         settings = _settings(args, environ)
         console.redactor = Redactor([environ.get("AGENT_API_KEY"), settings.agent.api_key.reveal()])
+        if args.command in ("batch", "worker"):
+            return _batch_commands(args, console, settings)
         work = _work(args, settings)
         recorder = _span_recorder(args)
     except (ConfigurationError, InputError) as exc:
@@ -354,6 +356,15 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
         # The endpoint, the run and the report all happen in one event-loop run: nothing is left for
         # this frame to do afterwards (coverage's tracer loses frames that wait across real socket I/O).
         return asyncio.run(_session(args, work, console, recorder))
+
+
+def _batch_commands(args: argparse.Namespace, console: Console, settings: Settings) -> int:
+    """``batch`` and ``worker`` (adapters/cli/batch.py): durable runs on DBOS, which only they import."""
+    from adapters.cli.batch import batch_command, worker_command
+
+    if args.command == "batch":
+        return batch_command(args, console, settings, _stdin(), _endpoint)
+    return worker_command(args, console, settings, _endpoint)
 
 
 async def _session(

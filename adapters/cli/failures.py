@@ -17,7 +17,7 @@ __all__ = ["describe_failure", "failure_details", "logging_to", "shown_url"]
 
 _SHOWN_PARTIAL: Final = 500
 _SHOWN_CAUSE: Final = 200
-_LOGGED: Final = ("adapters", "application", "openai", "httpx", "httpx2")
+_LOGGED: Final = ("adapters", "application", "openai", "httpx", "httpx2", "dbos")
 
 
 def shown_url(url: str) -> str:

@@ -158,7 +158,49 @@ def _parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="allow --output to replace the WORKFLOW_JSON file itself"
     )
     _add_global_options(edit, copy=True)
+    _add_batch_commands(commands)
     return parser
+
+
+def _add_batch_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``batch`` and ``worker``: durable runs on DBOS (the durable extra)."""
+    batch = commands.add_parser(
+        "batch",
+        help="summarize many transcripts, durably: a second run finishes what a crash left",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Summarize every transcript (files, folders of *.txt and *.md, - for a list of paths on stdin)\n"
+            "into --out DIR: DIR/<name>.json per transcript and DIR/index.jsonl. Each transcript is a\n"
+            "DBOS workflow keyed by its sha256, kept in --db: killed and run again, the command finishes\n"
+            "what is left and sends no completed request again."
+        ),
+        epilog=(
+            "Exit codes: 0 all done, 1 any failed (the rest still written), 2 bad input, "
+            "3 any incomplete, 130 Ctrl-C (run it again to go on)."
+        ),
+    )
+    batch.add_argument("paths", nargs="+", metavar="PATH", help="a transcript, a folder of them, or -")
+    batch.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the summaries go")
+    batch.add_argument(
+        "--db", metavar="URL", help="the run database (default sqlite:///DIR/.runs.sqlite; postgresql://... to share)"
+    )
+    batch.add_argument("--id", metavar="NAME", help="this process's executor id (default batch@HOSTNAME)")
+    _add_global_options(batch, copy=True)
+
+    worker = commands.add_parser(
+        "worker",
+        help="take transcripts from a shared batch queue (--db postgresql://...) until stopped",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Work the queue of `batch --db postgresql://...` from this machine until Ctrl-C or SIGTERM.",
+        epilog="Exit codes: 0 stopped by SIGTERM, 2 bad input, 130 Ctrl-C.",
+    )
+    worker.add_argument("--db", metavar="URL", required=True, help="the shared run database: postgresql://...")
+    worker.add_argument(
+        "--id",
+        metavar="NAME",
+        help="this worker's executor id (default worker@HOSTNAME); restarted with it, a worker resumes its runs",
+    )
+    _add_global_options(worker, copy=True)
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -1,0 +1,368 @@
+"""``meeting-agents batch`` and ``worker``: many transcripts as durable DBOS workflows (the durable extra)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
+
+import attrs
+
+from adapters.cli.console import Console
+from adapters.cli.failures import describe_failure
+from adapters.cli.files import STDIN, AtomicOutput, InputError, read_text
+from adapters.cli.report import summary_json
+from adapters.redaction import Redactor
+from adapters.settings import ConfigurationError, Settings
+
+if TYPE_CHECKING:
+    from adapters.container import Container
+    from adapters.durable import Engine, Outcome
+
+__all__ = ["EXTENSIONS", "INDEX", "Source", "batch_command", "collect_sources", "prepare_output", "worker_command"]
+
+EXTENSIONS: Final = (".txt", ".md")
+INDEX: Final = "index.jsonl"
+DEFAULT_DATABASE: Final = ".runs.sqlite"
+# How often the batch reads which of its workflows have ended (one query for all of them).
+_POLL_SECONDS: Final = 0.05
+_EXIT_OK: Final = 0
+_EXIT_FAILED: Final = 1
+_EXIT_USAGE: Final = 2
+_EXIT_INCOMPLETE: Final = 3
+
+Endpoint = Callable[[Settings, Console], AbstractContextManager[Settings]]
+
+
+@attrs.frozen
+class Source:
+    """One transcript of the batch: where it came from, its output name, its text and its sha256."""
+
+    shown: str
+    name: str
+    text: str = attrs.field(repr=False)
+    sha256: str
+
+
+def _paths_from(arguments: Sequence[str], stdin: BinaryIO) -> Iterator[str]:
+    for argument in arguments:
+        if argument != STDIN:
+            yield argument
+            continue
+        try:
+            listed = stdin.read().decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"PATH (stdin): cannot read the list of paths ({type(exc).__name__})") from None
+        yield from (line.strip() for line in listed.splitlines() if line.strip())
+
+
+def _files(argument: str) -> list[Path]:
+    path = Path(argument)
+    if path.is_dir():
+        try:
+            files = sorted(p for p in path.iterdir() if p.suffix.lower() in EXTENSIONS and p.is_file())
+        except OSError as exc:
+            raise InputError(f"PATH {argument!r}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        if not files:
+            raise InputError(f"PATH {argument!r}: a folder with no *.txt or *.md file in it")
+        return files
+    if not path.exists():
+        raise InputError(f"PATH {argument!r}: no such file or folder")
+    return [path]
+
+
+def collect_sources(arguments: Sequence[str], stdin: BinaryIO) -> list[Source]:
+    """Every transcript the arguments name, in order, each file once; raises :class:`InputError`.
+
+    A folder gives its ``*.txt`` and ``*.md`` files (not its subfolders), sorted; ``-`` reads a list
+    of paths from stdin, one a line. Output names are the files' stems, numbered when two differ.
+    """
+    seen: set[Path] = set()
+    sources: list[Source] = []
+    names: set[str] = set()
+    paths = list(_paths_from(arguments, stdin))
+    if not paths:
+        raise InputError("PATH (stdin): the list of paths is empty")
+    for argument in paths:
+        for file in _files(argument):
+            real = file.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
+            text = read_text(str(file), "PATH", stdin)
+            if not text.strip():
+                raise InputError(f"PATH {str(file)!r}: empty; there is nothing to summarize")
+            name, number = file.stem, 1
+            while name in names or name == Path(INDEX).stem:
+                number += 1
+                name = f"{file.stem}-{number}"
+            names.add(name)
+            sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            sources.append(Source(str(file), name, text, sha256))
+    return sources
+
+
+def prepare_output(folder: Path) -> Path:
+    """``folder``, created if need be and checked writable, as an absolute path; raises :class:`InputError`."""
+    where = f"--out {str(folder)!r}"
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{where}: not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=".tmp")
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{where}: cannot be written ({exc.strerror or type(exc).__name__})") from None
+    return folder.resolve()
+
+
+class _Progress:
+    """Progress on stderr: a redrawn bar on a terminal, else one line per finished transcript."""
+
+    def __init__(self, console: Console, total: int, *, terminal: bool) -> None:
+        self._console = console
+        self._total = total
+        self._terminal = terminal
+        self._started = time.monotonic()
+        self.counts: dict[str, int] = {}
+
+    def finished(self, source: Source, outcome: Outcome, output: str | None) -> None:
+        self.counts[outcome.status] = self.counts.get(outcome.status, 0) + 1
+        if self._terminal:
+            self._console.status(self.bar())
+            if outcome.error is not None:
+                self._console.line(f"{outcome.status} {source.shown}: {outcome.error}")
+            return
+        where = f" -> {output}" if output is not None else ""
+        why = f": {outcome.error}" if outcome.error is not None else ""
+        self._console.line(f"{outcome.status} {source.shown}{where}{why} ({self.done}/{self._total})")
+
+    @property
+    def done(self) -> int:
+        return sum(self.counts.values())
+
+    def bar(self, width: int = 24) -> str:
+        done = self.done
+        filled = width * done // self._total if self._total else width
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        rate = done / elapsed
+        left = self._total - done
+        eta = f"ETA {left / rate:.0f} s" if rate > 0 and left else ("done" if not left else "ETA -")
+        counts = ", ".join(f"{count} {status}" for status, count in sorted(self.counts.items()))
+        return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self._total} ({counts}) {rate:.1f}/s {eta}"
+
+    def close(self) -> None:
+        if self._terminal:
+            self._console.clear_status()
+
+
+def _write_summary(folder: Path, source: Source, outcome: Outcome) -> str | None:
+    """``DIR/<name>.json`` for a summarized transcript, atomically; its name, or None when there is none."""
+    if outcome.summary is None:
+        return None
+    target = folder / f"{source.name}.json"
+    document = {**outcome.summary, "source": source.shown, "sha256": source.sha256}
+    with AtomicOutput.open(target) as output:
+        output.commit(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    return target.name
+
+
+def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Outcome]) -> None:
+    lines = []
+    for source in sources:
+        outcome = outcomes.get(source.sha256)
+        line: dict[str, Any] = {
+            "source": source.shown,
+            "sha256": source.sha256,
+            "status": outcome.status if outcome is not None else "not_finished",
+        }
+        if outcome is not None and outcome.summary is not None:
+            line["output"] = f"{source.name}.json"
+        if outcome is not None and outcome.error is not None:
+            line["error"] = outcome.error
+        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+    with AtomicOutput.open(folder / INDEX) as output:
+        output.commit("".join(lines))
+
+
+def _exit_code(outcomes: dict[str, Outcome]) -> int:
+    statuses = {outcome.status for outcome in outcomes.values()}
+    if statuses & {"failed", "error"}:
+        return _EXIT_FAILED
+    if "incomplete" in statuses:
+        return _EXIT_INCOMPLETE
+    return _EXIT_OK
+
+
+def _executor_id(args: argparse.Namespace, role: str) -> str:
+    return str(args.id) if args.id else f"{role}@{socket.gethostname()}"
+
+
+def _durable() -> Any:
+    """The durable adapter, or a ConfigurationError naming the extra it needs."""
+    try:
+        import adapters.durable as durable
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"batch runs need the durable extra (pip install 'meeting-assistant-agents[durable]'): {exc}"
+        ) from None
+    return durable
+
+
+@contextlib.asynccontextmanager
+async def _engine(
+    settings: Settings, database_url: str, executor_id: str
+) -> Any:  # AsyncIterator[Engine]; Any keeps the durable adapter out of this module's imports
+    """The container with the durable decorators, and DBOS launched over it in this event loop."""
+    from dependency_injector import providers
+
+    from adapters.container import Container
+
+    durable = _durable()
+    container: Container = Container()
+    container.settings.override(providers.Object(settings))
+    extra = container.responses_settings().extra_headers.values()
+    redactor = Redactor([settings.agent.api_key.reveal(), *extra])
+    engine_settings = durable.EngineSettings(
+        database_url=database_url,
+        executor_id=executor_id,
+        concurrency=settings.agent.batch_concurrency,
+        requests_per_minute=settings.agent.batch_requests_per_minute,
+    )
+    through = durable.requester(engine_settings)
+    container.chat_decorators.add_args(
+        providers.Object(lambda chat: durable.DurableChat(chat, redactor, through))
+    )
+    container.tool_invoker_decorators.add_args(
+        providers.Object(durable.DurableToolInvoker.decorator(redactor, rebuild=True))
+    )
+    runtime = durable.Runtime(
+        summary_agent=container.summary_agent,
+        chat=container.chat_adapter(),
+        render=summary_json,
+        describe=lambda error: describe_failure(error, settings.agent),
+        redactor=redactor,
+    )
+    async with container:
+        engine = await durable.Engine.launch(engine_settings, runtime)
+        try:
+            yield engine
+        finally:
+            engine.shutdown()
+
+
+def _database_url(args: argparse.Namespace, default: str | None) -> str:
+    durable = _durable()
+    url = args.db if args.db is not None else default
+    if url is None:
+        raise ConfigurationError("--db: required")
+    try:
+        checked: str = durable.check_database_url(url)
+    except durable.DatabaseError as exc:
+        raise ConfigurationError(str(exc)) from None
+    return checked
+
+
+async def _batch(
+    sources: list[Source], folder: Path, database_url: str, executor_id: str, settings: Settings, console: Console
+) -> dict[str, Outcome]:
+    progress = _Progress(console, len(sources), terminal=console.stderr.isatty())
+    by_sha: dict[str, list[Source]] = {}
+    for source in sources:
+        by_sha.setdefault(source.sha256, []).append(source)
+    outcomes: dict[str, Outcome] = {}
+    try:
+        async with _engine(settings, database_url, executor_id) as engine:
+            for sha256, same in by_sha.items():
+                await engine.submit(sha256, same[0].text)
+            pending = set(by_sha)
+            while pending:
+                ended = await engine.finished(sorted(pending))
+                for sha256, outcome in ended.items():
+                    outcomes[sha256] = outcome
+                    for source in by_sha[sha256]:
+                        progress.finished(source, outcome, _write_summary(folder, source, outcome))
+                pending -= ended.keys()
+                if pending:
+                    await asyncio.sleep(_POLL_SECONDS)
+    finally:
+        progress.close()
+        _write_index(folder, sources, outcomes)
+    return outcomes
+
+
+def batch_command(
+    args: argparse.Namespace, console: Console, settings: Settings, stdin: BinaryIO, endpoint: Endpoint
+) -> int:
+    """``meeting-agents batch``: every check first (exit 2), then the runs; the exit code."""
+    try:
+        sources = collect_sources(args.paths, stdin)
+        folder = prepare_output(args.out)
+        database_url = _database_url(args, f"sqlite:///{folder / DEFAULT_DATABASE}")
+    except (ConfigurationError, InputError) as exc:
+        console.error(str(exc))
+        return _EXIT_USAGE
+
+    async def session() -> int:
+        with endpoint(settings, console) as running:
+            try:
+                outcomes = await _batch(
+                    sources, folder, database_url, _executor_id(args, "batch"), running, console
+                )
+            except ConfigurationError as exc:
+                console.error(str(exc))
+                return _EXIT_USAGE
+        return _exit_code(outcomes)
+
+    try:
+        return asyncio.run(session())
+    except _database_error() as exc:
+        console.error(str(exc))
+        return _EXIT_USAGE
+
+
+def _database_error() -> type[Exception]:
+    error: type[Exception] = _durable().DatabaseError
+    return error
+
+
+def worker_command(args: argparse.Namespace, console: Console, settings: Settings, endpoint: Endpoint) -> int:
+    """``meeting-agents worker``: take transcripts from the shared queue until SIGTERM (0) or Ctrl-C (130)."""
+    try:
+        database_url = _database_url(args, None)
+        if not database_url.startswith("postgresql"):
+            raise ConfigurationError(
+                f"--db {args.db!r}: a worker shares the batch's queue, which needs a server database "
+                "(postgresql://USER@HOST:PORT/DATABASE)"
+            )
+    except ConfigurationError as exc:
+        console.error(str(exc))
+        return _EXIT_USAGE
+    executor_id = _executor_id(args, "worker")
+
+    async def session() -> int:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        with endpoint(settings, console) as running:
+            async with _engine(running, database_url, executor_id):
+                console.line(f"worker {executor_id}: taking transcripts (Ctrl-C or SIGTERM stops)")
+                await stop.wait()
+        return _EXIT_OK
+
+    try:
+        return asyncio.run(session())
+    except _database_error() as exc:
+        console.error(str(exc))
+        return _EXIT_USAGE

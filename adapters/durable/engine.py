@@ -1,0 +1,290 @@
+"""DBOS for one process: launch it on a system database, queue transcripts, run each as a workflow."""
+
+from __future__ import annotations
+
+import base64
+import copyreg
+import importlib.metadata
+import io
+import pickle
+import types
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import sqlalchemy
+from dbos import DBOS, DBOSConfig, Queue, Serializer, SetWorkflowID, WorkflowStatus
+
+from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, scrubbed
+from adapters.redaction import Redactor
+from application import MeetingSummary, SummaryAgent
+from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse
+
+__all__ = [
+    "APP_NAME",
+    "REQUESTS_QUEUE",
+    "TRANSCRIPTS_QUEUE",
+    "DatabaseError",
+    "Engine",
+    "EngineSettings",
+    "Outcome",
+    "Runtime",
+    "check_database_url",
+    "shown_database_url",
+]
+
+APP_NAME: Final = "meeting-agents"
+TRANSCRIPTS_QUEUE: Final = "meeting-agents-transcripts"
+REQUESTS_QUEUE: Final = "meeting-agents-requests"
+SUMMARIZE_WORKFLOW: Final = "meeting_agents.summarize"
+REQUEST_WORKFLOW: Final = "meeting_agents.model_request"
+# How often each process looks for queued work. A transcript waits about half of it for a free slot.
+_POLLING_SECONDS: Final = 0.02
+_CONNECT_TIMEOUT_SECONDS: Final = 10
+_SCHEMES: Final = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql"}
+
+
+class DatabaseError(ValueError):
+    """The run database cannot be used (a bad URL, a server that cannot be reached): one line."""
+
+
+def _shown(url: str) -> str:
+    """``url`` without its password."""
+    try:
+        return sqlalchemy.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unreadable URL>"
+
+
+def check_database_url(url: str) -> str:
+    """``url`` as DBOS takes it (``postgres://`` spelled ``postgresql://``), or a :class:`DatabaseError`.
+
+    SQLite: ``sqlite:///relative.sqlite`` or ``sqlite:////absolute/path.sqlite``, in a folder that
+    exists. Postgres: ``postgresql://user:password@host:port/database``.
+    """
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    base = scheme.split("+", 1)[0]
+    if base not in _SCHEMES:
+        raise DatabaseError(
+            f"--db {_shown(url)!r}: expected sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
+        )
+    try:
+        parsed = sqlalchemy.make_url(url)
+        parsed.port  # noqa: B018  # reading the port is what rejects a bad one
+    except Exception:
+        raise DatabaseError(f"--db {_shown(url)!r}: not a database URL") from None
+    if _SCHEMES[base] == "sqlite":
+        if not parsed.database or parsed.database == ":memory:":
+            raise DatabaseError(f"--db {url!r}: name a file (sqlite:///PATH); an in-memory database is lost")
+        folder = Path(parsed.database).parent
+        if not folder.is_dir():
+            raise DatabaseError(f"--db {url!r}: the folder {str(folder)!r} does not exist")
+        return "sqlite:///" + parsed.database
+    if not parsed.host:
+        raise DatabaseError(f"--db {_shown(url)!r}: name the server's host (postgresql://USER@HOST:PORT/DATABASE)")
+    return "postgresql://" + url.split("://", 1)[1]
+
+
+def version() -> str:
+    """The application version DBOS records with each workflow: processes of one version share a queue."""
+    try:
+        return f"{APP_NAME}-{importlib.metadata.version('meeting-assistant-agents')}"
+    except importlib.metadata.PackageNotFoundError:
+        return f"{APP_NAME}-unknown"
+
+
+def read_only(mapping: dict[Any, Any]) -> types.MappingProxyType[Any, Any]:
+    """A read-only mapping again, as it was pickled (pickle cannot name ``MappingProxyType`` itself)."""
+    return types.MappingProxyType(mapping)
+
+
+def _mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return read_only, (dict(proxy),)
+
+
+class _RedactingSerializer(Serializer):
+    """DBOS's pickle serializer with every secret cut out of what it stores first."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+
+    def serialize(self, data: Any) -> str:
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer)
+        # The domain's values hold read-only mappings, which pickle cannot take as they are.
+        pickler.dispatch_table = {**copyreg.dispatch_table, types.MappingProxyType: _mapping_proxy}
+        pickler.dump(scrubbed(data, self._redactor))
+        return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+    def deserialize(self, serialized_data: str) -> Any:
+        return pickle.loads(base64.b64decode(serialized_data))  # noqa: S301  # our own database's records
+
+    def name(self) -> str:
+        # DBOS picks a record's serializer by this name; its own "py_pickle" would bypass this one.
+        return "meeting_agents_pickle"
+
+
+@attrs.frozen
+class Outcome:
+    """What one transcript's workflow returns (and DBOS records): ``status`` ``done``, ``incomplete``
+    or ``failed``; the ``--format json`` summary (None when failed); the failure in one line."""
+
+    status: str
+    summary: Mapping[str, Any] | None = None
+    error: str | None = None
+
+
+@attrs.frozen
+class Runtime:
+    """What a process's workflows run with: the pipeline, how to render a summary and tell a failure.
+
+    ``summary_agent`` builds a pipeline whose chat and tools are already the durable decorators';
+    ``chat`` is the plain chat a rate-limited request goes through.
+    """
+
+    summary_agent: Callable[[], SummaryAgent]
+    chat: ChatPort
+    render: Callable[[MeetingSummary], Mapping[str, Any]]
+    describe: Callable[[ChatError], str]
+    redactor: Redactor
+
+
+_runtime: Runtime | None = None
+
+
+def _current() -> Runtime:
+    if _runtime is None:
+        raise RuntimeError("no durable runtime: Engine.launch() sets it")
+    return _runtime
+
+
+@DBOS.workflow(name=SUMMARIZE_WORKFLOW)
+async def summarize_transcript(transcript: str) -> Outcome:
+    """One transcript, summarized: the workflow DBOS runs, keyed by the transcript's sha256."""
+    runtime = _current()
+    try:
+        summary = await runtime.summary_agent().summarize(transcript)
+    except ChatError as error:
+        return Outcome("failed", error=runtime.redactor.redact(runtime.describe(error)))
+    return Outcome("done" if summary.complete else "incomplete", summary=runtime.render(summary))
+
+
+@DBOS.workflow(name=REQUEST_WORKFLOW)
+async def model_request(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+    """One model request on the rate-limited queue (with ``agent.batch_requests_per_minute``)."""
+    runtime = _current()
+    durable = DurableChat(runtime.chat, runtime.redactor)
+    return await DBOS.run_step_async({"name": MODEL_REQUEST_STEP}, durable.send, messages, options)
+
+
+async def _through_queue(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+    queue = DBOS.retrieve_queue(REQUESTS_QUEUE)
+    assert queue is not None  # Engine.launch registers it whenever requests go through it
+    handle = await queue.enqueue_async(model_request, tuple(messages), options)
+    return await handle.get_result()
+
+
+@attrs.frozen
+class EngineSettings:
+    """Where the runs are kept and how much this process takes on."""
+
+    database_url: str
+    executor_id: str
+    concurrency: int
+    requests_per_minute: int | None = None
+
+
+def requester(settings: EngineSettings) -> Callable[..., Any] | None:
+    """How a durable chat sends a request: through the rate-limited queue when there is a limit."""
+    return _through_queue if settings.requests_per_minute is not None else None
+
+
+class Engine:
+    """DBOS launched in this process (a process-global singleton: one engine at a time).
+
+    :meth:`launch` must run inside the running event loop, so that the workflows run on it.
+    """
+
+    def __init__(self, settings: EngineSettings) -> None:
+        self.settings = settings
+
+    @classmethod
+    async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
+        """Open (creating it if need be) the system database, recover this executor's unfinished
+        workflows and start taking queued transcripts. Raises :class:`DatabaseError`."""
+        global _runtime
+        _runtime = runtime
+        url = settings.database_url
+        config: DBOSConfig = {
+            "name": APP_NAME,
+            "system_database_url": url,
+            "application_version": version(),
+            "executor_id": settings.executor_id,
+            "serializer": _RedactingSerializer(runtime.redactor),
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.1,
+        }
+        if url.startswith("postgresql"):
+            config["db_engine_kwargs"] = {"connect_args": {"connect_timeout": _CONNECT_TIMEOUT_SECONDS}}
+        try:
+            DBOS(config=config)
+            DBOS.launch()
+            limit = settings.requests_per_minute
+            await DBOS.register_queue_async(
+                TRANSCRIPTS_QUEUE,
+                worker_concurrency=settings.concurrency,
+                polling_interval_sec=_POLLING_SECONDS,
+                on_conflict="always_update",
+            )
+            await DBOS.register_queue_async(
+                REQUESTS_QUEUE,
+                limiter={"limit": limit, "period": 60.0} if limit is not None else None,
+                polling_interval_sec=_POLLING_SECONDS,
+                on_conflict="always_update",
+            )
+        except Exception as exc:
+            DBOS.destroy(destroy_registry=False)
+            _runtime = None
+            raise DatabaseError(
+                f"--db {_shown(url)!r}: cannot be used ({type(exc).__name__}: {_first_line(exc)})"
+            ) from None
+        return cls(settings)
+
+    async def submit(self, sha256: str, transcript: str) -> None:
+        """Queue ``transcript`` as the workflow ``sha256``; a workflow of that id already there (done,
+        running or queued, here or on another worker) is left as it is."""
+        queue: Queue | None = await DBOS.retrieve_queue_async(TRANSCRIPTS_QUEUE)
+        assert queue is not None  # registered at launch
+        with SetWorkflowID(sha256):
+            await queue.enqueue_async(summarize_transcript, transcript)
+
+    async def finished(self, ids: Sequence[str]) -> dict[str, Outcome]:
+        """Of the workflows ``ids``, those that ended, with their outcome (an error, as ``error``)."""
+        statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
+            workflow_ids=list(ids), load_input=False
+        )
+        ended: dict[str, Outcome] = {}
+        for status in statuses:
+            if status.status == "SUCCESS" and isinstance(status.output, Outcome):
+                ended[status.workflow_id] = status.output
+            elif status.status in ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+                reason = _first_line(status.error) if status.error is not None else status.status.lower()
+                ended[status.workflow_id] = Outcome("error", error=f"the run ended with {reason}")
+        return ended
+
+    def shutdown(self) -> None:
+        """Stop DBOS; workflows still running stay PENDING and are recovered by the next launch."""
+        global _runtime
+        DBOS.destroy(destroy_registry=False)
+        _runtime = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def shown_database_url(url: str) -> str:
+    """``url`` as shown to people: without its password."""
+    return _shown(url)
