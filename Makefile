@@ -15,11 +15,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,offline,cli]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,offline,cli,durable]'
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,offline,cli,gateway]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,offline,cli,durable,gateway]'
 	touch $@
 
 demo: $(STAMP)

@@ -130,7 +130,8 @@ class AgentSettings:
             )
         if self.batch_requests_per_minute is not None and self.batch_requests_per_minute <= 0:
             raise ConfigurationError(
-                f"agent.batch_requests_per_minute: expected a positive number, got {self.batch_requests_per_minute!r}"
+                "agent.batch_requests_per_minute: expected a positive number, "
+                f"got {self.batch_requests_per_minute!r}"
             )
         if self.base_url is not None:
             _check_base_url(self.base_url)

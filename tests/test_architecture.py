@@ -67,6 +67,12 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
             "from adapters.offline.render import sse",
             "adapters.responses is not allowed to import adapters.offline",
         ),
+        ("application.summary", "import dbos", "application is not allowed to import dbos"),
+        (
+            "adapters.container",
+            "from adapters.durable import DurableChat",
+            "adapters.container is not allowed to import adapters.durable",
+        ),
         (
             "domain.ports",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import openai",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -28,9 +29,17 @@ from adapters.settings import ConfigurationError, Settings
 
 if TYPE_CHECKING:
     from adapters.container import Container
-    from adapters.durable import Engine, Outcome
+    from adapters.durable import Outcome
 
-__all__ = ["EXTENSIONS", "INDEX", "Source", "batch_command", "collect_sources", "prepare_output", "worker_command"]
+__all__ = [
+    "EXTENSIONS",
+    "INDEX",
+    "Source",
+    "batch_command",
+    "collect_sources",
+    "prepare_output",
+    "worker_command",
+]
 
 EXTENSIONS: Final = (".txt", ".md")
 INDEX: Final = "index.jsonl"
@@ -73,7 +82,9 @@ def _files(argument: str) -> list[Path]:
         try:
             files = sorted(p for p in path.iterdir() if p.suffix.lower() in EXTENSIONS and p.is_file())
         except OSError as exc:
-            raise InputError(f"PATH {argument!r}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+            raise InputError(
+                f"PATH {argument!r}: cannot be read ({exc.strerror or type(exc).__name__})"
+            ) from None
         if not files:
             raise InputError(f"PATH {argument!r}: a folder with no *.txt or *.md file in it")
         return files
@@ -114,7 +125,7 @@ def collect_sources(arguments: Sequence[str], stdin: BinaryIO) -> list[Source]:
 
 
 def prepare_output(folder: Path) -> Path:
-    """``folder``, created if need be and checked writable, as an absolute path; raises :class:`InputError`."""
+    """``folder``, created if need be and checked writable, made absolute; raises :class:`InputError`."""
     where = f"--out {str(folder)!r}"
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{where}: not a folder")
@@ -177,6 +188,14 @@ def _write_summary(folder: Path, source: Source, outcome: Outcome) -> str | None
     with AtomicOutput.open(target) as output:
         output.commit(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     return target.name
+
+
+def _remove_leftovers(folder: Path, sources: Sequence[Source]) -> None:
+    """The temporary files of a run killed while writing (the summaries themselves are whole or absent)."""
+    for target in [f"{source.name}.json" for source in sources] + [INDEX]:
+        for leftover in folder.glob(f".{glob.escape(target)}.*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Outcome]) -> None:
@@ -276,13 +295,19 @@ def _database_url(args: argparse.Namespace, default: str | None) -> str:
 
 
 async def _batch(
-    sources: list[Source], folder: Path, database_url: str, executor_id: str, settings: Settings, console: Console
+    sources: list[Source],
+    folder: Path,
+    database_url: str,
+    executor_id: str,
+    settings: Settings,
+    console: Console,
 ) -> dict[str, Outcome]:
     progress = _Progress(console, len(sources), terminal=console.stderr.isatty())
     by_sha: dict[str, list[Source]] = {}
     for source in sources:
         by_sha.setdefault(source.sha256, []).append(source)
     outcomes: dict[str, Outcome] = {}
+    _remove_leftovers(folder, sources)
     try:
         async with _engine(settings, database_url, executor_id) as engine:
             for sha256, same in by_sha.items():

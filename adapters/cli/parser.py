@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_batch_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     """``batch`` and ``worker``: durable runs on DBOS (the durable extra)."""
     batch = commands.add_parser(
         "batch",
@@ -182,7 +182,9 @@ def _add_batch_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     batch.add_argument("paths", nargs="+", metavar="PATH", help="a transcript, a folder of them, or -")
     batch.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the summaries go")
     batch.add_argument(
-        "--db", metavar="URL", help="the run database (default sqlite:///DIR/.runs.sqlite; postgresql://... to share)"
+        "--db",
+        metavar="URL",
+        help="the run database (default sqlite:///DIR/.runs.sqlite; postgresql://... to share)",
     )
     batch.add_argument("--id", metavar="NAME", help="this process's executor id (default batch@HOSTNAME)")
     _add_global_options(batch, copy=True)
@@ -191,14 +193,16 @@ def _add_batch_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "worker",
         help="take transcripts from a shared batch queue (--db postgresql://...) until stopped",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Work the queue of `batch --db postgresql://...` from this machine until Ctrl-C or SIGTERM.",
+        description="Work the queue of `batch --db postgresql://...` here until Ctrl-C or SIGTERM.",
         epilog="Exit codes: 0 stopped by SIGTERM, 2 bad input, 130 Ctrl-C.",
     )
-    worker.add_argument("--db", metavar="URL", required=True, help="the shared run database: postgresql://...")
+    worker.add_argument(
+        "--db", metavar="URL", required=True, help="the shared run database: postgresql://..."
+    )
     worker.add_argument(
         "--id",
         metavar="NAME",
-        help="this worker's executor id (default worker@HOSTNAME); restarted with it, a worker resumes its runs",
+        help="this worker's executor id (default worker@HOSTNAME); restarted with it, it resumes its runs",
     )
     _add_global_options(worker, copy=True)
 

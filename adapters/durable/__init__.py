@@ -1,4 +1,4 @@
-"""Durable runs on DBOS (the ``durable`` extra): each transcript a workflow, each request and tool call a step."""
+"""Durable runs on DBOS (the ``durable`` extra): a transcript is a workflow, a request or tool call a step."""
 
 from adapters.durable.engine import (
     DatabaseError,

@@ -82,7 +82,9 @@ def check_database_url(url: str) -> str:
             raise DatabaseError(f"--db {url!r}: the folder {str(folder)!r} does not exist")
         return "sqlite:///" + parsed.database
     if not parsed.host:
-        raise DatabaseError(f"--db {_shown(url)!r}: name the server's host (postgresql://USER@HOST:PORT/DATABASE)")
+        raise DatabaseError(
+            f"--db {_shown(url)!r}: name the server's host (postgresql://USER@HOST:PORT/DATABASE)"
+        )
     return "postgresql://" + url.split("://", 1)[1]
 
 

@@ -41,7 +41,8 @@ def scrubbed(value: _T, redactor: Redactor) -> _T:
     """
     if not redactor:
         return value
-    return _scrub(value, redactor)
+    cleaned: _T = _scrub(value, redactor)
+    return cleaned
 
 
 def _scrub(value: Any, redactor: Redactor) -> Any:
@@ -62,7 +63,9 @@ def _scrub(value: Any, redactor: Redactor) -> Any:
         return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
     if isinstance(value, Mapping):
         pairs = [(_scrub(key, redactor), _scrub(item, redactor)) for key, item in value.items()]
-        if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)):
+        if all(
+            k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)
+        ):
             return value
         return dict(pairs)
     return value

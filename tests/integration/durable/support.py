@@ -1,0 +1,146 @@
+"""Durable batches in tests: the command in a process of its own, a gateway that counts and kills.
+
+DBOS is a process-global singleton, so every run that launches it is a new process (as users run it);
+the test process only starts gateways and servers on 127.0.0.1 and reads what the runs left.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from adapters.offline import OfflineResponsesServer
+from adapters.offline.threaded import Receive, Scope, Send
+from tests.integration.cli.support import PROCESS_TIMEOUT, Ran, clean_environment
+
+TRANSCRIPTS: Final = {
+    "standup.txt": "Ana: Good morning. We decided to ship the release on Friday.\n"
+    "Ben: I will update the changelog by Thursday.\n",
+    "planning.md": "Cy: We decided to drop the old API.\nDee: I will write the migration guide by Monday.\n",
+    "retro.txt": "Eve: We decided to keep the weekly demo.\nFay: I will book the room by Tuesday.\n",
+}
+
+
+def write_transcripts(folder: Path, transcripts: Mapping[str, str] = TRANSCRIPTS) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in transcripts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def command(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "adapters.cli", *argv]
+
+
+def start(*argv: str, environ: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """The command in a new process, its stderr piped (a pipe, not a terminal: one line per transcript)."""
+    return subprocess.Popen(  # noqa: S603  # our own command with the test's arguments
+        command(*argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_environment(environ),
+    )
+
+
+def finish(process: subprocess.Popen[bytes], stdin: bytes = b"") -> Ran:
+    out, err = process.communicate(stdin, timeout=PROCESS_TIMEOUT)
+    return Ran(process.returncode, out.decode("utf-8"), err.decode("utf-8"))
+
+
+def run_batch(*argv: str, environ: Mapping[str, str] | None = None, stdin: bytes = b"") -> Ran:
+    return finish(start(*argv, environ=environ), stdin)
+
+
+def canonical(body: bytes) -> str:
+    """One request body as a comparable text: the same request sent twice reads the same."""
+    return json.dumps(json.loads(body), sort_keys=True)
+
+
+class CountingGateway(OfflineResponsesServer):
+    """The offline stand-in, counting each request as it arrives and each answer once sent whole.
+
+    ``kill_at(n, pid)``: the n-th request to arrive (counted over the gateway's life) is not answered;
+    the process ``pid`` is killed with SIGKILL instead, while its request is in flight.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._count_lock = threading.Lock()
+        self.arrivals = 0
+        self.completed: list[str] = []
+        """The body of every request answered whole, in order."""
+        self.killed_in_flight: list[str] = []
+        self._kill: tuple[int, int] | None = None
+
+    def kill_at(self, arrival: int, pid: int) -> None:
+        with self._count_lock:
+            self._kill = (arrival, pid)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = bytearray()
+
+        async def recording() -> Any:
+            message = await receive()
+            if message.get("type") == "http.request":
+                body.extend(message.get("body", b""))
+            return message
+
+        with self._count_lock:
+            self.arrivals += 1
+            kill = self._kill is not None and self._kill[0] == self.arrivals
+            pid = self._kill[1] if self._kill is not None else 0
+        if kill:
+            while (await recording()).get("more_body"):
+                pass
+            os.kill(pid, signal.SIGKILL)
+            self.killed_in_flight.append(canonical(bytes(body)))
+            await send({"type": "http.response.start", "status": 503, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await super()._serve(scope, recording, send)
+        with self._count_lock:
+            self.completed.append(canonical(bytes(body)))
+
+
+def gateway_environment(base_url: str, **extra: str) -> dict[str, str]:
+    return {"AGENT_BASE_URL": base_url, "AGENT_API_KEY": "sk-test", "AGENT_MODEL": "offline", **extra}
+
+
+def index(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "index.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def stored_values(database: Path) -> Iterator[bytes]:
+    """Every value of every table of a SQLite file, and each one's base64 decoding where it has one
+    (DBOS stores what it serializes as base64), so a secret cannot hide in an encoding."""
+    connection = sqlite3.connect(database)
+    try:
+        tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for row in connection.execute(f'SELECT * FROM "{table}"'):  # noqa: S608  # table names from the file itself
+                for value in row:
+                    if value is None:
+                        continue
+                    raw = value if isinstance(value, bytes) else str(value).encode("utf-8")
+                    yield raw
+                    with contextlib.suppress(binascii.Error, ValueError):
+                        yield base64.b64decode(raw, validate=True)
+    finally:
+        connection.close()
