@@ -14,6 +14,7 @@ import attrs
 import cattrs
 import yaml
 
+from application.budget import RunBudget
 from domain.options import ReasoningEffort, ReasoningSummary
 
 __all__ = [
@@ -41,6 +42,10 @@ MalformedArgumentsPolicy = Literal["verbatim", "wrap"]
 
 class ConfigurationError(ValueError):
     """A configuration value is missing or invalid; the message is one line naming the key."""
+
+
+class _SectionError(ConfigurationError):
+    """A bad value inside a nested section (``agent.run_budget``); its message already names the key."""
 
 
 @attrs.frozen(repr=False)
@@ -107,6 +112,11 @@ class AgentSettings:
     """``meeting-agents batch`` and ``worker``: transcripts one process summarizes at once."""
     batch_requests_per_minute: int | None = None
     """``batch`` and ``worker``: model requests per minute across every process sharing the database."""
+    run_budget: RunBudget = attrs.Factory(RunBudget)
+    """What one run may spend (``requests``, ``input_tokens``, ``output_tokens``, ``tool_calls``,
+    ``cost_usd``); env ``AGENT_RUN_BUDGET__<KEY>``, e.g. ``AGENT_RUN_BUDGET__COST_USD``."""
+    run_deadline_seconds: float | None = None
+    """One whole run's wall time; each request's own deadline is then at most the time left."""
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -124,6 +134,10 @@ class AgentSettings:
                 )
         if self.max_retries < 0:
             raise ConfigurationError(f"agent.max_retries: expected 0 or more, got {self.max_retries!r}")
+        if self.run_deadline_seconds is not None and not self.run_deadline_seconds > 0:
+            raise ConfigurationError(
+                f"agent.run_deadline_seconds: expected a positive number, got {self.run_deadline_seconds!r}"
+            )
         if self.max_output_tokens is not None and self.max_output_tokens <= 0:
             raise ConfigurationError(
                 f"agent.max_output_tokens: expected a positive number, got {self.max_output_tokens!r}"
@@ -187,6 +201,32 @@ def _build_converter() -> cattrs.Converter:
 
     converter.register_structure_hook(int, structure_int)
     converter.register_structure_hook(float, structure_float)
+
+    def structure_budget(value: object, _: type) -> RunBudget:
+        if isinstance(value, RunBudget):
+            return value
+        if not isinstance(value, Mapping):
+            raise _SectionError("agent.run_budget: expected a mapping of limits")
+        known = typing.get_type_hints(RunBudget)
+        limits: dict[str, Any] = {}
+        for name, limit in value.items():
+            if name not in known:
+                raise _SectionError(
+                    f"agent.run_budget.{name}: unknown key; known keys are {', '.join(known)}"
+                )
+            if limit is None:
+                continue
+            try:
+                limits[name] = converter.structure(limit, known[name])
+            except Exception:  # any structuring failure becomes the same one-line error
+                expected = "a positive number" if name == "cost_usd" else "a positive whole number"
+                raise _SectionError(f"agent.run_budget.{name}: expected {expected}, got {limit!r}") from None
+        try:
+            return RunBudget(**limits)
+        except ValueError as exc:
+            raise _SectionError(f"agent.{exc}") from None
+
+    converter.register_structure_hook(RunBudget, structure_budget)
     return converter
 
 
@@ -227,6 +267,8 @@ def _structure_agent(section: Mapping[str, Any]) -> AgentSettings:
             continue
         try:
             values[name] = _CONVERTER.structure(value, _field_type(name))
+        except _SectionError:
+            raise
         except Exception as exc:  # any structuring failure becomes the same one-line error
             shown = "********" if name == "api_key" else repr(value)
             raise ConfigurationError(f"agent.{name}: expected {_expected(name, exc)}, got {shown}") from None
@@ -243,12 +285,24 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+_NESTED: Final = "__"
+"""Between a nested section's name and its key in an environment variable: ``AGENT_RUN_BUDGET__COST_USD``."""
+
+
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    section = {
-        name: environ[ENV_PREFIX + name.upper()]
-        for name in attrs.fields_dict(AgentSettings)
-        if ENV_PREFIX + name.upper() in environ
-    }
+    section: dict[str, Any] = {}
+    for name, field_type in typing.get_type_hints(AgentSettings).items():
+        variable = ENV_PREFIX + name.upper()
+        if variable in environ:
+            section[name] = environ[variable]
+        elif attrs.has(field_type):
+            nested = {
+                key: environ[variable + _NESTED + key.upper()]
+                for key in attrs.fields_dict(field_type)
+                if variable + _NESTED + key.upper() in environ
+            }
+            if nested:
+                section[name] = nested
     return {"agent": section} if section else {}
 
 

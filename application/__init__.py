@@ -1,5 +1,6 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
 
+from application.budget import STOP_REASONS, RunBudget, StopReason, estimate_tokens
 from application.documents import DocumentError, dumps, loads
 from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
 from application.guard import GuardedToolInvoker
@@ -12,6 +13,7 @@ from application.workflow_editor import WorkflowEdit, WorkflowEditorAgent
 from application.workflow_json import WorkflowJsonError, workflow_from_json, workflow_to_json
 
 __all__ = [
+    "STOP_REASONS",
     "ActionItem",
     "DocumentError",
     "GuardedToolInvoker",
@@ -20,8 +22,10 @@ __all__ = [
     "ParameterError",
     "RoundFinished",
     "RoundStarted",
+    "RunBudget",
     "RunEvent",
     "RunFinished",
+    "StopReason",
     "SummaryAgent",
     "TextDelta",
     "ToolCallFinished",
@@ -37,6 +41,7 @@ __all__ = [
     "WorkflowJsonError",
     "dumps",
     "error_result",
+    "estimate_tokens",
     "find_participants",
     "json_schema_for",
     "loads",

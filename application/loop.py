@@ -9,6 +9,7 @@ from typing import TypeAlias
 
 import attrs
 
+from application.budget import RunBudget, Spending, StopReason
 from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
 from application.guard import GuardedToolInvoker
 from application.run import ToolCallRecord, ToolRun, ToolRunError
@@ -40,12 +41,24 @@ class LoopSettings:
     arguments included), tools are no longer offered and the model answers as it can.
     ``concurrent_tool_calls`` runs the calls of one response concurrently; results keep call order.
     ``detailed_tool_errors`` adds exception type and text to ``tool_failed`` results (for debugging only).
+
+    ``run_budget`` and ``run_deadline_seconds`` bound a whole run (see :mod:`application.budget`): a
+    limit the next request or tool call would pass ends the run with what it has and its
+    ``stop_reason``. ``max_output_tokens`` is the output cap the chat applies to a request that sets
+    none (``agent.max_output_tokens``): what a request can at most add to the run's output tokens.
     """
 
     max_tool_iterations: int = attrs.field(default=40, validator=attrs.validators.ge(1))
     max_consecutive_tool_errors: int = attrs.field(default=3, validator=attrs.validators.ge(1))
     concurrent_tool_calls: bool = True
     detailed_tool_errors: bool = False
+    run_budget: RunBudget = attrs.Factory(RunBudget)
+    run_deadline_seconds: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.gt(0))
+    )
+    max_output_tokens: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
+    )
 
 
 class ToolLoop:
@@ -154,9 +167,48 @@ class _Run:
         self.records: list[ToolCallRecord] = []
         self.answered: set[str] = set()
         self.iterations = 0
+        self.spending = Spending.start(settings.run_budget, settings.run_deadline_seconds)
+        self.stop_reason: StopReason | None = None
 
     def result(self) -> ToolRun:
-        return ToolRun(tuple(self.produced), tuple(self.responses), tuple(self.records), self.iterations)
+        return ToolRun(
+            tuple(self.produced),
+            tuple(self.responses),
+            tuple(self.records),
+            self.iterations,
+            stop_reason=self.stop_reason,
+        )
+
+    def _within_budget(self, request: ChatOptions) -> ChatOptions | None:
+        """``request`` as the run's budget and deadline let it go (its output cap and deadline lowered
+        to what is left), or None when the run must stop (``stop_reason`` then says why)."""
+        spending = self.spending
+        if not spending.budget and spending.deadline is None:
+            return request
+        configured = request.max_output_tokens or self.settings.max_output_tokens
+        cap = spending.output_cap(configured)
+        self.stop_reason = spending.before_request((*self.messages, *self.produced), request, cap)
+        if self.stop_reason is not None:
+            return None
+        if cap != configured:
+            request = attrs.evolve(request, max_output_tokens=cap)
+        left = spending.seconds_left()
+        if left is not None and (request.deadline_seconds is None or left < request.deadline_seconds):
+            request = attrs.evolve(request, deadline_seconds=left)
+        return request
+
+    def _stopped_by_deadline(self, partial: ChatResponse | None) -> bool:
+        """After a failed or cut-off request: whether the run's deadline ended it (then the run stops
+        with what had arrived, an incomplete last answer)."""
+        if not self.spending.out_of_time():
+            return False
+        self.stop_reason = "deadline"
+        if partial is not None and (partial.messages or partial.usage is not None):
+            partial = attrs.evolve(partial, status="incomplete", finish_reason=None)
+            self.responses.append(partial)
+            self.produced.extend(partial.messages)
+            self.spending.answered(partial.usage, len(self.messages) + len(self.produced))
+        return True
 
     async def rounds(
         self, *, stream: bool
@@ -167,14 +219,20 @@ class _Run:
             request = attrs.evolve(self.options, initiator="agent" if self.responses else "user")
             if not offer_tools:
                 request = attrs.evolve(request, tools=(), tool_choice=None)
+            budgeted = self._within_budget(request)
+            if budgeted is None:
+                return
             yield RoundStarted(len(self.responses) + 1)
             answer = _Answer()
-            async with contextlib.aclosing(self._ask(request, answer, stream=stream)) as deltas:
+            async with contextlib.aclosing(self._ask(budgeted, answer, stream=stream)) as deltas:
                 async for delta in deltas:
                     yield delta
+            if self.stop_reason is not None:
+                return
             response = answer.response
             self.responses.append(response)
             self.produced.extend(response.messages)
+            self.spending.answered(response.usage, len(self.messages) + len(self.produced))
             calls = response.function_calls
             # Calls made when no tools were offered are left unanswered, as the last answer.
             if not calls or not offer_tools:
@@ -185,11 +243,14 @@ class _Run:
                 async for position, record in answers:
                     answered[position] = record
                     yield ToolCallFinished(record)
-            records = tuple(answered[position] for position in range(len(calls)))
-            self.produced.append(ChatMessage("tool", tuple(record.result for record in records)))
+            records = tuple(answered[position] for position in sorted(answered))
+            if records:
+                self.produced.append(ChatMessage("tool", tuple(record.result for record in records)))
             self.records.extend(records)
             self.iterations += 1
             yield RoundFinished(len(self.responses), response, records)
+            if self.stop_reason is not None:
+                return
             consecutive_errors = consecutive_errors + 1 if any(r.result.is_error for r in records) else 0
             settings = self.settings
             if (
@@ -203,29 +264,53 @@ class _Run:
     ) -> AsyncGenerator[TextDelta, None]:
         """Send the conversation so far; the text as it arrives, and the whole response into ``answer``."""
         conversation = (*self.messages, *self.produced)
+        updates: list[ChatResponseUpdate] = []
         try:
             if not stream:
-                answer.response = await self.chat.get_response(conversation, request)
+                async with asyncio.timeout(self._bound()):
+                    answer.response = await self.chat.get_response(conversation, request)
                 return
-            updates: list[ChatResponseUpdate] = []
-            pieces = self.chat.get_streaming_response(conversation, request)
+            pieces = aiter(self.chat.get_streaming_response(conversation, request))
             try:
-                async for update in pieces:
+                while True:
+                    # Each wait bounded on its own: a timeout must not span the yield to the caller.
+                    async with asyncio.timeout(self._bound()):
+                        update = await anext(pieces, None)
+                    if update is None:
+                        break
                     updates.append(update)
                     if update.text:
                         yield TextDelta(update.text)
             finally:
                 await _close(pieces)
             answer.response = ChatResponse.from_updates(updates)
+        except TimeoutError:
+            # The chat did not keep to the deadline its options gave it; the run's own bound did.
+            if not self._stopped_by_deadline(ChatResponse.from_updates(updates) if updates else None):
+                raise
         except ChatError as error:
-            raise ToolRunError.from_error(error, self.result()) from error
+            partial = ChatResponse.from_updates(updates) if updates else error.partial
+            if not self._stopped_by_deadline(partial):
+                raise ToolRunError.from_error(error, self.result()) from error
+
+    def _bound(self) -> float | None:
+        """How long the loop itself waits for the chat: the run's time left and a grace for the chat to
+        end the request on its own (which reports what had arrived), or no bound without a deadline."""
+        left = self.spending.seconds_left()
+        return None if left is None else max(left, 0.0) + _DEADLINE_GRACE_SECONDS
 
     async def _answer(
         self, calls: Sequence[FunctionCallContent]
     ) -> AsyncGenerator[tuple[int, ToolCallRecord], None]:
         """Each call's position and record, as it is answered; a call id already answered is not run again."""
         first: dict[int, FunctionCallContent] = {}
+        spending = self.spending
         for position, call in enumerate(calls):
+            # The budget admits calls in the model's order; the first it cannot answer ends the run.
+            self.stop_reason = spending.before_tool_call()
+            if self.stop_reason is not None:
+                break
+            spending.tool_calls += 1
             if call.call_id in self.answered:
                 yield position, ToolCallRecord(call, _duplicate(call), guarded=True)
             else:
@@ -233,13 +318,30 @@ class _Run:
                 first[position] = call
         if not (self.settings.concurrent_tool_calls and len(first) > 1):
             for position, call in first.items():
-                yield position, self._record(call, await self.chain.invoke(call))
+                if spending.out_of_time():
+                    self.stop_reason = "deadline"
+                    return
+                try:
+                    async with asyncio.timeout(spending.seconds_left()):
+                        result = await self.chain.invoke(call)
+                except TimeoutError:
+                    if not spending.out_of_time():
+                        raise
+                    self.stop_reason = "deadline"
+                    return
+                yield position, self._record(call, result)
             return
         tasks = {asyncio.ensure_future(self.chain.invoke(call)): position for position, call in first.items()}
         try:
             pending = set(tasks)
             while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                done, pending = await asyncio.wait(
+                    pending, timeout=spending.seconds_left(), return_when=asyncio.FIRST_COMPLETED
+                )
+                if not done:
+                    # The run's deadline came first: the calls still running are cancelled below.
+                    self.stop_reason = "deadline"
+                    return
                 for task in sorted(done, key=tasks.__getitem__):
                     position = tasks[task]
                     yield position, self._record(first[position], task.result())
@@ -254,6 +356,9 @@ class _Run:
         if result.call_id != call.call_id:
             result = attrs.evolve(result, call_id=call.call_id)
         return ToolCallRecord(call, result, guarded=call.call_id in self.guard.refused)
+
+
+_DEADLINE_GRACE_SECONDS = 0.5
 
 
 class _Answer:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Unpack
 
 import attrs
 
+from application.budget import StopReason
 from domain import (
     ChatError,
     ChatMessage,
@@ -46,12 +47,21 @@ class ToolRun:
     messages exactly as the adapter returned them, then one ``tool`` message per round of calls.
     ``responses`` are the model's answers in order, the last one being the final answer;
     ``tool_calls`` holds one record per answered call; ``iterations`` counts the rounds of calls.
+    ``stop_reason`` is None for a run that went to its final answer, else the limit of its budget
+    (``budget.requests``, ``budget.input_tokens``, ...) or ``deadline`` that ended it early, with
+    what it had (see :mod:`application.budget`).
     """
 
     messages: tuple[ChatMessage, ...] = ()
     responses: tuple[ChatResponse, ...] = ()
     tool_calls: tuple[ToolCallRecord, ...] = ()
     iterations: int = 0
+    stop_reason: StopReason | None = None
+
+    @property
+    def complete(self) -> bool:
+        """False when the run stopped early (``stop_reason``) or its final answer was cut short."""
+        return self.stop_reason is None and self.final.status != "incomplete"
 
     @property
     def final(self) -> ChatResponse:

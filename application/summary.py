@@ -8,12 +8,14 @@ from typing import Final
 
 import attrs
 
+from application.budget import StopReason
 from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
 from application.parameters import not_blank
 from application.pipeline import ToolPipeline
 from application.run import ToolCallRecord, ToolRun
 from application.tools import ToolRegistry
+from domain import Usage
 
 __all__ = ["ActionItem", "MeetingSummary", "SummaryAgent", "find_participants"]
 
@@ -60,7 +62,8 @@ class MeetingSummary:
     (``run``, the :class:`ToolRun`: every message, each model answer, the summed usage).
 
     ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``,
-    e.g. it ran out of output tokens): the text, items and decisions are then only what arrived.
+    e.g. it ran out of output tokens) or the run stopped at its budget or deadline (``stop_reason``):
+    the text, items and decisions are then only what arrived. ``usage`` is the whole run's.
     """
 
     text: str
@@ -69,6 +72,12 @@ class MeetingSummary:
     complete: bool
     tool_calls: tuple[ToolCallRecord, ...]
     run: ToolRun
+    stop_reason: StopReason | None = None
+
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens and cost of the whole run (every request summed), or None when none was reported."""
+        return self.run.usage
 
 
 # ---------------------------------------------------------------- tools
@@ -179,7 +188,8 @@ def _summary(notes: _Notes, run: ToolRun) -> MeetingSummary:
         text=run.text,
         action_items=tuple(notes.action_items),
         decisions=tuple(notes.decisions),
-        complete=run.final.status != "incomplete",
+        complete=run.complete,
         tool_calls=run.tool_calls,
         run=run,
+        stop_reason=run.stop_reason,
     )

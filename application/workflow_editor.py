@@ -7,6 +7,7 @@ from typing import Final
 
 import attrs
 
+from application.budget import StopReason
 from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
 from application.parameters import not_blank
@@ -14,7 +15,7 @@ from application.pipeline import ToolPipeline
 from application.run import ToolCallRecord, ToolRun
 from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
-from domain import UnknownStepError, Workflow, WorkflowStep
+from domain import UnknownStepError, Usage, Workflow, WorkflowStep
 
 __all__ = ["WorkflowEdit", "WorkflowEditorAgent"]
 
@@ -53,8 +54,9 @@ class WorkflowEdit:
     """The edited copy of the workflow, the model's closing ``text``, the tool calls and the whole run
     (``run``, the :class:`ToolRun`: every message, each model answer, the summed usage).
 
-    ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``):
-    the edits made before it still stand, but the model may not have made them all.
+    ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``)
+    or the run stopped at its budget or deadline (``stop_reason``): the edits made before it still
+    stand, but the model may not have made them all. ``usage`` is the whole run's.
     """
 
     workflow: Workflow
@@ -62,6 +64,12 @@ class WorkflowEdit:
     complete: bool
     tool_calls: tuple[ToolCallRecord, ...]
     run: ToolRun
+    stop_reason: StopReason | None = None
+
+    @property
+    def usage(self) -> Usage | None:
+        """The tokens and cost of the whole run (every request summed), or None when none was reported."""
+        return self.run.usage
 
 
 # ---------------------------------------------------------------- tools
@@ -199,7 +207,8 @@ def _edit(draft: _Draft, run: ToolRun) -> WorkflowEdit:
     return WorkflowEdit(
         workflow=draft.workflow,
         text=run.text,
-        complete=run.final.status != "incomplete",
+        complete=run.complete,
         tool_calls=run.tool_calls,
         run=run,
+        stop_reason=run.stop_reason,
     )

@@ -52,6 +52,8 @@ class ChatOptions:
 
     ``tool_choice`` is ``auto``, ``none``, ``required`` or the name of one offered tool.
     ``extra_body`` carries provider-specific keys that are sent as they are.
+    ``deadline_seconds``, when set, bounds this request end to end where the chat's own deadline is
+    longer (the tool loop passes a run's time left); it is not sent.
     """
 
     instructions: str | None = None
@@ -66,3 +68,4 @@ class ChatOptions:
     store: bool | None = None
     metadata: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     extra_body: Mapping[str, object] | None = attrs.field(default=None, hash=False)
+    deadline_seconds: float | None = None

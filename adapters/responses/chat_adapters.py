@@ -132,7 +132,8 @@ class _Exchange:
     logger: logging.Logger
     stream: bool
     redactor: Redactor
-    # time.monotonic() at which the request must have its whole answer; None for no deadline.
+    # The request's deadline in seconds, and the time.monotonic() at which it must have its whole answer.
+    seconds: float = 600.0
     deadline: float | None = None
     folder: EventFolder = attrs.field(factory=EventFolder)
     request_id: str | None = None
@@ -377,7 +378,7 @@ class _ResponsesAdapter(abc.ABC):
         and within ``deadline_seconds`` of the call, retries and Retry-After waits included.
         """
         request = self._builder.build(messages, options)
-        return await self._run(request, self._new_exchange(request))
+        return await self._run(request, self._new_exchange(request, seconds=self._deadline(options)))
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
@@ -400,7 +401,7 @@ class _ResponsesAdapter(abc.ABC):
         """
         request = self._builder.build(messages, options)
         channel = _Channel()
-        exchange = self._new_exchange(request, channel)
+        exchange = self._new_exchange(request, channel, seconds=self._deadline(options))
         reading = asyncio.create_task(self._read_for(request, exchange, channel))
         loop = asyncio.get_running_loop()
         try:
@@ -448,20 +449,29 @@ class _ResponsesAdapter(abc.ABC):
         finally:
             channel.end()
 
-    def _new_exchange(self, request: ResponsesRequest, channel: _Channel | None = None) -> _Exchange:
+    def _deadline(self, options: ChatOptions | None) -> float:
+        """The request's deadline in seconds: ``deadline_seconds``, or the options' when shorter."""
+        seconds = self._settings.deadline_seconds
+        asked = options.deadline_seconds if options is not None else None
+        return seconds if asked is None else max(0.0, min(seconds, asked))
+
+    def _new_exchange(
+        self, request: ResponsesRequest, channel: _Channel | None = None, *, seconds: float
+    ) -> _Exchange:
         return _Exchange(
             request.digest,
             self._logger,
             self._stream,
             self._redactor,
-            deadline=time.monotonic() + self._settings.deadline_seconds,
+            seconds=seconds,
+            deadline=time.monotonic() + seconds,
             folder=EventFolder(updates=channel is not None),
             channel=channel,
         )
 
     async def _run(self, request: ResponsesRequest, exchange: _Exchange) -> ChatResponse:
         """The whole exchange for ``request`` behind the firewall and the deadline."""
-        seconds = self._settings.deadline_seconds
+        seconds = exchange.seconds
         listening = LISTENER.set(exchange)
         redacting = _REDACTOR.set(self._redactor)
         failure: ChatError | None = None

@@ -142,3 +142,53 @@ def test_bad_config_files_fail_clearly_without_quoting_them(
 def test_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="cannot be read"):
         load_config_file(tmp_path / "absent.yaml")
+
+
+def test_the_run_budget_reads_from_a_file_and_the_environment_and_reaches_the_loop(tmp_path: Path) -> None:
+    from adapters.container import _loop_settings
+    from application import RunBudget
+
+    toml_file = tmp_path / "agents.toml"
+    toml_file.write_text(
+        "[agent]\nrun_deadline_seconds = 120\nmax_output_tokens = 900\n"
+        '[agent.run_budget]\nrequests = 8\ncost_usd = "0.25"\n',
+        encoding="utf-8",
+    )
+    environ = {"AGENT_RUN_BUDGET__TOOL_CALLS": "30", "AGENT_RUN_BUDGET__COST_USD": "0.5"}
+    settings = resolve_settings(load_config_file(toml_file), environ=environ)
+
+    assert settings.agent.run_budget == RunBudget(requests=8, tool_calls=30, cost_usd=0.5)
+    loop = _loop_settings(settings)
+    assert (loop.run_budget, loop.run_deadline_seconds, loop.max_output_tokens) == (
+        settings.agent.run_budget,
+        120.0,
+        900,
+    )
+    assert not resolve_settings({}, environ={}).agent.run_budget
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"run_budget": {"request": 3}}, "agent.run_budget.request: unknown key; known keys are requests, "),
+        (
+            {"run_budget": {"requests": 0}},
+            "agent.run_budget.requests: expected a positive whole number, got 0",
+        ),
+        (
+            {"run_budget": {"tool_calls": "many"}},
+            "agent.run_budget.tool_calls: expected a positive whole number",
+        ),
+        (
+            {"run_budget": {"cost_usd": "nan"}},
+            "agent.run_budget.cost_usd: expected a positive number, got nan",
+        ),
+        ({"run_budget": 5}, "agent.run_budget: expected a mapping of limits"),
+        ({"run_deadline_seconds": 0}, "agent.run_deadline_seconds: expected a positive number, got 0"),
+    ],
+)
+def test_a_bad_budget_is_one_line_naming_its_key(section: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings({"agent": section}, environ={})
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)

@@ -387,6 +387,15 @@ def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
         "max_consecutive_tool_errors": 3,
         "concurrent_tool_calls": True,
         "detailed_tool_errors": False,
+        "run_budget": {
+            "requests": None,
+            "input_tokens": None,
+            "output_tokens": None,
+            "tool_calls": None,
+            "cost_usd": None,
+        },
+        "run_deadline_seconds": None,
+        "max_output_tokens": None,
     }
     with pytest.raises(ValueError, match="max_tool_iterations"):
         LoopSettings(max_tool_iterations=0)

@@ -16,7 +16,7 @@ from adapters.responses.cost import COST_HEADER, MAX_REQUEST_COST_USD, response_
 from domain import ChatResponse, Usage
 from tests.support.gateway import JSON, SSE, Recorder, adapters_for, all_updates, answer, response_document
 
-DOCUMENT = response_document([message_item("Done.")], usage=(11, 7))
+DOCUMENT = response_document([message_item("msg_1", "Done.")], usage=(11, 7))
 TOKENS = Usage(11, 7, 18, 3, 2)
 MALFORMED = ["abc", "-0.5", "nan", "inf", "-inf", "1e400", str(MAX_REQUEST_COST_USD * 10), "None", "", "0x10"]
 
@@ -54,7 +54,7 @@ async def test_without_the_header_there_is_no_cost() -> None:
 
 
 async def test_a_cost_without_token_counts_is_a_usage_of_its_own() -> None:
-    document = response_document([message_item("Done.")], usage=None)
+    document = response_document([message_item("msg_1", "Done.")], usage=None)
     served = answer(json.dumps(document), JSON)
     served.headers[COST_HEADER] = "0.5"
     for adapter in adapters_for(Recorder([served])):
