@@ -10,7 +10,7 @@ from datetime import UTC
 import attrs
 from hypothesis import strategies as st
 
-from application import ActionItem, MeetingSummary, ToolCallRecord, ToolRun, WorkflowEdit
+from application import STOP_REASONS, ActionItem, MeetingSummary, ToolCallRecord, ToolRun, WorkflowEdit
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -93,7 +93,12 @@ chat_responses = st.builds(
     created_at=st.none() | st.datetimes(timezones=st.none() | st.just(UTC)),
     status=st.sampled_from([None, "completed", "incomplete", "in_progress", "failed"]),
     finish_reason=st.sampled_from([None, "stop", "tool_calls", "length", "content_filter"]),
-    usage=st.none() | st.builds(Usage, *(st.none() | st.integers(min_value=0) for _ in range(5))),
+    usage=st.none()
+    | st.builds(
+        Usage,
+        *(st.none() | st.integers(min_value=0) for _ in range(5)),
+        cost_usd=st.none() | st.floats(min_value=0, allow_nan=False, allow_infinity=False),
+    ),
 )
 _records = st.lists(st.builds(ToolCallRecord, function_calls, function_results, st.booleans()), max_size=3)
 tool_runs = st.builds(
@@ -102,6 +107,7 @@ tool_runs = st.builds(
     responses=st.lists(chat_responses, max_size=2).map(tuple),
     tool_calls=_records.map(tuple),
     iterations=st.integers(min_value=0, max_value=40),
+    stop_reason=st.none() | st.sampled_from(STOP_REASONS),
 )
 # Fields not named here (those other pipelines add) are drawn from their annotations, once resolved.
 meeting_summaries = st.builds(
