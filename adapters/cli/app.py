@@ -281,7 +281,10 @@ async def _run(
     return result
 
 
-def _incomplete(final: ChatResponse) -> str:
+def _incomplete(final: ChatResponse, stop_reason: str | None) -> str:
+    if stop_reason is not None:
+        limit = "agent.run_deadline_seconds" if stop_reason == "deadline" else "agent.run_" + stop_reason
+        return f"the run stopped early at its limit ({stop_reason}: {limit}); what arrived is printed"
     reason = _FINISH_REASONS.get(final.finish_reason or "", "")
     return (
         "the model's answer is incomplete" + (f" ({reason})" if reason else "") + "; what arrived is printed"
@@ -313,10 +316,10 @@ def _finish(
             console.result(("\n" if streamed else "") + edit_details(work.workflow, result))
         else:
             console.result(edit_text(work.workflow, result))
-    console.info("\n" + usage_line(result.run.usage, len(result.run.responses)))
+    console.info("\n" + usage_line(result.usage, len(result.run.responses)))
     if not result.complete:
         unwritten = "; --output not written" if work.output is not None else ""
-        console.error(_incomplete(result.run.final) + unwritten)
+        console.error(_incomplete(result.run.final, result.stop_reason) + unwritten)
         return EXIT_INCOMPLETE
     if isinstance(result, WorkflowEdit):
         assert work.workflow is not None  # as above

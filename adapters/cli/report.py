@@ -18,6 +18,7 @@ __all__ = [
     "summary_details",
     "summary_json",
     "summary_text",
+    "usage_json",
     "usage_line",
 ]
 
@@ -55,6 +56,8 @@ def summary_json(summary: MeetingSummary) -> dict[str, Any]:
         "decisions": list(summary.decisions),
         "complete": summary.complete,
         "tool_calls": _tool_calls_json(summary.tool_calls),
+        "stop_reason": summary.stop_reason,
+        "usage": usage_json(summary.usage, len(summary.run.responses)),
     }
 
 
@@ -65,6 +68,8 @@ def edit_json(edit: WorkflowEdit) -> dict[str, Any]:
         "text": edit.text,
         "complete": edit.complete,
         "tool_calls": _tool_calls_json(edit.tool_calls),
+        "stop_reason": edit.stop_reason,
+        "usage": usage_json(edit.usage, len(edit.run.responses)),
     }
 
 
@@ -118,13 +123,35 @@ def _tool_lines(records: Sequence[ToolCallRecord]) -> list[str]:
     return lines
 
 
-def usage_line(usage: Usage | None, turns: int) -> str:
+def usage_line(usage: Usage | None, requests: int) -> str:
+    """The run's spending in one line: requests, tokens and what the gateway billed."""
+    asked = f"{requests} request{'s' if requests != 1 else ''}"
     if usage is None:
-        return f"Token usage: not reported ({turns} model turns)"
-    parts = [f"input {usage.input_tokens}", f"output {usage.output_tokens}", f"total {usage.total_tokens}"]
+        return f"Usage: {asked}, tokens and cost not reported"
+    tokens = f"{_count(usage.input_tokens)} input + {_count(usage.output_tokens)} output tokens"
     if usage.reasoning_tokens:
-        parts.append(f"reasoning {usage.reasoning_tokens}")
-    return f"Token usage: {', '.join(parts)} ({turns} model turns)"
+        tokens += f" ({usage.reasoning_tokens:,} reasoning)"
+    cost = "cost not reported" if usage.cost_usd is None else f"cost ${usage.cost_usd:.6f}"
+    return f"Usage: {asked}, {tokens}, {cost}"
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def usage_json(usage: Usage | None, requests: int) -> dict[str, Any]:
+    """The run's spending for ``--format json``: the requests sent, the summed tokens and cost (null when
+    not reported)."""
+    usage = usage or Usage()
+    return {
+        "requests": requests,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "cost_usd": usage.cost_usd,
+    }
 
 
 def summary_text(summary: MeetingSummary) -> str:

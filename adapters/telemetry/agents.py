@@ -67,6 +67,10 @@ class _AgentRun:
             span.set_attribute(c.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens)
         if usage is not None and usage.output_tokens is not None:
             span.set_attribute(c.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
+        if usage is not None and usage.cost_usd is not None:
+            span.set_attribute(c.GEN_AI_USAGE_COST, usage.cost_usd)
+        if run.stop_reason is not None:
+            span.set_attribute(c.RUN_STOP_REASON, run.stop_reason)
         for record in run.tool_calls:
             # The loop answers a repeated call id itself, before any tool decorator: no tool span shows it.
             if record.result.is_error and error_code(record.result.result) == DUPLICATE_CALL_ID:

@@ -162,6 +162,9 @@ class _ChatRequest:
                 if count is not None:
                     self.span.set_attribute(key, count)
                     telemetry.token_usage.record(count, {**attributes, c.GEN_AI_TOKEN_TYPE: token_type})
+            if usage.cost_usd is not None:
+                self.span.set_attribute(c.GEN_AI_USAGE_COST, usage.cost_usd)
+                telemetry.cost.add(usage.cost_usd, attributes)
         self.span.end()
 
 

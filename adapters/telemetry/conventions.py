@@ -19,6 +19,10 @@ GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+# Not in the conventions yet: what the gateway billed (US dollars), named as its usage siblings are.
+GEN_AI_USAGE_COST: Final = "gen_ai.usage.cost"
+# The project's own: the budget limit or deadline that ended a run early.
+RUN_STOP_REASON: Final = "meeting_agents.run.stop_reason"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"  # noqa: S105  # model tokens, not a credential
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
@@ -52,6 +56,8 @@ ERROR_TYPE_OTHER: Final = "_OTHER"
 GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"  # noqa: S105  # model tokens, not a credential
 GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
+# Not in the conventions yet: a counter of what requests cost (US dollars), beside gen_ai.client.token.usage.
+GEN_AI_CLIENT_COST: Final = "gen_ai.client.cost"
 
 # The conventions' advisory bucket boundaries: durations in seconds, doubling from 0.01 to 81.92;
 # token counts in powers of four from 1 to 4^13.

@@ -83,6 +83,11 @@ class Telemetry:
             description="Number of input and output tokens used.",
             explicit_bucket_boundaries_advisory=c.TOKEN_BUCKETS,
         )
+        self.cost = meter.create_counter(
+            c.GEN_AI_CLIENT_COST,
+            unit="USD",
+            description="What the gateway billed for requests (its x-litellm-response-cost header).",
+        )
         self.time_to_first_chunk = meter.create_histogram(
             c.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
             unit="s",

@@ -18,7 +18,7 @@ from typing import Any, Final, Self
 
 import attrs
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -51,6 +51,7 @@ class Otel:
     tracer_provider: TracerProvider = attrs.field(init=False)
     meter_provider: MeterProvider = attrs.field(init=False)
     _points: dict[str, list[HistogramDataPoint]] | None = attrs.field(init=False, default=None)
+    _sums: dict[str, list[NumberDataPoint]] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         self.tracer_provider = TracerProvider()
@@ -92,11 +93,18 @@ class Otel:
                     for found in scope.metrics:
                         points = self._points.setdefault(found.name, [])
                         points.extend(p for p in found.data.data_points if isinstance(p, HistogramDataPoint))
+                        sums = self._sums.setdefault(found.name, [])
+                        sums.extend(p for p in found.data.data_points if isinstance(p, NumberDataPoint))
         return self._points
 
     def points(self, metric: str) -> list[HistogramDataPoint]:
         """Every histogram data point recorded under ``metric``."""
         return self._collected().get(metric, [])
+
+    def sums(self, metric: str) -> list[NumberDataPoint]:
+        """Every counter data point recorded under ``metric``."""
+        self._collected()
+        return self._sums.get(metric, [])
 
     def metric_names(self) -> set[str]:
         """The metrics that recorded at least one data point."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from adapters.cli.report import error_code, summary_text, usage_line
+from adapters.cli.report import error_code, summary_text, usage_json, usage_line
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import MeetingSummary, SummaryAgent, ToolCallRecord, ToolRun
-from domain import FunctionCallContent, FunctionResultContent, JsonValue
+from domain import FunctionCallContent, FunctionResultContent, JsonValue, Usage
 
 
 async def test_a_refused_duplicate_call_is_shown_as_refused_with_its_code() -> None:
@@ -54,4 +54,21 @@ def test_an_error_result_that_is_not_an_object_still_has_a_code() -> None:
         error_code(ToolCallRecord(call, FunctionResultContent("a", "boom", is_error=True), guarded=False))
         == "error"
     )
-    assert usage_line(None, 2) == "Token usage: not reported (2 model turns)"
+    assert usage_line(None, 2) == "Usage: 2 requests, tokens and cost not reported"
+
+
+def test_the_usage_line_says_requests_tokens_and_cost_in_one_line() -> None:
+    usage = Usage(12_345, 678, 13_023, reasoning_tokens=40, cost_usd=0.0123456)
+    assert usage_line(usage, 3) == (
+        "Usage: 3 requests, 12,345 input + 678 output tokens (40 reasoning), cost $0.012346"
+    )
+    assert usage_line(Usage(5, None), 1) == "Usage: 1 request, 5 input + ? output tokens, cost not reported"
+    assert usage_json(usage, 3) == {
+        "requests": 3,
+        "input_tokens": 12_345,
+        "output_tokens": 678,
+        "total_tokens": 13_023,
+        "cached_input_tokens": None,
+        "reasoning_tokens": 40,
+        "cost_usd": 0.0123456,
+    }

@@ -87,6 +87,12 @@ async def assert_usage_is_recorded(usage: Usage | None) -> None:
         }
         assert found.get("gen_ai.usage.input_tokens") == counts["input"]
         assert found.get("gen_ai.usage.output_tokens") == counts["output"]
+        cost = None if usage is None else usage.cost_usd
+        assert found.get("gen_ai.usage.cost") == cost
+        assert [
+            (p.value, dict(p.attributes or {})["gen_ai.request.model"])
+            for p in otel.sums("gen_ai.client.cost")
+        ] == ([] if cost is None else [(cost, MODEL)])
         points = {
             dict(p.attributes or {})["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")
         }

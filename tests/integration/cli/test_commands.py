@@ -6,6 +6,7 @@ import errno
 import io
 import json
 import os
+import re
 import socket
 import stat
 import sys
@@ -31,8 +32,8 @@ from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran
 from tests.support.upstreams import FakeServer, echo_route
 
 REMOVE_QA = "remove Manual QA sign-off"
-SUMMARY_KEYS = {"text", "action_items", "decisions", "complete", "tool_calls"}
-EDIT_KEYS = {"workflow", "text", "complete", "tool_calls"}
+SUMMARY_KEYS = {"text", "action_items", "decisions", "complete", "tool_calls", "stop_reason", "usage"}
+EDIT_KEYS = {"workflow", "text", "complete", "tool_calls", "stop_reason", "usage"}
 CALL_KEYS = {"call_id", "name", "guarded", "error"}
 
 
@@ -127,7 +128,9 @@ def test_verbose_shows_the_banner_mode_and_usage_on_stderr_only() -> None:
     assert "Endpoint: OFFLINE stand-in at http://127.0.0.1:" in ran.err
     assert "not a language model" in ran.err
     assert "Mode: JSON (ResponsesJsonAdapter)" in ran.err
-    assert "Token usage: input" in ran.err
+    assert re.search(
+        r"^Usage: \d+ requests, [\d,]+ input \+ [\d,]+ output tokens, cost not reported$", ran.err, re.M
+    )
 
 
 HELP_EXIT_CODES = (
@@ -663,3 +666,42 @@ def test_a_transient_fault_gives_the_same_summary_in_both_modes(fault: str) -> N
         ran = run("summarize", str(TRANSCRIPT), "--format", "json", "--scenario", fault, mode)
         assert ran.code == EXIT_OK, ran.err
         assert ran.json() == clean
+
+
+def test_json_carries_the_runs_usage() -> None:
+    ran = run("summarize", str(TRANSCRIPT), "--format", "json")
+    assert ran.code == EXIT_OK, ran.err
+    usage = ran.json()["usage"]
+    assert set(usage) == {
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cached_input_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+    }
+    assert usage["requests"] >= 2
+    assert usage["input_tokens"] > 0
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    # The offline stand-in bills nothing: no cost header, no cost.
+    assert usage["cost_usd"] is None
+    assert ran.json()["stop_reason"] is None
+
+
+@pytest.mark.parametrize("command", ["summarize", "edit-workflow"])
+def test_a_budget_stop_exits_3_with_the_reason_on_stderr_and_what_arrived_printed(command: str) -> None:
+    argv = [str(TRANSCRIPT)] if command == "summarize" else [str(WORKFLOW), REMOVE_QA]
+    ran = run(command, *argv, "--format", "json", environ={"AGENT_RUN_BUDGET__REQUESTS": "1"})
+    assert ran.code == EXIT_INCOMPLETE, ran.err
+    result = ran.json()
+    assert (result["complete"], result["stop_reason"], result["usage"]["requests"]) == (
+        False,
+        "budget.requests",
+        1,
+    )
+    assert result["tool_calls"]  # the first round's calls were answered before the stop
+    assert ran.err.strip().splitlines() == [
+        "meeting-agents: error: the run stopped early at its limit "
+        "(budget.requests: agent.run_budget.requests); what arrived is printed"
+    ]

@@ -63,7 +63,7 @@ def test_a_terminal_sees_the_rounds_calls_refusals_and_a_retry_then_nothing_left
     assert f"{LIVE} 2, " in ran.err
     screen = screen_lines(ran.err)
     assert not [line for line in screen if line.startswith(LIVE)]  # erased at the end
-    assert screen[-1].startswith("Token usage: ")
+    assert screen[-1].startswith("Usage: ")
     assert ran.out == run(*argv).out  # the result is the same whether or not anyone watches
 
 
