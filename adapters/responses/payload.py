@@ -174,19 +174,22 @@ class ResponsesPayloadBuilder:
                 raise ValueError("extra_body cannot set stream: the adapter chosen decides it")
             body.update(_plain(options.extra_body))
         headers = {**settings.extra_headers, "X-Initiator": options.initiator}
-        body = _encodable(body)
-        return ResponsesRequest(body, headers, self.digest(body, options.initiator))
+        # One serialization tells both the size and whether any string holds a surrogate; the
+        # recursive walk that makes every string UTF-8-encodable runs only when one does.
+        wire = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        if _SURROGATE.search(wire) is not None:
+            body = _encodable(body)
+            wire = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        size = len(wire.encode("utf-8", "surrogatepass"))
+        return ResponsesRequest(body, headers, self.digest(body, options.initiator, size))
 
     @staticmethod
-    def digest(body: Mapping[str, Any], initiator: str) -> RequestDigest:
-        """The content-free description of ``body`` that diagnostics may log."""
+    def digest(body: Mapping[str, Any], initiator: str, size: int) -> RequestDigest:
+        """The content-free description of ``body`` (``size`` bytes as JSON) that diagnostics may log."""
         items = body.get("input") or ()
         counts = Counter(str(item.get("type", "unknown")) for item in items if isinstance(item, Mapping))
         tools = tuple(
             str(t.get("name", t.get("type", ""))) for t in body.get("tools") or () if isinstance(t, Mapping)
-        )
-        size = len(
-            json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
         )
         return RequestDigest(
             model=str(body.get("model", "")),
