@@ -80,14 +80,22 @@ def _body(document: dict[str, Any], deltas: int, text: str, chunk: int | None) -
     )
 
 
-def make_body(deltas: int, *, seed: int = 6, kind: TextKind = "mixed") -> Body:
+def make_body(
+    deltas: int, *, seed: int = 6, kind: TextKind = "mixed", delta_chars: int | None = None
+) -> Body:
     """A deterministic answer of ``deltas`` text deltas, as a stream and as a JSON Response.
 
     ``mixed`` text holds a few non-Latin-1 characters, as model output usually does: CPython then
     stores it at two bytes per character. ``ascii`` is one byte per character; ``cjk`` is Chinese
     and Japanese text, two bytes per character in memory and three in UTF-8, two characters a delta.
+    ``delta_chars`` makes every delta that many characters instead (a long text in fewer events).
     """
-    text, chunk = _text(deltas, random.Random(seed), kind)
+    rng = random.Random(seed)
+    if delta_chars is None:
+        text, chunk = _text(deltas, rng, kind)
+    else:
+        words = deltas * delta_chars // (2 if kind == "cjk" else 4)
+        text, chunk = _text(words, rng, kind)[0][: deltas * delta_chars], delta_chars
     document = response_document(
         [message_item("msg_bench_0123456789abcdef", text)],
         response_id=_RESPONSE_ID,
@@ -95,7 +103,10 @@ def make_body(deltas: int, *, seed: int = 6, kind: TextKind = "mixed") -> Body:
         created_at=1_771_881_670,
         usage=usage(1_234, deltas),
     )
-    return _body(document, deltas, text, chunk)
+    body = _body(document, deltas, text, chunk)
+    if body.events != deltas + 8:
+        raise ValueError(f"{kind} text of {deltas} deltas of {delta_chars} characters is too short")
+    return body
 
 
 def _arguments(rng: random.Random, size: int, call: int) -> str:

@@ -118,7 +118,9 @@ def spread(values: Sequence[float]) -> str:
 class Sizes:
     """How big and how often: the size of each workload's body, and runs per variant.
 
-    ``fold``: text deltas of the large answer (also the memory answer, on each text kind).
+    ``fold``: text deltas of the large answer. ``memory_deltas`` of ``memory_delta_chars``
+    characters: the answer whose peak memory is measured on each text kind (tracemalloc slows
+    every allocation, so a long text in fewer events).
     ``calls``/``call_chars``: the many-calls answer. ``small_requests``: requests per run of small
     answers of ``small_deltas`` deltas. ``json_calls``/``json_call_chars``: the JSON body, read
     ``json_repeats`` times a run. ``scaling``: answers whose per-event time is compared.
@@ -133,6 +135,8 @@ class Sizes:
     json_calls: int = 200
     json_call_chars: int = 10_000
     json_repeats: int = 5
+    memory_deltas: int = 2_000
+    memory_delta_chars: int = 60
     memory_runs: int = 3
     tool_calls: int = 20_000
     runs: int = 5

@@ -2,7 +2,7 @@
 
     python -m benchmarks.profile small get_response          # cProfile, own time first
     python -m benchmarks.profile large streaming --sort cumulative
-    python -m benchmarks.profile large get_response --memory  # what is live at the highest point
+    python -m benchmarks.profile large get_response --memory  # what is held at the highest point
     python -m benchmarks.profile json create                  # the SDK's own floor, for comparison
 
 Workloads: ``large`` (20k-delta answer), ``calls`` (200 streamed calls), ``small`` (a tool loop's
@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 from benchmarks import harness
-from benchmarks.bodies import TEXT_KINDS, make_body, make_calls_body, tool_loop_round
+from benchmarks.bodies import TEXT_KINDS, TextKind, make_body, make_calls_body, tool_loop_round
 from benchmarks.harness import Sizes
 from benchmarks.workloads import (
     PROMPT,
@@ -51,11 +51,17 @@ VARIANTS: Final = (
 Run = Callable[[], Awaitable[object]]
 
 
-async def build(workload: str, variant: str, sizes: Sizes, kind: str = "mixed") -> Run:
-    """The timed run of ``variant`` on ``workload``, checked once like the suite checks it."""
+async def build(
+    workload: str, variant: str, sizes: Sizes, kind: TextKind = "mixed", *, memory: bool = False
+) -> Run:
+    """The timed run of ``variant`` on ``workload``, checked once like the suite checks it; with
+    ``memory``, the large answer is the memory workload's (the same text in fewer, longer deltas)."""
     times = 1
-    if workload == "large":
-        scenario = Scenario(PROMPT, None, make_body(sizes.fold, kind=kind))  # type: ignore[arg-type]  # one of TEXT_KINDS
+    if workload == "large" and memory:
+        body = make_body(sizes.memory_deltas, kind=kind, delta_chars=sizes.memory_delta_chars)
+        scenario = Scenario(PROMPT, None, body)
+    elif workload == "large":
+        scenario = Scenario(PROMPT, None, make_body(sizes.fold, kind=kind))
     elif workload == "calls":
         scenario = Scenario(PROMPT, None, make_calls_body(sizes.calls, sizes.call_chars))
     elif workload == "small":
@@ -158,7 +164,7 @@ def main(argv: Sequence[str] | None = None, *, sizes: Sizes | None = None) -> in
         sizes = QUICK if args.quick else Sizes()
 
     async def profile() -> str:
-        run = await build(args.workload, args.variant, sizes, args.kind)
+        run = await build(args.workload, args.variant, sizes, args.kind, memory=args.memory)
         if args.memory:
             return await memory_report(run, top=args.top)
         return await time_report(run, sort=args.sort, top=args.top)

@@ -351,7 +351,8 @@ async def memory_ratios(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     raw SDK iteration's peak on the same body, for ASCII, mixed and CJK text."""
     checks = []
     for kind in TEXT_KINDS:
-        scenario = Scenario(PROMPT, None, make_body(sizes.fold, kind=kind))
+        body = make_body(sizes.memory_deltas, kind=kind, delta_chars=sizes.memory_delta_chars)
+        scenario = Scenario(PROMPT, None, body)
         peaks = await _peaks(
             {
                 "raw": await raw_iteration(scenario, 1),
@@ -371,7 +372,8 @@ async def memory_ratios(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
             per_run = [a / b for a, b in zip(peaks[variant], peaks["raw"], strict=True)]
             checks.append(
                 Check(
-                    f"memory, {kind} text: peak of {variant} / raw SDK iteration ({sizes.fold} deltas)",
+                    f"memory, {kind} text: peak of {variant} / raw SDK iteration "
+                    f"({len(body.text)} characters, {body.deltas} deltas)",
                     ours / raw,
                     "ratio",
                     "<= 1.1",
