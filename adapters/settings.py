@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 import typing
@@ -92,6 +93,10 @@ class AgentSettings:
     timeout_seconds: float = 60.0
     deadline_seconds: float = 600.0
     max_response_bytes: int = 64 * 1024 * 1024
+    max_output_items: int = 10_000
+    """More output items than this in one response (or input items in one request) is refused."""
+    max_transcript_bytes: int = 50 * 1024 * 1024
+    """The CLI refuses a larger input file (exit 2) before reading more of it than this."""
     max_retries: int = 2
     reasoning_effort: ReasoningEffort | None = None
     reasoning_summary: ReasoningSummary | None = None
@@ -123,24 +128,27 @@ class AgentSettings:
             "timeout_seconds",
             "deadline_seconds",
             "max_response_bytes",
+            "max_output_items",
+            "max_transcript_bytes",
             "max_tool_iterations",
             "max_consecutive_tool_errors",
             "transcript_warning_chars",
             "batch_concurrency",
         ):
-            if getattr(self, key) <= 0:
-                raise ConfigurationError(
-                    f"agent.{key}: expected a positive number, got {getattr(self, key)!r}"
-                )
+            value = getattr(self, key)
+            # NaN passes every comparison and inf means "no limit": neither is a usable limit.
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigurationError(f"agent.{key}: expected a finite positive number, got {value!r}")
         if self.max_retries < 0:
             raise ConfigurationError(f"agent.max_retries: expected 0 or more, got {self.max_retries!r}")
-        if self.run_deadline_seconds is not None and not self.run_deadline_seconds > 0:
+        deadline = self.run_deadline_seconds
+        if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
             raise ConfigurationError(
-                f"agent.run_deadline_seconds: expected a positive number, got {self.run_deadline_seconds!r}"
+                f"agent.run_deadline_seconds: expected a finite positive number, got {deadline!r}"
             )
         if self.max_output_tokens is not None and self.max_output_tokens <= 0:
             raise ConfigurationError(
-                f"agent.max_output_tokens: expected a positive number, got {self.max_output_tokens!r}"
+                f"agent.max_output_tokens: expected a finite positive number, got {self.max_output_tokens!r}"
             )
         if self.batch_requests_per_minute is not None and self.batch_requests_per_minute <= 0:
             raise ConfigurationError(
@@ -197,7 +205,11 @@ def _build_converter() -> cattrs.Converter:
     def structure_float(value: object, _: type) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ValueError(f"expected a number, got {value!r}")
-        return float(value)
+        number = float(value)
+        if not math.isfinite(number):
+            # nan passes every comparison and inf reads as "no limit": no setting means either.
+            raise ValueError(f"expected a finite number, got {value!r}")
+        return number
 
     converter.register_structure_hook(int, structure_int)
     converter.register_structure_hook(float, structure_float)
@@ -253,7 +265,7 @@ def _expected(name: str, exc: BaseException) -> str:
     if int in (field_type, *typing.get_args(field_type)):
         return "a whole number"
     if float in (field_type, *typing.get_args(field_type)):
-        return "a number"
+        return "a finite number"
     return "a string"
 
 

@@ -156,13 +156,14 @@ def _stdin() -> BinaryIO:
 
 
 def _work(args: argparse.Namespace, settings: Settings) -> _Work:
+    limit = settings.agent.max_transcript_bytes
     if args.command == "summarize":
-        text = read_text(args.transcript, "TRANSCRIPT_FILE", _stdin())
+        text = read_text(args.transcript, "TRANSCRIPT_FILE", _stdin(), limit=limit)
         if not text.strip():
             where = "(stdin)" if args.transcript == "-" else repr(args.transcript)
             raise InputError(f"TRANSCRIPT_FILE {where}: empty; there is nothing to summarize")
         return _Work(settings, text)
-    text = read_text(args.workflow, "WORKFLOW_JSON", _stdin())
+    text = read_text(args.workflow, "WORKFLOW_JSON", _stdin(), limit=limit)
     try:
         workflow = workflow_from_json(text)
     except WorkflowJsonError as exc:

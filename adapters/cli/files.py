@@ -24,17 +24,29 @@ def _where(what: str, argument: str) -> str:
     return f"{what} (stdin)" if argument == STDIN else f"{what} {argument!r}"
 
 
-def read_text(argument: str, what: str, stdin: BinaryIO) -> str:
+def read_text(argument: str, what: str, stdin: BinaryIO, *, limit: int | None = None) -> str:
     """The text of file ``argument`` (``-`` reads ``stdin``): UTF-8, a leading BOM dropped.
 
     ``what`` names the argument in errors (``TRANSCRIPT_FILE``). A file that cannot be read, holds
-    NUL bytes (binary, or UTF-16) or is not UTF-8 raises :class:`InputError` saying where.
+    NUL bytes (binary, or UTF-16), is not UTF-8 or is longer than ``limit`` bytes (of which no more
+    than one byte past ``limit`` is read, so ``/dev/zero`` or an endless pipe is refused at once)
+    raises :class:`InputError` saying where.
     """
     where = _where(what, argument)
+    size = -1 if limit is None else limit + 1
     try:
-        data = stdin.read() if argument == STDIN else Path(argument).read_bytes()
+        if argument == STDIN:
+            data = stdin.read(size)
+        else:
+            with Path(argument).open("rb") as file:
+                data = file.read(size)
     except OSError as exc:
         raise InputError(f"{where}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if limit is not None and len(data) > limit:
+        raise InputError(
+            f"{where}: larger than agent.max_transcript_bytes ({limit:,} bytes); "
+            "split it, or raise the limit (env AGENT_MAX_TRANSCRIPT_BYTES)"
+        )
     if data.startswith(_UTF16_BOMS):
         raise InputError(f"{where}: UTF-16 text; save it as UTF-8")
     nul = data.find(b"\0")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import pytest
@@ -75,8 +76,8 @@ def test_environment_values_are_typed() -> None:
     [
         ({"agent": {"use_streaming": "maybe"}}, "agent.use_streaming: expected one of true/false/1/0/yes/no"),
         ({"agent": {"max_retries": "many"}}, "agent.max_retries: expected a whole number, got 'many'"),
-        ({"agent": {"timeout_seconds": "soon"}}, "agent.timeout_seconds: expected a number"),
-        ({"agent": {"timeout_seconds": 0}}, "agent.timeout_seconds: expected a positive number"),
+        ({"agent": {"timeout_seconds": "soon"}}, "agent.timeout_seconds: expected a finite number"),
+        ({"agent": {"timeout_seconds": 0}}, "agent.timeout_seconds: expected a finite positive number"),
         ({"agent": {"max_retries": -1}}, "agent.max_retries: expected 0 or more"),
         (
             {"agent": {"reasoning_effort": "ultra"}},
@@ -181,10 +182,10 @@ def test_the_run_budget_reads_from_a_file_and_the_environment_and_reaches_the_lo
         ),
         (
             {"run_budget": {"cost_usd": "nan"}},
-            "agent.run_budget.cost_usd: expected a positive number, got nan",
+            "agent.run_budget.cost_usd: expected a positive number, got 'nan'",
         ),
         ({"run_budget": 5}, "agent.run_budget: expected a mapping of limits"),
-        ({"run_deadline_seconds": 0}, "agent.run_deadline_seconds: expected a positive number, got 0"),
+        ({"run_deadline_seconds": 0}, "agent.run_deadline_seconds: expected a finite positive number, got 0"),
     ],
 )
 def test_a_bad_budget_is_one_line_naming_its_key(section: dict[str, object], message: str) -> None:
@@ -206,3 +207,49 @@ def test_the_readme_budget_example_is_a_configuration_that_resolves() -> None:
     agent = resolve_settings(yaml.safe_load(block), environ={}).agent
     assert agent.run_budget == RunBudget(requests=12, output_tokens=8000, cost_usd=0.5)
     assert agent.run_deadline_seconds == 120.0
+
+
+HINTS = typing.get_type_hints(AgentSettings)
+NUMERIC_KEYS = [name for name, hint in HINTS.items() if hint in (int, float) and name != "max_retries"]
+
+
+@pytest.mark.parametrize("key", NUMERIC_KEYS)
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "Infinity", "-1", "0"])
+def test_every_numeric_setting_must_be_finite_and_positive(key: str, value: str) -> None:
+    if value in ("nan", "NaN", "inf", "-inf", "Infinity"):
+        # Refused as it is read: a whole number cannot be spelled so, and a float must be finite.
+        kind = "a whole number" if HINTS[key] is int else "a finite number"
+        expected = f"agent.{key}: expected {kind}, got {value!r}"
+    else:
+        expected = f"agent.{key}: expected a finite positive number, got "
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings(environ={"AGENT_" + key.upper(): value})
+    assert expected in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"run_deadline_seconds": "inf"}, "agent.run_deadline_seconds: expected a finite number"),
+        ({"run_budget": {"cost_usd": "nan"}}, "agent.run_budget.cost_usd: expected a positive number"),
+        ({"timeout_seconds": float("nan")}, "agent.timeout_seconds: expected a finite number"),
+    ],
+)
+def test_optional_and_nested_numbers_must_be_finite_too(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings({"agent": config}, environ={})
+    assert message in str(info.value)
+
+
+def test_a_directly_built_setting_is_held_to_the_same_rule() -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"agent\.deadline_seconds: expected a finite positive number"
+    ):
+        AgentSettings(deadline_seconds=float("inf"))
+
+
+def test_the_numeric_keys_include_the_new_limits() -> None:
+    assert {"deadline_seconds", "timeout_seconds", "max_output_items", "max_transcript_bytes"} <= set(
+        NUMERIC_KEYS
+    )

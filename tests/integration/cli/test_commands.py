@@ -231,6 +231,62 @@ def test_an_unusable_transcript_is_refused_before_any_request(
     assert gateway.requests == ()
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("AGENT_DEADLINE_SECONDS", "nan"),
+        ("AGENT_DEADLINE_SECONDS", "inf"),
+        ("AGENT_TIMEOUT_SECONDS", "nan"),
+        ("AGENT_TIMEOUT_SECONDS", "-3"),
+        ("AGENT_MAX_RESPONSE_BYTES", "-1"),
+        ("AGENT_MAX_OUTPUT_ITEMS", "0"),
+        ("AGENT_MAX_TRANSCRIPT_BYTES", "-5"),
+    ],
+)
+def test_a_number_that_is_not_finite_and_positive_is_exit_2_naming_the_key(
+    gateway: OfflineResponsesServer, key: str, value: str
+) -> None:
+    ran = run("summarize", str(TRANSCRIPT), environ={**gateway_environment(gateway), key: value})
+    assert ran.code == EXIT_USAGE
+    name = key.removeprefix("AGENT_").lower()
+    assert f"agent.{name}: expected a finite " in one_error_line(ran)
+    assert gateway.requests == ()
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "a file one byte over the limit", "stdin over the limit"])
+def test_a_transcript_over_max_transcript_bytes_is_refused_without_reading_it_all(
+    gateway: OfflineResponsesServer, tmp_path: Path, source: str
+) -> None:
+    environ = gateway_environment(gateway)
+    stdin = None
+    if source == "/dev/zero":
+        # Endless: reading it whole would run out of memory; the limit stops it at the default 50 MiB.
+        argument = "/dev/zero"
+    else:
+        environ["AGENT_MAX_TRANSCRIPT_BYTES"] = "100"
+        content = b"Ana: we decided to ship it. " * 3 + b"Ben: ok!" + b"x" * (101 - 92)
+        assert len(content) == 101
+        if source.startswith("stdin"):
+            argument, stdin = "-", content
+        else:
+            path = tmp_path / "long.txt"
+            path.write_bytes(content)
+            argument = str(path)
+    ran = run("summarize", argument, environ=environ, stdin=stdin)
+    assert ran.code == EXIT_USAGE
+    assert "larger than agent.max_transcript_bytes" in one_error_line(ran)
+    assert gateway.requests == ()
+
+
+def test_a_transcript_at_max_transcript_bytes_is_read(
+    gateway: OfflineResponsesServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "exact.txt"
+    path.write_bytes(TRANSCRIPT.read_bytes())
+    environ = {**gateway_environment(gateway), "AGENT_MAX_TRANSCRIPT_BYTES": str(path.stat().st_size)}
+    assert run("summarize", str(path), environ=environ).code == 0
+
+
 def test_a_missing_transcript_names_the_file(gateway: OfflineResponsesServer) -> None:
     ran = run("summarize", "no-such-file.txt", environ=gateway_environment(gateway))
     assert ran.code == EXIT_USAGE
@@ -274,7 +330,7 @@ def test_bad_arguments_are_refused_before_any_request(
         ({"AGENT_USE_STREAMING": "maybe"}, "agent.use_streaming: expected one of true/false/1/0/yes/no"),
         (
             {"AGENT_TRANSCRIPT_WARNING_CHARS": "0"},
-            "agent.transcript_warning_chars: expected a positive number",
+            "agent.transcript_warning_chars: expected a finite positive number",
         ),
         ({"AGENT_BASE_URL": "http://127.0.0.1:9/v1", "AGENT_API_KEY": "sk-x"}, "agent.model: not set"),
         ({"AGENT_BASE_URL": "http://127.0.0.1:9/v1", "AGENT_MODEL": "m"}, "agent.api_key: not set"),
