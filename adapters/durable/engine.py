@@ -153,6 +153,8 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
+# The queues as this process registered them (set by Engine.launch).
+_queues: dict[str, Queue] = {}
 
 
 def _current() -> Runtime:
@@ -181,8 +183,8 @@ async def model_request(messages: Sequence[ChatMessage], options: ChatOptions | 
 
 
 async def _through_queue(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
-    queue = DBOS.retrieve_queue(REQUESTS_QUEUE)
-    assert queue is not None  # Engine.launch registers it whenever requests go through it
+    queue = _queues.get(REQUESTS_QUEUE)
+    assert queue is not None  # Engine.launch registers it
     handle = await queue.enqueue_async(model_request, tuple(messages), options)
     return await handle.get_result()
 
@@ -233,13 +235,13 @@ class Engine:
             DBOS(config=config)
             DBOS.launch()
             limit = settings.requests_per_minute
-            await DBOS.register_queue_async(
+            _queues[TRANSCRIPTS_QUEUE] = await DBOS.register_queue_async(
                 TRANSCRIPTS_QUEUE,
                 worker_concurrency=settings.concurrency,
                 polling_interval_sec=_POLLING_SECONDS,
                 on_conflict="always_update",
             )
-            await DBOS.register_queue_async(
+            _queues[REQUESTS_QUEUE] = await DBOS.register_queue_async(
                 REQUESTS_QUEUE,
                 limiter={"limit": limit, "period": 60.0} if limit is not None else None,
                 polling_interval_sec=_POLLING_SECONDS,
@@ -248,6 +250,7 @@ class Engine:
         except Exception as exc:
             DBOS.destroy(destroy_registry=False)
             _runtime = None
+            _queues.clear()
             raise DatabaseError(
                 f"--db {_shown(url)!r}: cannot be used ({type(exc).__name__}: {_first_line(exc)})"
             ) from None
@@ -256,10 +259,8 @@ class Engine:
     async def submit(self, sha256: str, transcript: str) -> None:
         """Queue ``transcript`` as the workflow ``sha256``; a workflow of that id already there (done,
         running or queued, here or on another worker) is left as it is."""
-        queue: Queue | None = await DBOS.retrieve_queue_async(TRANSCRIPTS_QUEUE)
-        assert queue is not None  # registered at launch
         with SetWorkflowID(sha256):
-            await queue.enqueue_async(summarize_transcript, transcript)
+            await _queues[TRANSCRIPTS_QUEUE].enqueue_async(summarize_transcript, transcript)
 
     async def finished(self, ids: Sequence[str]) -> dict[str, Outcome]:
         """Of the workflows ``ids``, those that ended, with their outcome (an error, as ``error``)."""
@@ -280,6 +281,7 @@ class Engine:
         global _runtime
         DBOS.destroy(destroy_registry=False)
         _runtime = None
+        _queues.clear()
 
 
 def _first_line(exc: BaseException) -> str:

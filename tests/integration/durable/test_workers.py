@@ -1,0 +1,141 @@
+"""Several processes on one Postgres (started here): workers split a batch, each transcript once."""
+
+from __future__ import annotations
+
+import itertools
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import psycopg
+import pytest
+
+from tests.integration.cli.support import PROCESS_TIMEOUT
+from tests.integration.durable.support import (
+    CountingGateway,
+    finish,
+    gateway_environment,
+    index,
+    run_batch,
+    start,
+    write_transcripts,
+)
+from tests.support.postgres import create_database, postgres_server
+
+pytestmark = pytest.mark.slow
+
+_REQUESTS_PER_TRANSCRIPT: Final = 2
+_READY: Final = b"taking transcripts"
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def database(postgres: str) -> str:
+    return create_database(postgres, f"batch_{next(_databases)}")
+
+
+def _meetings(count: int) -> dict[str, str]:
+    return {
+        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
+        for number in range(count)
+    }
+
+
+def _wait_until_ready(process: subprocess.Popen[bytes]) -> None:
+    """Read the worker's stderr until it says it takes work (bounded: a hung start fails the test)."""
+    assert process.stderr is not None
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    seen = b""
+    while _READY not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"the worker did not start: {seen!r}"
+        ready, _, _ = select.select([process.stderr], [], [], left)
+        if ready:
+            line = process.stderr.readline()
+            assert line, f"the worker exited: {seen!r}"
+            seen += line
+
+
+def _stop(workers: list[subprocess.Popen[bytes]]) -> list[int]:
+    for worker in workers:
+        worker.send_signal(signal.SIGTERM)
+    return [finish(worker).code for worker in workers]
+
+
+def _rows(database: str, query: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(database, connect_timeout=10) as connection:
+        return connection.execute(query).fetchall()
+
+
+def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
+    tmp_path: Path, database: str
+) -> None:
+    meetings = _meetings(6)
+    folder = write_transcripts(tmp_path / "in", meetings)
+    out = tmp_path / "out"
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
+        workers = [start("worker", "--db", database, "--id", f"worker-{n}", environ=environ) for n in (1, 2)]
+        try:
+            for worker in workers:
+                _wait_until_ready(worker)
+            ran = run_batch(
+                "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch", environ=environ
+            )
+        finally:
+            stopped = _stop(workers)
+    assert ran.code == 0, ran.err
+    assert stopped == [0, 0]
+    assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
+    assert len(set(gateway.completed)) == len(gateway.completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
+    executors = _rows(database, "SELECT executor_id FROM dbos.workflow_status")
+    assert len(executors) == len(meetings)
+    # One transcript at a time per process, six transcripts: more than one process took some.
+    assert len({executor for (executor,) in executors}) >= 2
+    assert {executor for (executor,) in executors} <= {"worker-1", "worker-2", "batch"}
+
+
+def test_the_request_rate_limit_holds_across_every_process(tmp_path: Path, database: str) -> None:
+    limit = 2
+    folder = write_transcripts(tmp_path / "in", _meetings(3))
+    with CountingGateway() as gateway:
+        environ = gateway_environment(
+            gateway.base_url, AGENT_BATCH_CONCURRENCY="1", AGENT_BATCH_REQUESTS_PER_MINUTE=str(limit)
+        )
+        workers = [start("worker", "--db", database, "--id", f"worker-{n}", environ=environ) for n in (1, 2)]
+        batch = None
+        try:
+            for worker in workers:
+                _wait_until_ready(worker)
+            batch = start(
+                "batch", str(folder), "--out", str(tmp_path / "out"), "--db", database, environ=environ
+            )
+            # Wait until the limit is used up and a request has waited a second more while three processes
+            # polled the queue: a request the limiter did not hold would have been taken by then.
+            deadline = time.monotonic() + PROCESS_TIMEOUT
+            held = """SELECT count(*) FROM dbos.workflow_status WHERE queue_name = 'meeting-agents-requests'
+                      AND status = 'ENQUEUED' AND created_at < extract(epoch from now()) * 1000 - 1000"""
+            taken_query = """SELECT count(*) FROM dbos.workflow_status
+                             WHERE queue_name = 'meeting-agents-requests' AND status <> 'ENQUEUED'"""
+            while (taken := _rows(database, taken_query)[0][0]) < limit or _rows(database, held)[0][0] == 0:
+                assert time.monotonic() < deadline, f"{taken} requests taken, none held back"
+                time.sleep(0.1)
+            taken = _rows(database, taken_query)[0][0]
+            arrivals = gateway.arrivals
+        finally:
+            if batch is not None:
+                batch.send_signal(signal.SIGKILL)
+                finish(batch)
+            _stop(workers)
+    assert taken == limit
+    assert arrivals <= limit
