@@ -1,5 +1,6 @@
-# The two commands of the README: `make demo` (the main job) and `make test` (the whole suite).
-# Both create or reuse .venv and install what they need; only Python 3.11+ and pip are assumed.
+# The commands of the README: `make demo` (the main job), `make test` (the whole suite) and `make check`
+# (the inner loop: lint, types, contracts, unit tiers). Each creates or reuses .venv and installs what it
+# needs; only Python 3.11+ and pip are assumed.
 
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +9,16 @@ STAMP := $(VENV)/.installed-dev
 # The test stamp adds the gateway extra (a real LiteLLM proxy, ~660 MB) that only the test suite needs.
 TEST_STAMP := $(VENV)/.installed-dev-gateway
 
-.PHONY: demo test check lint types imports pytest bench clean
+# Hypothesis tries the same examples on every run and keeps no example database (tests/conftest.py),
+# so a fresh clone's `make test` passes or fails the same way each time; CI=1 tries three times as many.
+export HYPOTHESIS_PROFILE ?= $(if $(CI),ci,fixed)
+# pytest-xdist on every core; the gateway tier stays on one worker (one LiteLLM proxy per run).
+WORKERS ?= auto
+XDIST := -n $(WORKERS) --dist loadgroup
+# The unit tiers: fakes only, no server, no subprocess.
+UNIT := tests/domain tests/application tests/adapters/test_scripted.py
+
+.PHONY: demo test check lint types imports pytest unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +48,13 @@ imports:
 	$(BIN)/lint-imports
 
 pytest:
-	$(BIN)/pytest --cov --cov-report=term
+	$(BIN)/pytest $(XDIST) --cov --cov-report=term
+
+# The inner loop, under a minute: everything but the adapter, conformance and integration tiers.
+check: $(STAMP) lint types imports unit
+
+unit:
+	$(BIN)/pytest $(XDIST) -q $(UNIT)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
