@@ -1,4 +1,4 @@
-"""Shared test configuration: the Hypothesis profiles, and the gateway tier kept on one xdist worker.
+"""Shared test configuration: the Hypothesis profiles; the tiers sharing a server kept on one xdist worker.
 
 Profiles (``HYPOTHESIS_PROFILE``; ``make test`` and ``make check`` choose ``fixed``, ``ci`` when CI is set):
 
@@ -32,8 +32,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Under xdist (`-n auto --dist loadgroup`) the gateway tier runs on one worker, so its session-scoped
-    # LiteLLM proxy (seconds to start, hundreds of MB) is started once rather than once per worker.
+    # Under xdist (`-n auto --dist loadgroup`) the tests that share an expensive server run on one
+    # worker, so it is started once rather than once per worker: the gateway tier's session-scoped
+    # LiteLLM proxy (seconds to start, hundreds of MB) and the durable tier's module-scoped Postgres.
     for item in items:
         if item.get_closest_marker("gateway") is not None:
             item.add_marker(pytest.mark.xdist_group("gateway"))
+        elif "postgres" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("postgres"))
