@@ -33,7 +33,7 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 demo: $(STAMP)
-	$(BIN)/meeting-agents summarize examples/standup-transcript.txt --scenario malformed-arguments
+	$(BIN)/meeting-agents summarize examples/standup-transcript.txt --scenario malformed-arguments+ungrounded-citation
 
 test: $(TEST_STAMP) lint types imports pytest
 

@@ -23,7 +23,14 @@ from adapters.telemetry import (
     instrument_chat,
     instrument_http_client,
 )
-from application import LoopSettings, SummaryAgent, ToolInvokerDecorator, ToolLoop, WorkflowEditorAgent
+from application import (
+    ChunkSettings,
+    LoopSettings,
+    SummaryAgent,
+    ToolInvokerDecorator,
+    ToolLoop,
+    WorkflowEditorAgent,
+)
 from domain import ChatOptions, ChatPort
 
 __all__ = ["ChatDecorator", "Container", "chat_key", "telemetry_key"]
@@ -88,7 +95,7 @@ def _build_openai_client(
     return client
 
 
-_Section = TypeVar("_Section", ResponsesSettings, LoopSettings)
+_Section = TypeVar("_Section", ResponsesSettings, LoopSettings, ChunkSettings)
 
 
 def _section(settings: Settings, section: type[_Section]) -> _Section:
@@ -199,6 +206,35 @@ def _loop_settings(settings: Settings) -> LoopSettings:
     return _section(settings, LoopSettings)
 
 
+def _chunk_settings(settings: Settings) -> ChunkSettings:
+    return _section(settings, ChunkSettings)
+
+
+def _summary_agent(
+    *,
+    chat: ChatPort,
+    settings: LoopSettings,
+    decorators: Sequence[ToolInvokerDecorator],
+    telemetry: Telemetry | None,
+    model: str,
+    chunking: ChunkSettings,
+    options: ChatOptions | None = None,
+) -> SummaryAgent:
+    """The summary pipeline of :func:`_pipeline`, with the chunking of long meetings."""
+    agent = _pipeline(
+        SummaryAgent,
+        InstrumentedSummaryAgent,
+        chat=chat,
+        settings=settings,
+        decorators=decorators,
+        telemetry=telemetry,
+        model=model,
+        options=options,
+    )
+    agent.chunking = chunking
+    return agent
+
+
 class _Lifecycle:
     """``aclose()`` and ``async with`` for a container: closes the clients it created, then forgets them."""
 
@@ -306,15 +342,15 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     tool_loop = providers.Factory(
         ToolLoop, chat=traced_chat, settings=loop_settings, decorators=traced_tool_invoker_decorators
     )
+    chunk_settings = providers.Callable(_chunk_settings, settings)
     summary_agent = providers.Factory(
-        _pipeline,
-        SummaryAgent,
-        InstrumentedSummaryAgent,
+        _summary_agent,
         chat=traced_chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
         telemetry=telemetry,
         model=model,
+        chunking=chunk_settings,
     )
     workflow_editor_agent = providers.Factory(
         _pipeline,

@@ -122,6 +122,10 @@ class AgentSettings:
     ``cost_usd``); env ``AGENT_RUN_BUDGET__<KEY>``, e.g. ``AGENT_RUN_BUDGET__COST_USD``."""
     run_deadline_seconds: float | None = None
     """One whole run's wall time; each request's own deadline is then at most the time left."""
+    chunk_chars: int = 60_000
+    """A transcript longer than this is summarized in overlapping chunks split at speaker turns."""
+    chunk_concurrency: int = 4
+    """How many chunks of a long meeting are summarized at once."""
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -134,6 +138,8 @@ class AgentSettings:
             "max_consecutive_tool_errors",
             "transcript_warning_chars",
             "batch_concurrency",
+            "chunk_chars",
+            "chunk_concurrency",
         ):
             value = getattr(self, key)
             # NaN passes every comparison and inf means "no limit": neither is a usable limit.

@@ -1,21 +1,36 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
 
 from application.budget import STOP_REASONS, RunBudget, StopReason, estimate_tokens
+from application.chunking import ChunkSettings
 from application.documents import DocumentError, dumps, loads
-from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
+from application.events import (
+    ChunkFinished,
+    RoundFinished,
+    RoundStarted,
+    RunEvent,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+)
+from application.grounding import UNGROUNDED, Grounding, UngroundedError
 from application.guard import GuardedToolInvoker
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
 from application.parameters import ParameterError, json_schema_for, not_blank
 from application.run import ToolCallRecord, ToolRun, ToolRunError
-from application.summary import ActionItem, MeetingSummary, SummaryAgent, find_participants
+from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent, find_participants
 from application.tools import ToolError, ToolRegistry, error_result
 from application.workflow_editor import WorkflowEdit, WorkflowEditorAgent
 from application.workflow_json import WorkflowJsonError, workflow_from_json, workflow_to_json
 
 __all__ = [
     "STOP_REASONS",
+    "UNGROUNDED",
     "ActionItem",
+    "ChunkFinished",
+    "ChunkSettings",
+    "Decision",
     "DocumentError",
+    "Grounding",
     "GuardedToolInvoker",
     "LoopSettings",
     "MeetingSummary",
@@ -36,6 +51,7 @@ __all__ = [
     "ToolRegistry",
     "ToolRun",
     "ToolRunError",
+    "UngroundedError",
     "WorkflowEdit",
     "WorkflowEditorAgent",
     "WorkflowJsonError",

@@ -9,7 +9,15 @@ import attrs
 from application.run import ToolCallRecord
 from domain import ChatResponse
 
-__all__ = ["RoundFinished", "RoundStarted", "RunEvent", "RunFinished", "TextDelta", "ToolCallFinished"]
+__all__ = [
+    "ChunkFinished",
+    "RoundFinished",
+    "RoundStarted",
+    "RunEvent",
+    "RunFinished",
+    "TextDelta",
+    "ToolCallFinished",
+]
 
 # Covariant: a run of summaries is a run of objects, so hosts can handle both pipelines' events alike.
 ResultT = TypeVar("ResultT", covariant=True)
@@ -50,11 +58,26 @@ class RoundFinished:
 
 
 @attrs.frozen
+class ChunkFinished:
+    """Chunk ``index`` (from 0) of ``count`` of a long meeting is over: ``lines`` (first, last) of the
+    whole file, the calls it answered, and ``failed`` (the error's class name, or ``incomplete``)
+    when it is not covered, else None."""
+
+    index: int
+    count: int
+    lines: tuple[int, int]
+    tool_calls: tuple[ToolCallRecord, ...]
+    failed: str | None = None
+
+
+@attrs.frozen
 class RunFinished(Generic[ResultT]):
     """The run is over; ``result`` is what the non-streaming call returns for the same run."""
 
     result: ResultT
 
 
-RunEvent: TypeAlias = RoundStarted | TextDelta | ToolCallFinished | RoundFinished | RunFinished[ResultT]
+RunEvent: TypeAlias = (
+    RoundStarted | TextDelta | ToolCallFinished | RoundFinished | ChunkFinished | RunFinished[ResultT]
+)
 """One event of a run: ``RunEvent[ToolRun]`` from the loop, ``RunEvent[MeetingSummary]`` from a pipeline."""

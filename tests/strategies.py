@@ -219,13 +219,23 @@ def _ill_typed_action_items(draw: st.DrawFn) -> dict[str, Any]:
     return draw(_spoiled(obj, field, _not_strings | _blank))
 
 
+# The valid calls cite lines of tests/application/test_summary.py's TRANSCRIPT that show them:
+# line 2 "Bob Smith: The build is red again.", 3 "Chen: I will fix the build by Friday.",
+# 4 "Ann: Agreed: we ship on Monday."
 summary_calls: st.SearchStrategy[PlannedCall] = planned_calls(
     zero_parameter_tools=("list_participants",),
     valid={
         "record_action_item": st.fixed_dictionaries(
-            {"owner": plain_texts, "task": plain_texts, "due": st.none() | plain_texts}
+            {
+                "owner": st.sampled_from(["Chen", "chen", "CHEN"]),
+                "task": st.sampled_from(["Fix the build", "fix the builds", "Fixing the build."]),
+                "due": st.none() | plain_texts,
+                "lines": st.sampled_from([[3], [2, 3], [3, 2], [3, 3]]),
+            }
         ),
-        "record_decision": st.fixed_dictionaries({"decision": plain_texts}),
+        "record_decision": st.fixed_dictionaries(
+            {"decision": st.sampled_from(["Ship on Monday", "We ship Monday."]), "lines": st.just([4])}
+        ),
     },
     ill_typed={
         "record_action_item": _ill_typed_action_items(),

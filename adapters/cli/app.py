@@ -49,6 +49,7 @@ from application import (
     workflow_from_json,
     workflow_to_json,
 )
+from application.grounding import transcript_lines
 from domain import (
     ChatError,
     ChatMessage,
@@ -303,12 +304,13 @@ def _finish(
     """Print the result and say how it went: the exit code. ``streamed``: the text is out already."""
     as_json = args.format == "json"
     if isinstance(result, MeetingSummary):
+        quoted = transcript_lines(work.text) if args.quote else None
         if as_json:
             console.result_json(summary_json(result))
         elif args.stream:
-            console.result(("\n" if streamed else "") + summary_details(result))
+            console.result(("\n" if streamed else "") + summary_details(result, quoted))
         else:
-            console.result(summary_text(result))
+            console.result(summary_text(result, quoted))
     else:
         assert work.workflow is not None  # an edit comes only from a workflow
         if as_json:
@@ -318,6 +320,10 @@ def _finish(
         else:
             console.result(edit_text(work.workflow, result))
     console.info("\n" + usage_line(result.usage, len(result.run.responses)))
+    if isinstance(result, MeetingSummary) and result.failed_chunks:
+        missing = ", ".join(f"lines {first}-{last}" for first, last in result.failed_chunks)
+        console.error(f"part of the meeting could not be summarized ({missing}); the rest is printed")
+        return EXIT_INCOMPLETE
     if not result.complete:
         unwritten = "; --output not written" if work.output is not None else ""
         console.error(_incomplete(result.run.final, result.stop_reason) + unwritten)

@@ -133,6 +133,11 @@ def _parser() -> argparse.ArgumentParser:
     summarize.add_argument(
         "transcript", metavar="TRANSCRIPT_FILE", help="a UTF-8 text file (a BOM is fine); - reads stdin"
     )
+    summarize.add_argument(
+        "--quote",
+        action="store_true",
+        help="print the transcript lines each action item and decision cites under it (--format text)",
+    )
     _add_global_options(summarize, copy=True)
 
     edit = commands.add_parser(

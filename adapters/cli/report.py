@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from application import MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_to_json
+from application import UNGROUNDED, MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_to_json
 from domain import Usage, Workflow
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "edit_json",
     "edit_text",
     "error_code",
+    "line_label",
     "summary_details",
     "summary_json",
     "summary_text",
@@ -51,14 +52,29 @@ def summary_json(summary: MeetingSummary) -> dict[str, Any]:
     return {
         "text": summary.text,
         "action_items": [
-            {"owner": item.owner, "task": item.task, "due": item.due} for item in summary.action_items
+            {"owner": item.owner, "task": item.task, "due": item.due, "lines": list(item.lines)}
+            for item in summary.action_items
         ],
-        "decisions": list(summary.decisions),
+        "decisions": [
+            {"text": decision.text, "lines": list(decision.lines)} for decision in summary.decisions
+        ],
         "complete": summary.complete,
+        "failed_chunks": [list(lines) for lines in summary.failed_chunks],
         "tool_calls": _tool_calls_json(summary.tool_calls),
         "stop_reason": summary.stop_reason,
         "usage": usage_json(summary.usage, len(summary.run.responses)),
     }
+
+
+def line_label(lines: Sequence[int]) -> str:
+    """Cited lines as a reader looks them up: ``L12``, ``L12-14``, ``L3, L12-14``."""
+    runs: list[list[int]] = []
+    for number in sorted(set(lines)):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"L{run[0]}" if len(run) == 1 else f"L{run[0]}-{run[-1]}" for run in runs)
 
 
 def edit_json(edit: WorkflowEdit) -> dict[str, Any]:
@@ -80,25 +96,50 @@ def _compact(arguments: Mapping[str, object] | None) -> str:
     return text if len(text) <= _SHOWN_ARGUMENTS else text[: _SHOWN_ARGUMENTS - 3] + "..."
 
 
+def _ungrounded(record: ToolCallRecord) -> bool:
+    return error_code(record) == UNGROUNDED
+
+
+def _same_item(refused: ToolCallRecord, candidate: ToolCallRecord) -> bool:
+    """Whether ``candidate`` looks like ``refused`` sent again: the same arguments but the lines, or,
+    for arguments that did not parse, arguments that start the same way."""
+    if refused.call.arguments is not None and candidate.call.arguments is not None:
+        before = {key: value for key, value in refused.call.arguments.items() if key != "lines"}
+        after = {key: value for key, value in candidate.call.arguments.items() if key != "lines"}
+        return before == after
+    raw = refused.call.raw_arguments
+    return bool(raw) and candidate.call.raw_arguments.startswith(raw)
+
+
 def _replacements(records: Sequence[ToolCallRecord]) -> dict[int, ToolCallRecord]:
-    """For each guarded call (by position), the later call of the same tool that the guard let run."""
+    """For each guarded or ungrounded call (by position), the later call of the same tool that ran in
+    its place: the same item when one is found, else the next call of that tool not yet claimed."""
     replaced: dict[int, ToolCallRecord] = {}
     claimed: set[int] = set()
     for index, record in enumerate(records):
-        if not record.guarded:
+        if not (record.guarded or _ungrounded(record)):
             continue
-        for later in range(index + 1, len(records)):
-            candidate = records[later]
-            if later not in claimed and not candidate.guarded and candidate.call.name == record.call.name:
-                replaced[index] = candidate
-                claimed.add(later)
-                break
+        later = [
+            at
+            for at in range(index + 1, len(records))
+            if at not in claimed
+            and not records[at].guarded
+            and not records[at].result.is_error
+            and records[at].call.name == record.call.name
+        ]
+        same = [at for at in later if _same_item(record, records[at])]
+        chosen = next(iter(same or later), None)
+        if chosen is not None:
+            replaced[index] = records[chosen]
+            claimed.add(chosen)
     return replaced
 
 
 def _tool_lines(records: Sequence[ToolCallRecord]) -> list[str]:
     guarded = sum(1 for record in records if record.guarded)
-    lines = [f"Tool calls ({len(records)}, {guarded} guarded)"]
+    ungrounded = sum(1 for record in records if _ungrounded(record))
+    refused = f", {ungrounded} ungrounded" if ungrounded else ""
+    lines = [f"Tool calls ({len(records)}, {guarded} guarded{refused})"]
     replacements = _replacements(records)
     for index, record in enumerate(records):
         call = record.call
@@ -116,6 +157,17 @@ def _tool_lines(records: Sequence[ToolCallRecord]) -> list[str]:
                 then = f"; re-issued as [{again.call_id}] {again.name}({_compact(again.arguments)})"
             answer = f"not run, the model got {error_code(record)}"
             lines.append(f"  GUARDED {call.name} [{call.call_id}]: {why}; {answer}{then}")
+        elif _ungrounded(record):
+            # The grounding check: the call parsed, but its cited lines do not show it.
+            replacement = replacements.get(index)
+            then = "; not cited again"
+            if replacement is not None:
+                again = replacement.call
+                then = f"; cited again as [{again.call_id}] {again.name}({_compact(again.arguments)})"
+            lines.append(
+                f"  UNGROUNDED {call.name}({_compact(call.arguments)}): not recorded, the model got"
+                f" {UNGROUNDED}{then}"
+            )
         elif record.result.is_error:
             lines.append(f"  error   {call.name}({_compact(call.arguments)}) -> {error_code(record)}")
         else:
@@ -154,20 +206,39 @@ def usage_json(usage: Usage | None, requests: int) -> dict[str, Any]:
     }
 
 
-def summary_text(summary: MeetingSummary) -> str:
+def summary_text(summary: MeetingSummary, transcript: Sequence[str] | None = None) -> str:
+    """The summary for people; with ``transcript`` (its lines), each item's cited lines under it."""
     lines = ["Summary"]
     lines += [f"  {line}" for line in summary.text.splitlines() or ["(no summary text)"]]
-    return "\n".join(lines) + "\n\n" + summary_details(summary)
+    return "\n".join(lines) + "\n\n" + summary_details(summary, transcript)
 
 
-def summary_details(summary: MeetingSummary) -> str:
-    """The summary without its text (``--stream`` has printed that as it arrived)."""
+def _quoted(cited: Sequence[int], transcript: Sequence[str] | None) -> list[str]:
+    if transcript is None:
+        return []
+    width = len(str(max(cited, default=0)))
+    return [
+        f"       L{number:<{width}} | {transcript[number - 1]}"
+        for number in cited
+        if 0 < number <= len(transcript)
+    ]
+
+
+def summary_details(summary: MeetingSummary, transcript: Sequence[str] | None = None) -> str:
+    """The summary without its text (``--stream`` has printed that as it arrived). With
+    ``transcript`` (its lines, as the summary numbers them) each item quotes the lines it cites."""
     lines = [f"Action items ({len(summary.action_items)})"]
     for number, item in enumerate(summary.action_items, 1):
         due = f" (due {item.due})" if item.due else ""
-        lines.append(f"  {number}. {item.owner}: {item.task}{due}")
+        lines.append(f"  {number}. {item.owner}: {item.task}{due} [{line_label(item.lines)}]")
+        lines += _quoted(item.lines, transcript)
     lines += ["", f"Decisions ({len(summary.decisions)})"]
-    lines += [f"  {number}. {decision}" for number, decision in enumerate(summary.decisions, 1)]
+    for number, decision in enumerate(summary.decisions, 1):
+        lines.append(f"  {number}. {decision.text} [{line_label(decision.lines)}]")
+        lines += _quoted(decision.lines, transcript)
+    if summary.failed_chunks:
+        missing = ", ".join(f"L{first}-{last}" for first, last in summary.failed_chunks)
+        lines += ["", f"Not covered: {missing} (those parts of the meeting failed; see stderr)"]
     lines += ["", *_tool_lines(summary.tool_calls)]
     return "\n".join(lines) + "\n"
 

@@ -193,7 +193,12 @@ def answer(
             return error_reply(status, message, kind=kind, code=code)
     request = ModelRequest.from_body(body)
     litellm = dialect == "litellm" or "litellm" in names
-    output, usage = respond(request, malformed="malformed-arguments" in names, litellm=litellm)
+    output, usage = respond(
+        request,
+        malformed="malformed-arguments" in names,
+        miscite="ungrounded-citation" in names,
+        litellm=litellm,
+    )
     limit = body.get("max_output_tokens")
     over = isinstance(limit, int) and not isinstance(limit, bool) and usage["output_tokens"] > limit
     incomplete = over or "incomplete" in names

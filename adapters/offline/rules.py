@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
-from application.framing import unframe
+from application.framing import unframe, unframe_numbered
 from domain import Workflow, WorkflowStep
 
 __all__ = [
     "ActionItem",
     "Call",
+    "Decision",
     "Meeting",
     "describe_edit",
+    "numbered_lines",
     "plan_edits",
     "read_meeting",
+    "read_numbered",
     "summary_text",
     "tagged",
 ]
@@ -58,16 +61,26 @@ _DUE: Final = re.compile(
     r"|nov(?:ember)?|dec(?:ember)?)\b|\d",
     re.IGNORECASE,
 )
+_REVERSAL: Final = re.compile(r"\binstead\b|\bchange of plans?\b|\bscratch that\b", re.IGNORECASE)
 _DUE_END: Final = re.compile(r"[,;(]|\s+(?:once|because|so|if|when|unless|since|but|and then)\s+")
 _TRAILING: Final = " .!?;,"
 
 
 class ActionItem(NamedTuple):
-    """A commitment found in a transcript: who, what, and by when (None when no date was said)."""
+    """A commitment found in a transcript: who, what, by when (None when no date was said), and the
+    numbers of the lines it was said on."""
 
     owner: str
     task: str
     due: str | None = None
+    lines: tuple[int, ...] = ()
+
+
+class Decision(NamedTuple):
+    """A decision found in a transcript, and the numbers of the lines it was taken on."""
+
+    text: str
+    lines: tuple[int, ...] = ()
 
 
 class Meeting(NamedTuple):
@@ -75,7 +88,7 @@ class Meeting(NamedTuple):
 
     participants: tuple[str, ...] = ()
     action_items: tuple[ActionItem, ...] = ()
-    decisions: tuple[str, ...] = ()
+    decisions: tuple[Decision, ...] = ()
 
 
 class Call(NamedTuple):
@@ -85,13 +98,13 @@ class Call(NamedTuple):
     arguments: Mapping[str, object]
 
 
-def _utterances(transcript: str) -> Iterator[tuple[str | None, str]]:
-    for line in transcript.splitlines():
+def _utterances(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str | None, str]]:
+    for number, line in lines:
         match = _SPEAKER_LINE.match(line)
         if match is not None and match["speaker"].split()[0] not in _NOT_NAMES:
-            yield match["speaker"], match["text"]
+            yield number, match["speaker"], match["text"]
         elif line.strip():
-            yield None, line.strip()
+            yield number, None, line.strip()
 
 
 def _split_due(rest: str) -> tuple[str, str | None]:
@@ -144,26 +157,50 @@ def _decision(sentence: str) -> str | None:
 
 
 def read_meeting(transcript: str) -> Meeting:
-    """Participants (speakers in order of first appearance), action items and decisions.
+    """Participants (speakers in order of first appearance), action items and decisions, each with
+    the number of the line it was said on (1-based, as :meth:`str.splitlines` counts them).
 
     Action items: "<Name> will <task> [by <due>]", "action: <Name> to <task> [by <due>]" and the
     speaker's own "I'll <task> [by <due>]". Decisions: "we decided/agreed ...", "decision: ...".
     A due date is only split off when the words after "by" name a day, a date or a deadline.
     """
-    utterances = tuple(_utterances(transcript))
-    participants = list(dict.fromkeys(speaker for speaker, _ in utterances if speaker is not None))
+    return read_numbered(enumerate(transcript.splitlines(), 1))
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in re.findall(r"\w+", text.casefold()) if len(word) > 3}
+
+
+def read_numbered(lines: Iterable[tuple[int, str]]) -> Meeting:
+    """:func:`read_meeting` over lines that carry their own numbers (a numbered frame, a chunk of one).
+
+    A decision that says "instead" replaces the earlier decisions that share a word with it.
+    """
+    utterances = tuple(_utterances(lines))
+    participants = list(dict.fromkeys(speaker for _, speaker, _ in utterances if speaker is not None))
     items: list[ActionItem] = []
-    decisions: list[str] = []
-    for speaker, text in utterances:
+    decisions: list[Decision] = []
+    for number, speaker, text in utterances:
         for sentence in _SENTENCE_END.split(text):
             decision = _decision(sentence)
             if decision is not None:
-                decisions.append(decision)
+                if _REVERSAL.search(sentence):
+                    decisions = [d for d in decisions if not _words(d.text) & _words(decision)]
+                decisions.append(Decision(decision, (number,)))
                 continue
             item = _action_item(sentence, speaker, participants)
             if item is not None:
-                items.append(item)
+                items.append(item._replace(lines=(number,)))
     return Meeting(participants=tuple(participants), action_items=tuple(items), decisions=tuple(decisions))
+
+
+def numbered_lines(text: str, tag: str) -> tuple[tuple[int, str], ...]:
+    """The numbered lines a pipeline framed under ``tag`` (:func:`application.framing.frame_numbered`);
+    the lines of ``text`` itself, numbered from 1, when it holds no such frame."""
+    try:
+        return unframe_numbered(text, tag)
+    except ValueError:
+        return tuple(enumerate(tagged(text, tag).splitlines(), 1))
 
 
 def _join(names: Sequence[str]) -> str:
@@ -188,12 +225,12 @@ def summary_text(meeting: Meeting) -> str:
     )
     paragraphs = [f"Meeting{who} ({counts})."]
     if meeting.decisions:
-        paragraphs.append("Decided: " + " ".join(decision + "." for decision in meeting.decisions))
+        paragraphs.append("Decided: " + " ".join(decision.text + "." for decision in meeting.decisions))
     if meeting.action_items:
         # Each in a form the transcript rules read back as the same item.
         sentences = [
             f"{owner} will {task}" + (f" by {due}." if due else ".")
-            for owner, task, due in meeting.action_items
+            for owner, task, due, _ in meeting.action_items
         ]
         paragraphs.append("Next steps: " + " ".join(sentences))
     return "\n\n".join(paragraphs)

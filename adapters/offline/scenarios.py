@@ -15,6 +15,8 @@ SCENARIOS: Final[Mapping[str, str]] = types.MappingProxyType(
     {
         "malformed-arguments": "the first tool-calling turn sends one call with truncated JSON arguments; "
         "the model re-issues it after an invalid_tool_arguments result",
+        "ungrounded-citation": "the first tool-calling turn cites the wrong line for one summary item; "
+        "the model cites again after an ungrounded result",
         "sse-for-json": "answer with an event stream even when stream is false (LiteLLM's chatgpt/ route)",
         "json-for-sse": "answer with a JSON Response even when stream is true",
         "litellm": "LiteLLM's event-stream dialect: data lines only, [DONE], extra keys, a very long id",

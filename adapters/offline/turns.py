@@ -12,7 +12,15 @@ from typing import Any, Final, NamedTuple
 import attrs
 
 from adapters.offline.render import call_item, message_item, reasoning_item, usage
-from adapters.offline.rules import Call, describe_edit, plan_edits, read_meeting, summary_text, tagged
+from adapters.offline.rules import (
+    Call,
+    describe_edit,
+    numbered_lines,
+    plan_edits,
+    read_numbered,
+    summary_text,
+    tagged,
+)
 from application import WorkflowJsonError, workflow_from_json
 from domain import ArgumentsParseError, Workflow, parse_arguments
 
@@ -24,6 +32,9 @@ _ROLES: Final = ("user", "assistant", "system", "developer")
 _TEXT_PARTS: Final = ("input_text", "output_text", "text", "summary_text", "refusal")
 _TOKEN: Final = re.compile(r"\w+|[^\w\s]")
 _INVALID: Final = "invalid_tool_arguments"
+_UNGROUNDED: Final = "ungrounded"
+# The answers after which the model sends a planned call again: it got the call itself wrong.
+_RETRIED: Final = (_INVALID, _UNGROUNDED)
 
 Item = dict[str, Any]
 Answer = tuple[list[Item] | str, str]
@@ -173,7 +184,8 @@ def _next_calls(request: ModelRequest, stage: Sequence[Call]) -> tuple[list[Call
 
     A planned call is done once a call with the same name and equal arguments is in history. A
     stage that was never attempted is made whole; after that, only calls whose earlier attempt got
-    an ``invalid_tool_arguments`` result are made again, so no tool is called twice otherwise.
+    an ``invalid_tool_arguments`` or ``ungrounded`` result are made again, so no tool is called
+    twice otherwise.
     """
     names = {planned.name for planned in stage}
     attempted = [call for call in request.calls if call.name in names]
@@ -184,7 +196,7 @@ def _next_calls(request: ModelRequest, stage: Sequence[Call]) -> tuple[list[Call
     ]
     if not attempted:
         return (pending, True) if pending else None
-    rejected = [call.name for call in attempted if _error_code(request.outputs[call.call_id]) == _INVALID]
+    rejected = [call.name for call in attempted if _error_code(request.outputs[call.call_id]) in _RETRIED]
     retry = []
     for planned in pending:
         if planned.name in rejected:
@@ -193,14 +205,23 @@ def _next_calls(request: ModelRequest, stage: Sequence[Call]) -> tuple[list[Call
     return (retry, False) if retry else None
 
 
-def _calls(request: ModelRequest, planned: Sequence[Call], *, malformed: bool) -> list[Item]:
-    """Call items for ``planned``; ``malformed`` breaks the arguments of one in a first tool turn."""
+def _calls(
+    request: ModelRequest, planned: Sequence[Call], *, malformed: bool, miscite: bool = False
+) -> list[Item]:
+    """Call items for ``planned``; in a first tool turn ``malformed`` breaks the arguments of one, and
+    ``miscite`` makes the first record call cite the line before the one that shows it."""
     conversation = digest(request.messages[:1], request.instructions)
+    first_turn = not request.calls
+    cited = False
     calls = []
     for index, (name, arguments) in enumerate(planned):
         call_id = "call_" + digest(conversation, len(request.calls), index, name)[:24]
+        lines = arguments.get("lines")
+        if miscite and first_turn and not cited and isinstance(lines, list) and lines and lines[0] > 1:
+            # An off-by-one citation, the mistake a model makes most: the grounding check refuses it.
+            arguments, cited = {**arguments, "lines": [lines[0] - 1]}, True
         calls.append(call_item("", call_id, name, json.dumps(arguments, ensure_ascii=False)))
-    if malformed and not request.calls:
+    if malformed and first_turn:
         # The second action item, else the second call: the calls around the broken one must still run.
         actions = [call for call in calls if call["name"] == "record_action_item"]
         victim = actions[1] if len(actions) > 1 else calls[min(1, len(calls) - 1)]
@@ -208,14 +229,20 @@ def _calls(request: ModelRequest, planned: Sequence[Call], *, malformed: bool) -
     return calls
 
 
-def _summary_turn(request: ModelRequest, malformed: bool) -> Answer:
-    meeting = read_meeting(tagged(request.last_user_text, "transcript"))
+def _summary_turn(request: ModelRequest, malformed: bool, miscite: bool) -> Answer:
+    meeting = read_numbered(numbered_lines(request.last_user_text, "transcript"))
     offered = request.tool_names
     stage = [Call("list_participants", {})] if "list_participants" in offered else []
     if "record_action_item" in offered:
-        stage += [Call("record_action_item", item._asdict()) for item in meeting.action_items]
+        stage += [
+            Call("record_action_item", {"owner": owner, "task": task, "due": due, "lines": list(lines)})
+            for owner, task, due, lines in meeting.action_items
+        ]
     if "record_decision" in offered:
-        stage += [Call("record_decision", {"decision": decision}) for decision in meeting.decisions]
+        stage += [
+            Call("record_decision", {"decision": text, "lines": list(lines)})
+            for text, lines in meeting.decisions
+        ]
     step = _next_calls(request, stage)
     if step is None:
         return summary_text(meeting), "Every item is recorded; writing the summary."
@@ -224,9 +251,9 @@ def _summary_turn(request: ModelRequest, malformed: bool) -> Answer:
         f"The transcript has {len(meeting.participants)} participants, {len(meeting.action_items)} "
         f"action items and {len(meeting.decisions)} decisions; recording them with the tools."
         if first
-        else "A tool rejected malformed arguments; sending those calls again with valid JSON."
+        else "A tool rejected some calls; sending them again with valid JSON and the right lines."
     )
-    return _calls(request, planned, malformed=malformed), thought
+    return _calls(request, planned, malformed=malformed, miscite=miscite), thought
 
 
 def _workflow_from(output: str) -> Workflow | None:
@@ -289,16 +316,17 @@ def _echo_turn(request: ModelRequest) -> Answer:
 
 
 def respond(
-    request: ModelRequest, *, malformed: bool = False, litellm: bool = False
+    request: ModelRequest, *, malformed: bool = False, miscite: bool = False, litellm: bool = False
 ) -> tuple[list[Item], dict[str, Any]]:
     """The model's next output items (their ids left empty) and its usage block.
 
     Tool calls for a pipeline step, or text when the work is done; the pipeline is told by the
     offered tools: the summary tools, the workflow tools, or none. ``malformed`` truncates the
-    arguments of one call in the first tool-calling turn.
+    arguments of one call in the first tool-calling turn; ``miscite`` makes the first summary record
+    call of that turn cite the wrong line.
     """
     if request.tool_names.intersection(_SUMMARY_TOOLS):
-        answer, thought = _summary_turn(request, malformed)
+        answer, thought = _summary_turn(request, malformed, miscite)
     elif request.tool_names.intersection(_WORKFLOW_TOOLS):
         answer, thought = _workflow_turn(request, malformed)
     else:

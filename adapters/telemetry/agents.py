@@ -24,6 +24,7 @@ from application import (
     WorkflowEdit,
     WorkflowEditorAgent,
 )
+from application.chunking import Chunk
 from application.pipeline import ToolPipeline
 from application.tools import DUPLICATE_CALL_ID
 from domain import ChatOptions, ChatPort, Workflow
@@ -41,6 +42,10 @@ ResultT = TypeVar("ResultT")
 # A run its caller stopped reading before it finished: not an error, but the span says why it is short.
 ABANDONED_EVENT: Final = "run.abandoned"
 DUPLICATE_EVENT: Final = "tool_call.duplicate"
+# Where a long meeting's chunk sits in the whole file (the project's own attributes: GenAI has none).
+CHUNK_INDEX: Final = "meeting_agents.chunk.index"
+CHUNK_FIRST_LINE: Final = "meeting_agents.chunk.first_line"
+CHUNK_LAST_LINE: Final = "meeting_agents.chunk.last_line"
 # The agent whose run span is current: a run method that calls another of the same agent opens no second span.
 _AGENT_KEY: Final = context.create_key("meeting-assistant-agents.agent-run")
 
@@ -222,6 +227,32 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
 
     def summarize_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
         return self._traced_events(super().summarize_events(transcript), _run_of_summary)
+
+    async def _summarize_chunk(self, chunk: Chunk, participants: Sequence[str]) -> MeetingSummary:
+        """A long meeting's chunk as a ``chunk L<first>-<last>`` span inside the run's, holding the
+        chunk's chat and tool spans; a chunk that fails or ends incomplete marks it."""
+        attributes: dict[str, AttributeValue] = {
+            c.GEN_AI_AGENT_NAME: self._agent_name,
+            CHUNK_INDEX: chunk.index,
+            CHUNK_FIRST_LINE: chunk.first,
+            CHUNK_LAST_LINE: chunk.last,
+        }
+        with self._telemetry.tracer.start_as_current_span(
+            f"chunk L{chunk.first}-{chunk.last}",
+            kind=trace.SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                summary = await super()._summarize_chunk(chunk, participants)
+            except BaseException as exc:
+                span.set_attribute(c.ERROR_TYPE, type(exc).__name__)
+                span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+                raise
+            if not summary.complete:
+                span.set_attribute(c.ERROR_TYPE, "incomplete")
+            return summary
 
 
 class InstrumentedWorkflowEditorAgent(_Traced, WorkflowEditorAgent):

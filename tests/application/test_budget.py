@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import (
     STOP_REASONS,
+    Decision,
     LoopSettings,
     RunBudget,
     RunFinished,
@@ -276,8 +277,8 @@ async def test_a_budget_stop_ends_the_pipeline_incomplete_with_what_it_had() -> 
     chat = ScriptedChat(
         ScriptedTurn(
             calls=(
-                ("c1", "record_decision", '{"decision": "Ship on Friday"}'),
-                ("c2", "record_decision", '{"decision": "Freeze on Thursday"}'),
+                ("c1", "record_decision", '{"decision": "Ship on Friday", "lines": [1]}'),
+                ("c2", "record_decision", '{"decision": "Freeze on Thursday", "lines": [2]}'),
             ),
             usage=Usage(100, 20, 120, cost_usd=0.002),
         ),
@@ -289,7 +290,7 @@ async def test_a_budget_stop_ends_the_pipeline_incomplete_with_what_it_had() -> 
 
     assert summary.stop_reason == "budget.tool_calls"
     assert not summary.complete
-    assert summary.decisions == ("Ship on Friday",)
+    assert summary.decisions == (Decision("Ship on Friday", (1,)),)
     assert summary.usage == Usage(100, 20, 120, cost_usd=0.002)
     assert chat.remaining == 1
 

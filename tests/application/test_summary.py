@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import ActionItem, LoopSettings, SummaryAgent, ToolRunError, find_participants
-from application.framing import unframe
+from application import ActionItem, Decision, LoopSettings, SummaryAgent, ToolRunError, find_participants
+from application.framing import unframe_numbered
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -50,11 +50,16 @@ async def test_tools_run_exactly_for_well_formed_calls_and_every_call_is_answere
 
     planned = [call for turn in turns for call in turn]
     valid = [c for c in planned if c.kind == "valid"]
+    # Every valid call cites lines that show it; the summary lists items in the meeting's order.
+    items = [dict(c.arguments or {}) for c in valid if c.name == "record_action_item"]
     assert summary.action_items == tuple(
-        ActionItem(**dict(c.arguments or {})) for c in valid if c.name == "record_action_item"
+        sorted(
+            (ActionItem("Chen", a["task"], a["due"], tuple(sorted(set(a["lines"])))) for a in items),
+            key=lambda item: item.lines[:1],
+        )
     )
     assert summary.decisions == tuple(
-        str((c.arguments or {})["decision"]) for c in valid if c.name == "record_decision"
+        Decision(str((c.arguments or {})["decision"]), (4,)) for c in valid if c.name == "record_decision"
     )
     assert [r.call.call_id for r in summary.tool_calls] == ids
     for call, record in zip(planned, summary.tool_calls, strict=True):
@@ -81,9 +86,17 @@ async def test_a_summary_collects_what_the_model_recorded() -> None:
         ScriptedTurn(calls=(("c1", "list_participants", "{}"),), usage=Usage(100, 10, 110)),
         ScriptedTurn(
             calls=(
-                ("c2", "record_action_item", '{"owner": "Chen", "task": "Fix the build", "due": "Friday"}'),
-                ("c3", "record_decision", '{"decision": "Ship on Monday."}'),
-                ("c4", "record_action_item", '{"owner": "Ann", "task": "Tell support", "due": null}'),
+                (
+                    "c2",
+                    "record_action_item",
+                    '{"owner": "Chen", "task": "Fix the build", "due": "Friday", "lines": [3]}',
+                ),
+                ("c3", "record_decision", '{"decision": "Ship on Monday.", "lines": [4]}'),
+                (
+                    "c4",
+                    "record_action_item",
+                    '{"owner": "bob", "task": "Check the build", "due": null, "lines": [2]}',
+                ),
             ),
             usage=Usage(200, 20, 220),
         ),
@@ -95,28 +108,44 @@ async def test_a_summary_collects_what_the_model_recorded() -> None:
     summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
 
     assert summary.text == "The build is red; Chen fixes it and the team ships Monday."
-    assert summary.action_items == (
-        ActionItem("Chen", "Fix the build", "Friday"),
-        ActionItem("Ann", "Tell support", None),
-    )
-    assert summary.decisions == ("Ship on Monday.",)
-    assert [r.result.result for r in summary.tool_calls] == [
+    # Bob is named only as the speaker of line 2, who states a fact but takes nothing on: refused.
+    assert summary.action_items == (ActionItem("Chen", "Fix the build", "Friday", (3,)),)
+    assert summary.decisions == (Decision("Ship on Monday.", (4,)),)
+    results = [r.result.result for r in summary.tool_calls]
+    assert results[:3] == [
         {"participants": PARTICIPANTS},
-        {"recorded": "action_item", "count": 1},
-        {"recorded": "decision", "count": 1},
-        {"recorded": "action_item", "count": 2},
+        {"recorded": "action_item", "count": 1, "lines": [3]},
+        {"recorded": "decision", "count": 1, "lines": [4]},
     ]
+    assert isinstance(results[3], dict)
+    assert results[3]["error"] == "ungrounded"
+    assert summary.tool_calls[3].guarded is False
     assert summary.run.usage == Usage(600, 60, 660)
     assert summary.run.final.response_id == "resp_scripted_3"
 
 
 async def test_a_missing_due_date_means_none_was_said() -> None:
     chat = ScriptedChat(
-        ScriptedTurn(calls=(("c1", "record_action_item", '{"owner": "Chen", "task": "Fix it"}'),)),
+        ScriptedTurn(
+            calls=(("c1", "record_action_item", '{"owner": "Chen", "task": "Fix the build", "lines": [3]}'),)
+        ),
         ScriptedTurn(text="ok"),
     )
     summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
-    assert summary.action_items == (ActionItem("Chen", "Fix it", None),)
+    assert summary.action_items == (ActionItem("Chen", "Fix the build", None, (3,)),)
+
+
+async def test_a_call_without_lines_does_not_match_the_tool_and_records_nothing() -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship on Monday"}'),)),
+        ScriptedTurn(text="ok"),
+    )
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
+    assert summary.decisions == ()
+    result = summary.tool_calls[0].result.result
+    assert isinstance(result, dict)
+    assert result["error"] == "invalid_tool_arguments"
+    assert "lines" in str(result["message"])
 
 
 async def test_the_request_offers_the_three_tools_with_strict_schemas_and_the_instructions() -> None:
@@ -139,30 +168,35 @@ async def test_the_request_offers_the_three_tools_with_strict_schemas_and_the_in
         "additionalProperties": False,
     }
     action: dict[str, Any] = tools["record_action_item"]
-    assert action["required"] == ["owner", "task", "due"]
+    assert action["required"] == ["owner", "task", "due", "lines"]
     assert action["additionalProperties"] is False
     assert action["properties"]["owner"]["type"] == "string"
     assert action["properties"]["due"]["type"] == ["string", "null"]
-    assert tools["record_decision"]["required"] == ["decision"]
+    assert action["properties"]["lines"]["type"] == "array"
+    assert action["properties"]["lines"]["items"] == {"type": "integer"}
+    assert tools["record_decision"]["required"] == ["decision", "lines"]
     assert all(spec.strict for spec in request.options.tools)
-    assert unframe(request.messages[0].text, "transcript") == TRANSCRIPT
+    assert unframe_numbered(request.messages[0].text, "transcript") == tuple(
+        enumerate(TRANSCRIPT.splitlines(), 1)
+    )
     assert request.messages[0].role == "user"
 
 
 async def test_each_run_starts_with_empty_notes() -> None:
-    record = ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship."}'),))
+    record = ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship.", "lines": [4]}'),))
     chat = ScriptedChat(record, ScriptedTurn(text="one"), record, ScriptedTurn(text="two"))
     agent = SummaryAgent(chat, LoopSettings())
 
     first = await agent.summarize(TRANSCRIPT)
     second = await agent.summarize(TRANSCRIPT)
 
-    assert first.decisions == second.decisions == ("Ship.",)
+    assert first.decisions == second.decisions == (Decision("Ship.", (4,)),)
 
 
 async def test_a_blank_decision_is_refused_without_recording_it() -> None:
     chat = ScriptedChat(
-        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "   "}'),)), ScriptedTurn(text="ok")
+        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "   ", "lines": [4]}'),)),
+        ScriptedTurn(text="ok"),
     )
     summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
     assert summary.decisions == ()
@@ -174,7 +208,7 @@ async def test_a_blank_decision_is_refused_without_recording_it() -> None:
 
 async def test_a_failed_request_raises_with_the_run_so_far() -> None:
     chat = ScriptedChat(
-        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship."}'),)),
+        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship.", "lines": [4]}'),)),
         ChatTransportError("timed out", attempts=3),
     )
     with pytest.raises(ChatTransportError) as caught:
@@ -193,7 +227,7 @@ def final_answer(text: str, status: str | None) -> ChatResponse:
 @given(status=st.sampled_from(["completed", "incomplete", "in_progress", None]) | st.text(max_size=12))
 async def test_a_summary_is_complete_unless_the_final_answer_is_incomplete(status: str | None) -> None:
     chat = ScriptedChat(
-        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship."}'),)),
+        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship.", "lines": [4]}'),)),
         final_answer("The team agreed to sh", status),
     )
 
@@ -201,7 +235,7 @@ async def test_a_summary_is_complete_unless_the_final_answer_is_incomplete(statu
 
     assert summary.complete is (status != "incomplete")
     assert summary.text == "The team agreed to sh"
-    assert summary.decisions == ("Ship.",)
+    assert summary.decisions == (Decision("Ship.", (4,)),)
 
 
 async def test_only_the_final_answer_decides_completeness() -> None:

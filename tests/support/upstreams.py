@@ -49,8 +49,11 @@ CHATGPT_ACCESS_TOKEN = "fake-chatgpt-access-token"
 # The summary pipeline's script: one round of tool calls (one of them malformed), then the summary text.
 SUMMARY_TOOL_ROUNDS: tuple[tuple[tuple[str, str], ...], ...] = (
     (
-        ("record_action_item", '{"owner": "Ana", "task": "Ship the gateway tier", "due": "Friday"}'),
-        ("record_decision", '{"decision": "Stream every response"}'),
+        (
+            "record_action_item",
+            '{"owner": "Ana", "task": "Ship the gateway tier", "due": "Friday", "lines": [1]}',
+        ),
+        ("record_decision", '{"decision": "Stream every response", "lines": [2, 3]}'),
         ("record_action_item", '{"owner": "Ben", "task": '),
     ),
 )

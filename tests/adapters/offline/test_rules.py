@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 from adapters.offline.rules import (
     ActionItem,
     Call,
+    Decision,
     Meeting,
     describe_edit,
+    numbered_lines,
     plan_edits,
     read_meeting,
     summary_text,
     tagged,
 )
+from application.grounding import transcript_lines
 from application.summary import transcript_message
 from application.workflow_editor import instruction_message
 from domain import Workflow, WorkflowStep
@@ -46,8 +49,10 @@ def test_example_transcript_yields_every_participant_item_and_decision() -> None
 
     # Their order is the summary's, checked below.
     assert meeting.participants == ("Priya", "Tom", "Maya", "Alex", "Dev")
-    assert set(meeting.action_items) == {ActionItem(i.owner, i.task, i.due) for i in STANDUP_ACTION_ITEMS}
-    assert meeting.decisions == DECISIONS
+    assert set(meeting.action_items) == {
+        ActionItem(i.owner, i.task, i.due, i.lines) for i in STANDUP_ACTION_ITEMS
+    }
+    assert meeting.decisions == tuple(Decision(d.text, d.lines) for d in DECISIONS)
 
 
 def test_example_summary_names_everyone_and_every_item_with_owner_and_due() -> None:
@@ -88,7 +93,7 @@ def test_example_summary_names_everyone_and_every_item_with_owner_and_due() -> N
     ],
 )
 def test_each_action_item_pattern(line: str, expected: ActionItem) -> None:
-    assert read_meeting(line).action_items == (expected,)
+    assert read_meeting(line).action_items == (expected._replace(lines=(1,)),)
 
 
 @pytest.mark.parametrize(
@@ -118,7 +123,7 @@ def test_chit_chat_and_questions_are_not_items(line: str) -> None:
     ],
 )
 def test_each_decision_pattern(line: str, decision: str) -> None:
-    assert read_meeting(line).decisions == (decision,)
+    assert read_meeting(line).decisions == (Decision(decision, (1,)),)
 
 
 @pytest.mark.parametrize(
@@ -131,7 +136,7 @@ def test_each_decision_pattern(line: str, decision: str) -> None:
     ],
 )
 def test_speaker_lines_in_common_transcript_formats(line: str, speaker: str) -> None:
-    assert read_meeting(line) == Meeting((speaker,), (ActionItem(speaker, "check"),))
+    assert read_meeting(line) == Meeting((speaker,), (ActionItem(speaker, "check", None, (1,)),))
 
 
 def test_a_line_without_a_speaker_still_yields_items_but_not_participants() -> None:
@@ -139,7 +144,7 @@ def test_a_line_without_a_speaker_still_yields_items_but_not_participants() -> N
         "Notes from today\nAction: Ben to book the room\nI'll ignore this without a speaker"
     )
 
-    assert meeting == Meeting(participants=(), action_items=(ActionItem("Ben", "book the room"),))
+    assert meeting == Meeting(participants=(), action_items=(ActionItem("Ben", "book the room", None, (2,)),))
 
 
 def test_summary_of_an_empty_meeting_still_reads_well() -> None:
@@ -163,7 +168,19 @@ def test_framed_entities_read_as_the_characters_they_stand_for() -> None:
 
 @given(hostile_texts)
 def test_the_offline_model_reads_back_exactly_the_transcript_the_pipeline_framed(transcript: str) -> None:
-    assert tagged(transcript_message(transcript), "transcript") == transcript
+    expected = tuple(enumerate(transcript_lines(transcript), 1))
+    assert numbered_lines(transcript_message(transcript), "transcript") == expected
+
+
+def test_a_later_decision_that_says_instead_replaces_the_one_it_reverses() -> None:
+    meeting = read_meeting(
+        "Ana: We decided to ship the release on Friday.\nBen: Friday is risky.\n"
+        "Ana: We decided to ship the release on Monday instead.\nAna: Decision: no demo this week."
+    )
+    assert meeting.decisions == (
+        Decision("Ship the release on Monday instead", (3,)),
+        Decision("No demo this week", (4,)),
+    )
 
 
 @given(instruction=hostile_texts, name=hostile_texts)
@@ -298,9 +315,13 @@ def test_generated_transcripts_yield_exactly_the_planted_items(
 
     assert meeting.participants == tuple(dict.fromkeys(speaker for speaker, _, _ in utterances))
     assert meeting.action_items == tuple(
-        ActionItem(*planted) for _, _, planted in utterances if isinstance(planted, tuple)
+        ActionItem(planted[0], planted[1], planted[2], (n,))
+        for n, (_, _, planted) in enumerate(utterances, 1)
+        if isinstance(planted, tuple)
     )
-    assert meeting.decisions == tuple(planted for _, _, planted in utterances if isinstance(planted, str))
+    assert meeting.decisions == tuple(
+        Decision(planted, (n,)) for n, (_, _, planted) in enumerate(utterances, 1) if isinstance(planted, str)
+    )
 
 
 @given(st.lists(offline_utterances(), max_size=12))
@@ -309,7 +330,8 @@ def test_the_summary_states_every_action_item_so_it_reads_back_the_same(
 ) -> None:
     meeting = read_meeting("\n".join(f"{speaker}: {sentence}" for speaker, sentence, _ in utterances))
 
-    assert read_meeting(summary_text(meeting)).action_items == meeting.action_items
+    again = read_meeting(summary_text(meeting)).action_items
+    assert [item[:3] for item in again] == [item[:3] for item in meeting.action_items]
 
 
 @given(st.text())

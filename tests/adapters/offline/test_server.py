@@ -194,6 +194,18 @@ async def test_malformed_arguments_break_one_call_of_the_first_tool_turn(client:
     assert len(calls) == 3
 
 
+async def test_ungrounded_citation_scenario_cites_the_line_before_in_the_first_tool_turn(
+    client: AsyncOpenAI,
+) -> None:
+    transcript = "Ana: Morning.\nAna: Ben will draft the budget by Friday.\nBen: Cleo will book the room."
+    response = await client.responses.create(
+        model="offline:ungrounded-citation", input=transcript, tools=tools(*SUMMARY_TOOLS)
+    )
+
+    calls = [json.loads(item.arguments) for item in response.output if item.type == "function_call"]
+    assert [call.get("lines") for call in calls] == [None, [1], [3]]
+
+
 async def test_function_calls_stream_with_argument_deltas(client: AsyncOpenAI) -> None:
     transcript = "Ana: Ben will draft the budget by Friday."
     stream = await client.responses.create(
@@ -207,7 +219,12 @@ async def test_function_calls_stream_with_argument_deltas(client: AsyncOpenAI) -
     )
     assert [item.name for item in done] == ["list_participants", "record_action_item"]
     assert arguments == done[1].arguments
-    assert json.loads(arguments) == {"owner": "Ben", "task": "draft the budget", "due": "Friday"}
+    assert json.loads(arguments) == {
+        "owner": "Ben",
+        "task": "draft the budget",
+        "due": "Friday",
+        "lines": [1],
+    }
     assert [item.call_id for item in events[-1].response.output] == [item.call_id for item in done]
 
 

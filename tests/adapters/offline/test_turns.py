@@ -36,8 +36,8 @@ def body_for(text: str, tools: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def calls_of(body: dict[str, Any], *, malformed: bool = False) -> list[Item]:
-    items, _ = respond(ModelRequest.from_body(body), malformed=malformed)
+def calls_of(body: dict[str, Any], *, malformed: bool = False, miscite: bool = False) -> list[Item]:
+    items, _ = respond(ModelRequest.from_body(body), malformed=malformed, miscite=miscite)
     return [item for item in items if item["type"] == "function_call"]
 
 
@@ -58,12 +58,17 @@ def guarded(run: Callable[[str, Mapping[str, object]], str]) -> ToolRunner:
 
 
 def run_pipeline(
-    body: dict[str, Any], invoke: ToolRunner, *, malformed: bool = False, limit: int = 6
+    body: dict[str, Any],
+    invoke: ToolRunner,
+    *,
+    malformed: bool = False,
+    miscite: bool = False,
+    limit: int = 6,
 ) -> tuple[str, list[list[Item]]]:
     """Drive the model turn by turn, appending calls and outputs, until it writes text."""
     rounds: list[list[Item]] = []
     for _ in range(limit):
-        items, _ = respond(ModelRequest.from_body(body), malformed=malformed)
+        items, _ = respond(ModelRequest.from_body(body), malformed=malformed, miscite=miscite)
         calls = [item for item in items if item["type"] == "function_call"]
         if not calls:
             return "".join(part["text"] for item in items for part in item["content"]), rounds
@@ -85,9 +90,9 @@ def test_summary_first_turn_calls_every_tool_once_in_order() -> None:
 
     assert [(call["name"], json.loads(call["arguments"])) for call in calls] == [
         ("list_participants", {}),
-        ("record_action_item", {"owner": "Ben", "task": "draft the budget", "due": "Friday"}),
-        ("record_action_item", {"owner": "Ben", "task": "book the room", "due": None}),
-        ("record_decision", {"decision": "Go"}),
+        ("record_action_item", {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [1]}),
+        ("record_action_item", {"owner": "Ben", "task": "book the room", "due": None, "lines": [2]}),
+        ("record_decision", {"decision": "Go", "lines": [3]}),
     ]
     assert len({call["call_id"] for call in calls}) == 4
 
@@ -106,7 +111,7 @@ def test_example_transcript_through_the_model_gives_a_complete_correct_summary()
     assert rounds[1][0]["name"] == "record_action_item"
     assert (
         "record_action_item",
-        {"owner": "Maya", "task": "update the release notes", "due": "Thursday noon"},
+        {"owner": "Maya", "task": "update the release notes", "due": "Thursday noon", "lines": [15]},
     ) in (recorded)
     assert len(recorded) == 10
     assert text.startswith("Meeting with Priya, Tom, Maya, Alex and Dev (6 action items, 3 decisions).")
@@ -129,9 +134,9 @@ def test_malformed_scenario_breaks_exactly_the_second_action_item_of_the_first_t
     calls = calls_of(body, malformed=True)
 
     assert broken_calls(calls) == [calls[2]]
-    assert json.loads(calls[1]["arguments"]) == {"owner": "Ben", "task": "go", "due": None}
-    assert json.loads(calls[3]["arguments"]) == {"owner": "Cleo", "task": "sing", "due": None}
-    valid = '{"owner": "Ben", "task": "stay", "due": null}'
+    assert json.loads(calls[1]["arguments"]) == {"owner": "Ben", "task": "go", "due": None, "lines": [1]}
+    assert json.loads(calls[3]["arguments"]) == {"owner": "Cleo", "task": "sing", "due": None, "lines": [3]}
+    valid = '{"owner": "Ben", "task": "stay", "due": null, "lines": [2]}'
     assert valid.startswith(calls[2]["arguments"])
     assert 0 < len(calls[2]["arguments"]) < len(valid)
 
@@ -191,9 +196,33 @@ def test_a_transcript_that_forges_its_closing_tag_is_read_to_the_end() -> None:
     calls = calls_of(body_for(transcript_message(transcript), SUMMARY_TOOLS))
 
     assert [json.loads(call["arguments"]) for call in calls if call["name"] == "record_action_item"] == [
-        {"owner": "Ben", "task": "draft the budget", "due": "Friday"},
-        {"owner": "Ben", "task": "book the R&D room", "due": None},
+        {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [1]},
+        {"owner": "Ben", "task": "book the R&D room", "due": None, "lines": [5]},
     ]
+
+
+def test_ungrounded_citation_scenario_cites_the_line_before_once_then_cites_again() -> None:
+    transcript = "Ana: Morning.\nAna: Ben will draft the budget by Friday.\nBen: I'll book the room."
+    seen: list[tuple[str, Mapping[str, object]]] = []
+
+    def check(name: str, arguments: Mapping[str, object]) -> str:
+        seen.append((name, dict(arguments)))
+        if name == "record_action_item" and arguments.get("lines") == [1]:
+            return json.dumps({"error": "ungrounded", "message": "line 1 shows nothing of it"})
+        return "ok"
+
+    text, rounds = run_pipeline(body_for(transcript, SUMMARY_TOOLS), guarded(check), miscite=True)
+
+    first = [json.loads(call["arguments"]) for call in rounds[0] if call["name"] == "record_action_item"]
+    assert first == [
+        {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [1]},
+        {"owner": "Ben", "task": "book the room", "due": None, "lines": [3]},
+    ]
+    assert [json.loads(call["arguments"]) for call in rounds[1]] == [
+        {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [2]}
+    ]
+    assert len(rounds) == 2
+    assert text.startswith("Meeting with Ana and Ben (2 action items, 0 decisions).")
 
 
 def test_an_instruction_that_forges_its_tags_is_read_whole() -> None:

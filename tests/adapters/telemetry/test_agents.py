@@ -17,6 +17,7 @@ from adapters.telemetry import (
     instrument_chat,
 )
 from application import (
+    Decision,
     MeetingSummary,
     RunEvent,
     RunFinished,
@@ -43,7 +44,7 @@ def two_rounds() -> ScriptedChat:
         ScriptedTurn(
             calls=(
                 ("c1", "record_decision", '{"decision": "Ship on Monday"'),
-                ("c2", "record_decision", '{"decision": "Ship on Monday"}'),
+                ("c2", "record_decision", '{"decision": "Ship on Monday", "lines": [2]}'),
             ),
             usage=Usage(10, 2, 12),
         ),
@@ -76,7 +77,7 @@ async def test_a_run_with_one_malformed_and_one_valid_call_is_one_agent_span_ove
     telemetry = otel.telemetry(base_url="http://gateway.test:4000/v1")
     summary = await traced_summary_agent(two_rounds(), telemetry).summarize(TRANSCRIPT)
 
-    assert summary.decisions == ("Ship on Monday",)
+    assert summary.decisions == (Decision("Ship on Monday", (2,)),)
     agent = assert_one_run_over(otel, chats=2, tools=2)
     chats, tools = otel.named("chat "), otel.named("execute_tool ")
     assert agent.name == "invoke_agent meeting_summary"
@@ -202,7 +203,7 @@ async def test_streamed_run_events_make_the_same_tree_as_a_whole_run(otel: Otel)
 
     finished = events[-1]
     assert isinstance(finished, RunFinished)
-    assert finished.result.decisions == ("Ship on Monday",)
+    assert finished.result.decisions == (Decision("Ship on Monday", (2,)),)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "We agreed to ship on Monday."
     run = assert_one_run_over(otel, chats=2, tools=2)
     assert all("gen_ai.response.time_to_first_chunk" in attributes(span) for span in otel.named("chat "))
@@ -215,9 +216,12 @@ async def test_streamed_run_events_make_the_same_tree_as_a_whole_run(otel: Otel)
 async def test_a_caller_that_stops_reading_ends_the_run_span_and_no_further_tool_runs(otel: Otel) -> None:
     chat = ScriptedChat(
         ScriptedTurn(
-            calls=(("c1", "record_decision", '{"decision": "Ship"}'), ("c2", "list_participants", "{}"))
+            calls=(
+                ("c1", "record_decision", '{"decision": "Ship", "lines": [2]}'),
+                ("c2", "list_participants", "{}"),
+            )
         ),
-        ScriptedTurn(calls=(("c3", "record_decision", '{"decision": "Later"}'),)),
+        ScriptedTurn(calls=(("c3", "record_decision", '{"decision": "Ship on Monday", "lines": [2]}'),)),
         ScriptedTurn(text="Done."),
     )
 
@@ -290,7 +294,7 @@ async def test_a_run_method_built_on_another_of_the_same_agent_opens_one_span(ot
     summary = await host.summarize(TRANSCRIPT)
     await editor.edit(WORKFLOW, "ok")
 
-    assert summary.decisions == ("Ship on Monday",)
+    assert summary.decisions == (Decision("Ship on Monday", (2,)),)
     assert [span.name for span in otel.named("invoke_agent")] == [
         "invoke_agent meeting_summary",
         "invoke_agent workflow_editor",

@@ -32,7 +32,16 @@ from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran
 from tests.support.upstreams import FakeServer, echo_route
 
 REMOVE_QA = "remove Manual QA sign-off"
-SUMMARY_KEYS = {"text", "action_items", "decisions", "complete", "tool_calls", "stop_reason", "usage"}
+SUMMARY_KEYS = {
+    "text",
+    "action_items",
+    "decisions",
+    "complete",
+    "failed_chunks",
+    "tool_calls",
+    "stop_reason",
+    "usage",
+}
 EDIT_KEYS = {"workflow", "text", "complete", "tool_calls", "stop_reason", "usage"}
 CALL_KEYS = {"call_id", "name", "guarded", "error"}
 
@@ -63,14 +72,35 @@ def test_summary_text_shows_the_guarded_call_its_error_kind_and_its_replacement(
     assert ran.code == EXIT_OK, ran.err
     assert ran.err == ""  # not a terminal and no -v: no banner, no usage line
     assert "Action items (6)" in ran.out
-    assert "  1. Tom: fix the flaky checkout test (due Wednesday)" in ran.out
+    assert "  1. Tom: fix the flaky checkout test (due Wednesday) [L13]" in ran.out
     assert "Decisions (3)" in ran.out
+    assert "  1. Ship 2.4 on Thursday without the new onboarding flow [L28]" in ran.out
     assert "Tool calls (11, 1 guarded)" in ran.out
     [guarded] = [line for line in ran.out.splitlines() if "GUARDED" in line]
     assert "record_action_item" in guarded
     assert "arguments rejected (invalid_json" in guarded
     assert "; re-issued as [call_" in guarded
-    assert 'owner="Dev", task="pair with Alex on the Android crash"' in guarded
+    # The call that replaced it is the same item sent whole, not merely the next call of that tool.
+    assert 'owner="Maya", task="update the release notes"' in guarded
+
+
+def test_the_demo_shows_an_ungrounded_call_cited_again_and_quote_prints_the_cited_lines() -> None:
+    ran = run(
+        "summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments+ungrounded-citation", "--quote"
+    )
+    assert ran.code == EXIT_OK, ran.err
+    assert "Tool calls (12, 1 guarded, 1 ungrounded)" in ran.out
+    [refused] = [line for line in ran.out.splitlines() if "UNGROUNDED" in line]
+    assert 'owner="Tom", task="fix the flaky checkout test", due="Wednesday", lines=[12]' in refused
+    assert "; cited again as [call_" in refused
+    assert refused.endswith('due="Wednesday", lines=[13])')
+    lines = ran.out.splitlines()
+    at = lines.index("  1. Tom: fix the flaky checkout test (due Wednesday) [L13]")
+    assert lines[at + 1] == (
+        "       L13 | [01:48] Priya: Then Tom will fix the flaky checkout test by Wednesday, and shout if "
+        "you need a second pair of eyes."
+    )
+    assert "L12 |" not in ran.out
 
 
 def test_summary_json_is_exactly_the_contract_shape() -> None:
@@ -80,11 +110,20 @@ def test_summary_json_is_exactly_the_contract_shape() -> None:
     document = ran.json()
     assert set(document) == SUMMARY_KEYS
     assert document["complete"] is True
-    assert {"owner": "Tom", "task": "fix the flaky checkout test", "due": "Wednesday"} in document[
-        "action_items"
-    ]
-    assert all(set(item) == {"owner", "task", "due"} for item in document["action_items"])
+    assert {
+        "owner": "Tom",
+        "task": "fix the flaky checkout test",
+        "due": "Wednesday",
+        "lines": [13],
+    } in document["action_items"]
+    assert all(set(item) == {"owner", "task", "due", "lines"} for item in document["action_items"])
+    assert document["decisions"][0] == {
+        "text": "Ship 2.4 on Thursday without the new onboarding flow",
+        "lines": [28],
+    }
+    assert all(set(decision) == {"text", "lines"} for decision in document["decisions"])
     assert len(document["decisions"]) == 3
+    assert document["failed_chunks"] == []
     assert all(set(call) == CALL_KEYS for call in document["tool_calls"])
     guarded = [call for call in document["tool_calls"] if call["guarded"]]
     assert [(call["name"], call["error"]) for call in guarded] == [
@@ -382,7 +421,9 @@ def test_a_bom_does_not_cost_the_first_speaker(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     with_bom = run("summarize", str(path), "--format", "json")
     assert with_bom.code == EXIT_OK, with_bom.err
-    assert with_bom.json()["action_items"] == [{"owner": "Ana", "task": "send the invite", "due": "Friday"}]
+    assert with_bom.json()["action_items"] == [
+        {"owner": "Ana", "task": "send the invite", "due": "Friday", "lines": [1]}
+    ]
 
 
 def test_stdin_reads_the_transcript_and_the_workflow() -> None:

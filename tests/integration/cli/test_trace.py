@@ -108,7 +108,9 @@ def test_the_readme_shows_the_tree_the_demo_prints() -> None:
     section = readme[readme.index("### Seeing a run: `--trace`") :]
     shown = section[section.index("```text\n") + len("```text\n") : section.index("\n```\n")]
 
-    ran = run("summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments", "--trace")
+    ran = run(
+        "summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments+ungrounded-citation", "--trace"
+    )
 
     def without_durations(lines: list[str]) -> list[str]:
         return [re.sub(rf" +{DURATION}", " ", line) for line in lines]

@@ -11,7 +11,7 @@ from dependency_injector import providers
 
 from adapters.container import Container
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
-from application import ActionItem
+from application import ActionItem, Decision
 from domain import Workflow, WorkflowStep
 from tests.integration.gateway.proxy import MASTER_KEY
 from tests.integration.gateway.support import Gateway
@@ -63,8 +63,8 @@ async def test_the_summary_pipeline_records_items_and_guards_the_malformed_call(
     summary = await container.summary_agent().summarize(transcript)
 
     assert summary.text == SUMMARY_TEXT
-    assert summary.action_items == (ActionItem("Ana", "Ship the gateway tier", "Friday"),)
-    assert summary.decisions == ("Stream every response",)
+    assert summary.action_items == (ActionItem("Ana", "Ship the gateway tier", "Friday", (1,)),)
+    assert summary.decisions == (Decision("Stream every response", (2, 3)),)
     guarded = [record for record in summary.tool_calls if record.guarded]
     [malformed_name, malformed_arguments] = SUMMARY_TOOL_ROUNDS[0][2]
     assert [(r.call.name, r.call.raw_arguments) for r in guarded] == [(malformed_name, malformed_arguments)]

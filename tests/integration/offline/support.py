@@ -11,7 +11,7 @@ from dependency_injector import providers
 
 from adapters.container import Container
 from adapters.offline import OfflineResponsesServer
-from application import ActionItem
+from application import ActionItem, Decision
 
 T = TypeVar("T")
 
@@ -40,19 +40,19 @@ BOUND_SECONDS: Final = 60.0
 # Read off examples/standup-transcript.txt by hand: who committed to what, by when (as said).
 STANDUP_ACTION_ITEMS: Final = frozenset(
     {
-        ActionItem("Tom", "fix the flaky checkout test", "Wednesday"),
-        ActionItem("Maya", "update the release notes", "Thursday noon"),
-        ActionItem("Dev", "pair with Alex on the Android crash", "end of day"),
-        ActionItem("Alex", "ping the design team about the empty-state icons", None),
-        ActionItem("Dev", "rotate the staging database credentials", "Friday"),
+        ActionItem("Tom", "fix the flaky checkout test", "Wednesday", (13,)),
+        ActionItem("Maya", "update the release notes", "Thursday noon", (15,)),
+        ActionItem("Dev", "pair with Alex on the Android crash", "end of day", (19,)),
+        ActionItem("Alex", "ping the design team about the empty-state icons", None, (21,)),
+        ActionItem("Dev", "rotate the staging database credentials", "Friday", (23,)),
         # "for next Tuesday" says when the retro is, not when the booking is due.
-        ActionItem("Priya", "book the retro room for next Tuesday", None),
+        ActionItem("Priya", "book the retro room for next Tuesday", None, (39,)),
     }
 )
 DECISIONS: Final = (
-    "Ship 2.4 on Thursday without the new onboarding flow",
-    "Move the stand-up to 9:45 starting next week",
-    "Feature flags stay on in staging until the load test passes",
+    Decision("Ship 2.4 on Thursday without the new onboarding flow", (28,)),
+    Decision("Move the stand-up to 9:45 starting next week", (32,)),
+    Decision("Feature flags stay on in staging until the load test passes", (34,)),
 )
 
 

@@ -27,7 +27,15 @@ E = TypeVar("E", bound=ChatError)
 ADAPTERS = pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])
 
 # Every scenario, by the outcome the contract gives it when no tools are offered.
-ANSWERED = ("", "malformed-arguments", "sse-for-json", "json-for-sse", "litellm", "unknown-events")
+ANSWERED = (
+    "",
+    "malformed-arguments",
+    "ungrounded-citation",
+    "sse-for-json",
+    "json-for-sse",
+    "litellm",
+    "unknown-events",
+)
 FAILED = ("response-failed", "error-event", "error-event-nested")
 MALFORMED = ("truncated-stream", "garbage-data")
 HTTP_ERRORS = {"http-400": 400, "http-401": 401, "http-429": 429, "http-500": 500}

@@ -1,0 +1,133 @@
+"""Long meetings: the transcript split at speaker turns into overlapping chunks, and their items merged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final, Protocol, TypeVar
+
+import attrs
+
+from application.grounding import SPEAKER_LINE, content_words, normalized
+
+__all__ = [
+    "OVERLAP_TURNS",
+    "Chunk",
+    "ChunkSettings",
+    "chunk_transcript",
+    "decision_key",
+    "merged_items",
+    "task_key",
+]
+
+OVERLAP_TURNS: Final = 2
+"""How many speaker turns each chunk repeats from the end of the one before it."""
+
+
+@attrs.frozen
+class ChunkSettings:
+    """How the summary pipeline splits a long meeting.
+
+    A transcript longer than ``chunk_chars`` characters is split at speaker turns into chunks of at
+    most that size (a single turn longer than that is split at its lines), each repeating the last
+    :data:`OVERLAP_TURNS` turns of the one before, so an item said across a border is whole in one
+    of them. At most ``chunk_concurrency`` chunks are summarized at once.
+    """
+
+    chunk_chars: int = attrs.field(default=60_000, validator=attrs.validators.ge(1))
+    chunk_concurrency: int = attrs.field(default=4, validator=attrs.validators.ge(1))
+
+
+@attrs.frozen
+class Chunk:
+    """Lines ``first`` to ``last`` (1-based, inclusive, of the whole file) of a transcript."""
+
+    index: int
+    first: int
+    last: int
+    lines: tuple[str, ...] = attrs.field(repr=False)
+
+
+def _turns(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """Each speaker turn as (start, end) indexes: a speaker line and the unattributed lines after it."""
+    starts = [at for at, line in enumerate(lines) if at == 0 or SPEAKER_LINE.match(line)]
+    return [(start, end) for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)]
+
+
+def _size(lines: Sequence[str], start: int, end: int) -> int:
+    return sum(len(line) + 1 for line in lines[start:end])
+
+
+def _pieces(lines: Sequence[str], chunk_chars: int) -> list[tuple[int, int]]:
+    """Speaker turns, a turn longer than ``chunk_chars`` cut at its lines."""
+    pieces: list[tuple[int, int]] = []
+    for start, end in _turns(lines):
+        if _size(lines, start, end) <= chunk_chars:
+            pieces.append((start, end))
+            continue
+        at = start
+        while at < end:
+            stop = at + 1
+            while stop < end and _size(lines, at, stop + 1) <= chunk_chars:
+                stop += 1
+            pieces.append((at, stop))
+            at = stop
+    return pieces
+
+
+def chunk_transcript(
+    lines: Sequence[str], chunk_chars: int, *, overlap: int = OVERLAP_TURNS
+) -> tuple[Chunk, ...]:
+    """``lines`` as chunks of at most ``chunk_chars`` characters (newlines counted), cut between
+    speaker turns; each chunk after the first starts ``overlap`` turns before the previous one ended
+    (fewer when a chunk holds few turns: every chunk adds at least one turn). One chunk when all of
+    it fits."""
+    if _size(lines, 0, len(lines)) <= chunk_chars or len(lines) <= 1:
+        return (Chunk(0, 1, len(lines), tuple(lines)),)
+    pieces = _pieces(lines, chunk_chars)
+    chunks: list[Chunk] = []
+    first = 0
+    while first < len(pieces):
+        last = first
+        while last + 1 < len(pieces) and _size(lines, pieces[first][0], pieces[last + 1][1]) <= chunk_chars:
+            last += 1
+        start, end = pieces[first][0], pieces[last][1]
+        chunks.append(Chunk(len(chunks), start + 1, end, tuple(lines[start:end])))
+        if last + 1 >= len(pieces):
+            break
+        first = max(first + 1, last + 1 - overlap)
+    return tuple(chunks)
+
+
+class _Item(Protocol):
+    @property
+    def lines(self) -> tuple[int, ...]: ...
+
+
+ItemT = TypeVar("ItemT", bound=_Item)
+
+
+def merged_items(
+    items: Iterable[ItemT],
+    key: Callable[[ItemT], object],
+    with_lines: Callable[[ItemT, tuple[int, ...]], ItemT],
+) -> tuple[ItemT, ...]:
+    """``items`` in order with duplicates (equal ``key``) kept once, at the first one's place, citing
+    the lines of all of them."""
+    kept: dict[object, ItemT] = {}
+    for item in items:
+        found = kept.get(key(item))
+        if found is None:
+            kept[key(item)] = item
+        else:
+            kept[key(item)] = with_lines(found, tuple(sorted({*found.lines, *item.lines})))
+    return tuple(kept.values())
+
+
+def task_key(owner: str, task: str) -> tuple[str, frozenset[str]]:
+    """What makes two action items the same: the owner and the task's content words, normalized."""
+    return " ".join(normalized(owner).split()), content_words(task) or frozenset({normalized(task).strip()})
+
+
+def decision_key(text: str) -> frozenset[str]:
+    """What makes two decisions the same: their content words, normalized."""
+    return content_words(text) or frozenset({normalized(text).strip()})
