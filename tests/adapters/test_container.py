@@ -417,7 +417,12 @@ def summary_gateway(streaming: bool) -> Recorder:
     calls = response_document(
         [
             call_item("fc_1", "c1", "record_decision", '{"decision": "ARGS-MARKER-4d0a"'),
-            call_item("fc_2", "c2", "record_decision", '{"decision": "ARGS-MARKER-4d0a", "lines": [1]}'),
+            call_item(
+                "fc_2",
+                "c2",
+                "record_decision",
+                '{"decision": "Transcript marker ARGS-MARKER-4d0a", "lines": [1]}',
+            ),
         ],
         response_id="resp_1",
     )
@@ -447,7 +452,7 @@ async def summarize(container: Container, recorder: Recorder, **agent: Any) -> N
     container.config.from_dict({"agent": {**TRACED, **agent}})
     async with talking_to(container, recorder):
         summary = await container.summary_agent().summarize(TRANSCRIPT)
-    assert summary.decisions == (Decision("ARGS-MARKER-4d0a", (1,)),)
+    assert summary.decisions == (Decision("Transcript marker ARGS-MARKER-4d0a", (1,)),)
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["sse", "json"])

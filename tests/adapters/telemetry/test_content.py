@@ -85,7 +85,12 @@ async def run_marked_summary(otel: Otel, *, capture_content: bool) -> None:
     text echoing the API key; the transcript and the arguments carry markers."""
     calls = response_document(
         [
-            call_item("fc_1", "c1", "record_decision", '{"decision": "ARGS-MARKER-91c2", "lines": [1]}'),
+            call_item(
+                "fc_1",
+                "c1",
+                "record_decision",
+                '{"decision": "Transcript marker ARGS-MARKER-91c2", "lines": [1]}',
+            ),
             call_item("fc_2", "c2", "record_decision", '{"decision": "ARGS-MARKER-91c2'),
         ],
         response_id="resp_1",
@@ -132,7 +137,10 @@ async def test_with_capture_on_content_is_recorded_in_the_conventions_attributes
     answered = json.loads(first["gen_ai.output.messages"])
     assert answered[0]["finish_reason"] == "tool_call"
     assert [part["type"] for part in answered[0]["parts"]] == ["tool_call", "tool_call"]
-    assert answered[0]["parts"][0]["arguments"] == {"decision": "ARGS-MARKER-91c2", "lines": [1]}
+    assert answered[0]["parts"][0]["arguments"] == {
+        "decision": "Transcript marker ARGS-MARKER-91c2",
+        "lines": [1],
+    }
     assert answered[0]["parts"][1]["arguments"] == '{"decision": "ARGS-MARKER-91c2'
     history = json.loads(last["gen_ai.input.messages"])
     assert [message["role"] for message in history] == ["user", "assistant", "tool"]
@@ -140,7 +148,10 @@ async def test_with_capture_on_content_is_recorded_in_the_conventions_attributes
     final = json.loads(last["gen_ai.output.messages"])
     assert final[0]["parts"] == [{"type": "text", "content": "Summary; your key is [REDACTED]."}]
     tools = {tool["gen_ai.tool.call.id"]: tool for tool in attributes(otel, "execute_tool")}
-    assert tools["c1"]["gen_ai.tool.call.arguments"] == '{"decision": "ARGS-MARKER-91c2", "lines": [1]}'
+    assert (
+        tools["c1"]["gen_ai.tool.call.arguments"]
+        == '{"decision": "Transcript marker ARGS-MARKER-91c2", "lines": [1]}'
+    )
     assert json.loads(tools["c1"]["gen_ai.tool.call.result"]) == {
         "recorded": "decision",
         "count": 1,
