@@ -13,7 +13,7 @@ from typing import Any, Final
 import attrs
 
 from adapters.responses.settings import ResponsesSettings
-from adapters.responses.to_domain import mend_surrogates
+from adapters.responses.to_domain import has_surrogate, mend_surrogates
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -41,7 +41,7 @@ def _json_text_encodable(text: str) -> str:
     cannot encode, is written as its ``\\uXXXX`` escape, which a JSON parser reads back as the
     very same string. Text without surrogates is returned as it is, byte for byte.
     """
-    if _SURROGATE.search(text) is None:
+    if not has_surrogate(text):
         return text
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", mend_surrogates(text))
 
@@ -54,7 +54,7 @@ def _encodable(value: Any) -> Any:
     returned unchanged.
     """
     if isinstance(value, str):
-        if _SURROGATE.search(value) is None:
+        if not has_surrogate(value):
             return value
         return _SURROGATE.sub("\ufffd", mend_surrogates(value))
     if isinstance(value, dict):
@@ -177,7 +177,7 @@ class ResponsesPayloadBuilder:
         # One serialization tells both the size and whether any string holds a surrogate; the
         # recursive walk that makes every string UTF-8-encodable runs only when one does.
         wire = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-        if _SURROGATE.search(wire) is not None:
+        if has_surrogate(wire):
             body = _encodable(body)
             wire = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
         size = len(wire.encode("utf-8", "surrogatepass"))

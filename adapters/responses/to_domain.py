@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -35,6 +34,7 @@ __all__ = [
     "created_at",
     "field",
     "finish_reason",
+    "has_surrogate",
     "integer",
     "is_object",
     "item_contents",
@@ -56,7 +56,6 @@ _INCOMPLETE_REASONS: Final[dict[str, FinishReason]] = {
 }
 _TEXT_PARTS: Final = frozenset({"output_text", "refusal"})
 _SCALARS: Final = (str, bytes, int, float, bool, list, tuple, type(None))
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 REASONING_SEPARATOR: Final = "\n\n"
 
 
@@ -98,9 +97,24 @@ def mend_surrogates(value: str) -> str:
     Text joined from deltas can hold a pair split across two events as two code points; joined
     they are the character the model wrote. Unpaired surrogates stay as they are.
     """
-    if _SURROGATE.search(value) is None:
+    if not has_surrogate(value):
         return value
     return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def has_surrogate(value: str) -> bool:
+    """Whether ``value`` holds a surrogate code point: the one thing UTF-8 refuses to encode.
+
+    Asked of whole answers and request bodies, so at C speed: a regex class scan took about
+    30 ns a character (4 ms for a 120k-character answer), encoding takes well under one.
+    """
+    if value.isascii():
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def created_at(value: object) -> datetime | None:

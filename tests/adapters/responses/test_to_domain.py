@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from openai.types.responses import ResponseFunctionToolCall, ResponseUsage
 
-from adapters.responses.to_domain import created_at, field, finish_reason, item_contents, usage
+from adapters.responses.to_domain import created_at, field, finish_reason, has_surrogate, item_contents, usage
 from domain import FunctionCallContent, ProviderItemContent, Usage
 
 
@@ -112,3 +112,19 @@ def test_a_provider_item_given_as_a_mapping_keeps_its_json() -> None:
 )
 def test_a_field_is_read_from_whatever_shape_the_sdk_handed_over(obj: object, expected: object) -> None:
     assert field(obj, "input_tokens") == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "holds"),
+    [
+        ("plain ASCII", False),
+        ("café — ✓ 会议", False),
+        ("an astral 😀 character", False),
+        ("a lone high \ud83d surrogate", True),
+        ("a lone low \ude00 surrogate", True),
+        ("a split pair \ud83d\ude00 as two code points", True),
+        ("\\ud83d escaped is only text", False),
+    ],
+)
+def test_has_surrogate_finds_exactly_the_code_points_utf8_cannot_carry(value: str, holds: bool) -> None:
+    assert has_surrogate(value) is holds
