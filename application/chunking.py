@@ -7,7 +7,7 @@ from typing import Final, Protocol, TypeVar
 
 import attrs
 
-from application.grounding import SPEAKER_LINE, content_words, normalized
+from application.grounding import SPEAKER_LINE, content_words, normalized, particulars
 
 __all__ = [
     "OVERLAP_TURNS",
@@ -79,8 +79,8 @@ def chunk_transcript(
 ) -> tuple[Chunk, ...]:
     """``lines`` as chunks of at most ``chunk_chars`` characters (newlines counted), cut between
     speaker turns; each chunk after the first starts ``overlap`` turns before the previous one ended
-    (fewer when a chunk holds few turns: every chunk adds at least one turn). One chunk when all of
-    it fits."""
+    (fewer when those turns and the next one would not fit together: every chunk adds at least one
+    turn). One chunk when all of it fits."""
     if _size(lines, 0, len(lines)) <= chunk_chars or len(lines) <= 1:
         return (Chunk(0, 1, len(lines), tuple(lines)),)
     pieces = _pieces(lines, chunk_chars)
@@ -94,7 +94,10 @@ def chunk_transcript(
         chunks.append(Chunk(len(chunks), start + 1, end, tuple(lines[start:end])))
         if last + 1 >= len(pieces):
             break
+        # Start ``overlap`` pieces back, fewer when those and the next new piece would not fit together.
         first = max(first + 1, last + 1 - overlap)
+        while first <= last and _size(lines, pieces[first][0], pieces[last + 1][1]) > chunk_chars:
+            first += 1
     return tuple(chunks)
 
 
@@ -124,10 +127,15 @@ def merged_items(
 
 
 def task_key(owner: str, task: str) -> tuple[str, frozenset[str]]:
-    """What makes two action items the same: the owner and the task's content words, normalized."""
-    return " ".join(normalized(owner).split()), content_words(task) or frozenset({normalized(task).strip()})
+    """What makes two action items the same: the owner and the task's content words and particulars
+    (days, months, numbers), normalized."""
+    return " ".join(normalized(owner).split()), _words(task)
+
+
+def _words(text: str) -> frozenset[str]:
+    return (content_words(text) | particulars(text)) or frozenset({normalized(text).strip()})
 
 
 def decision_key(text: str) -> frozenset[str]:
-    """What makes two decisions the same: their content words, normalized."""
-    return content_words(text) or frozenset({normalized(text).strip()})
+    """What makes two decisions the same: their content words and particulars, normalized."""
+    return _words(text)

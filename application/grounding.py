@@ -19,6 +19,7 @@ __all__ = [
     "UngroundedError",
     "content_words",
     "normalized",
+    "particulars",
     "transcript_lines",
 ]
 
@@ -381,14 +382,15 @@ def _verb(numbers: Sequence[int], one: str, more: str) -> str:
     return one if len(numbers) == 1 else more
 
 
-def _particulars(text: str) -> frozenset[str]:
+def particulars(text: str) -> frozenset[str]:
+    """The days, months and numbers of ``text``: what makes two otherwise alike items different."""
     return frozenset(token for token in _tokens(text) if token.isdigit() or token in _DATES)
 
 
 def _unsaid(text: str, cited: Sequence[_Line]) -> list[str]:
     """The days, months and numbers of ``text`` that no cited line says."""
     said = {token for line in cited for token in line.tokens}
-    return sorted(_particulars(text) - said)
+    return sorted(particulars(text) - said)
 
 
 def _covered(words: frozenset[str], cited: Sequence[_Line]) -> bool:

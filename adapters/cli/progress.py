@@ -14,7 +14,7 @@ import attrs
 
 from adapters.cli.console import Console
 from adapters.cli.parser import PROG
-from application import RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished
+from application import ChunkFinished, RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished
 
 __all__ = ["LiveRun", "Progress", "TextStream"]
 
@@ -40,6 +40,8 @@ class Progress:
     refused: int = 0
     characters: int = 0
     note: str = ""
+    chunks: tuple[int, int] = (0, 0)
+    """A long meeting's parts: (done, all); (0, 0) for a meeting summarized in one run."""
 
     def observe(self, event: RunEvent[object]) -> None:
         # Any news from the run means a retry, if there was one, got through.
@@ -52,6 +54,11 @@ class Progress:
         elif isinstance(event, ToolCallFinished):
             self.answered += 1
             self.refused += event.record.guarded
+        elif isinstance(event, ChunkFinished):
+            # A long meeting's chunks run concurrently: count them and the calls each answered.
+            self.chunks = (self.chunks[0] + 1, event.count)
+            self.answered += len(event.tool_calls)
+            self.refused += sum(record.guarded for record in event.tool_calls)
 
     def attempt_failed(self, attempt: int, why: str) -> None:
         # max_retries counts the attempts after the first; a body broken in transit draws on it too.
@@ -59,7 +66,10 @@ class Progress:
         self.note = f"attempt {attempt} failed ({why}), {then}"
 
     def line(self) -> str:
-        parts = [f"round {self.round}" if self.round else "starting"]
+        done, count = self.chunks
+        parts = [
+            f"{done} of {count} parts done" if count else f"round {self.round}" if self.round else "starting"
+        ]
         if self.answered:
             refused = f" ({self.refused:,} refused by the guard)" if self.refused else ""
             parts.append(_plural(self.answered, "tool call") + " answered" + refused)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from adapters.cli.report import error_code, summary_text, usage_json, usage_line
+from adapters.cli.report import error_code, line_label, summary_details, summary_text, usage_json, usage_line
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import MeetingSummary, SummaryAgent, ToolCallRecord, ToolRun
+from application import ActionItem, Decision, MeetingSummary, SummaryAgent, ToolCallRecord, ToolRun
 from domain import FunctionCallContent, FunctionResultContent, JsonValue, Usage
 
 
@@ -72,3 +72,40 @@ def test_the_usage_line_says_requests_tokens_and_cost_in_one_line() -> None:
         "reasoning_tokens": 40,
         "cost_usd": 0.0123456,
     }
+
+
+def test_cited_lines_read_as_ranges() -> None:
+    assert line_label((12,)) == "L12"
+    assert line_label((14, 12, 13)) == "L12-14"
+    assert line_label((3, 12, 13, 14, 20)) == "L3, L12-14, L20"
+
+
+def test_items_show_their_lines_quote_them_and_name_what_was_not_covered() -> None:
+    summary = MeetingSummary(
+        text="t",
+        action_items=(ActionItem("Tom", "fix the build", "Friday", (2, 3)),),
+        decisions=(Decision("Ship on Monday", (4,)),),
+        complete=False,
+        tool_calls=(),
+        run=ToolRun(),
+        failed_chunks=((90, 180),),
+    )
+    transcript = (
+        "Ana: hi",
+        "Ana: the build is red",
+        "Tom: I'll fix it by Friday.",
+        "Ana: we ship on Monday.",
+    )
+
+    plain = summary_details(summary)
+    quoted = summary_details(summary, transcript).splitlines()
+
+    assert "  1. Tom: fix the build (due Friday) [L2-3]" in plain
+    assert "  1. Ship on Monday [L4]" in plain
+    assert "Not covered: L90-180 (those parts of the meeting failed; see stderr)" in plain
+    at = quoted.index("  1. Tom: fix the build (due Friday) [L2-3]")
+    assert quoted[at + 1 : at + 3] == [
+        "       L2 | Ana: the build is red",
+        "       L3 | Tom: I'll fix it by Friday.",
+    ]
+    assert quoted[quoted.index("  1. Ship on Monday [L4]") + 1] == "       L4 | Ana: we ship on Monday."

@@ -17,6 +17,7 @@ from adapters.telemetry import (
     instrument_chat,
 )
 from application import (
+    ChunkSettings,
     Decision,
     MeetingSummary,
     RunEvent,
@@ -27,7 +28,10 @@ from application import (
     WorkflowEdit,
     WorkflowEditorAgent,
 )
+from application.chunking import chunk_transcript
+from application.grounding import transcript_lines
 from domain import ChatMessage, ChatResponse, ChatTransportError, Usage, Workflow, WorkflowStep
+from tests.application.test_chunking import ReadingChat, long_meeting
 from tests.support.runs import leave_at
 from tests.support.telemetry import MODEL, TRANSCRIPT, Otel, traced_summary_agent
 
@@ -299,3 +303,43 @@ async def test_a_run_method_built_on_another_of_the_same_agent_opens_one_span(ot
         "invoke_agent meeting_summary",
         "invoke_agent workflow_editor",
     ]
+
+
+# ---------------------------------------------------------------- long meetings
+
+
+async def test_each_chunk_of_a_long_meeting_is_a_span_inside_the_run_holding_its_chats_and_tools(
+    otel: Otel,
+) -> None:
+    lines, planted = long_meeting(800, 6_000)
+    transcript = "\n".join(lines)
+    chunks = chunk_transcript(transcript_lines(transcript), 6_000)
+    chat = ReadingChat(failing=frozenset({chunks[1].first}))
+    agent = traced_summary_agent(chat, otel.telemetry())
+    agent.chunking = ChunkSettings(chunk_chars=6_000, chunk_concurrency=2)
+
+    summary = await agent.summarize(transcript)
+
+    assert summary.failed_chunks == ((chunks[1].first, chunks[1].last),)
+    [run] = otel.named("invoke_agent ")
+    spans = otel.named("chunk ")
+    assert sorted(span.name for span in spans) == sorted(f"chunk L{c.first}-{c.last}" for c in chunks)
+    by_id = {span.context.span_id: span for span in otel.spans()}
+    for span in spans:
+        assert span.parent is not None
+        assert span.parent.span_id == run.context.span_id
+        found = attributes(span)
+        assert found["gen_ai.agent.name"] == "meeting_summary"
+        assert (found["meeting_agents.chunk.first_line"], found["meeting_agents.chunk.last_line"]) in {
+            (c.first, c.last) for c in chunks
+        }
+        failed = found["meeting_agents.chunk.first_line"] == chunks[1].first
+        assert (found.get("error.type") == "ChatTransportError") is failed
+        assert (span.status.status_code is StatusCode.ERROR) is failed
+    # Every chat and tool span sits inside one chunk's span.
+    chunk_ids = {span.context.span_id for span in spans}
+    for inner in [*otel.named("chat "), *otel.named("execute_tool ")]:
+        assert inner.parent is not None
+        assert by_id[inner.parent.span_id].context.span_id in chunk_ids
+    assert len(otel.named("execute_tool ")) == len(summary.tool_calls)
+    assert planted
