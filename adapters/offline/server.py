@@ -64,7 +64,8 @@ def _json_body(request: Request) -> Any:
         raise RefusedError(message, status=405, code="method_not_allowed")
     try:
         return json.loads(request.body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: nesting deeper than the parser goes; broken JSON all the same.
         raise RefusedError("We could not parse the JSON body of your request.") from exc
 
 

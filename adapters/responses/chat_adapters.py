@@ -36,7 +36,16 @@ from adapters.responses.http_front import (
 )
 from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
 from adapters.responses.settings import ResponsesSettings
-from adapters.responses.to_domain import chat_response, provider_failure, raise_if_failed, response_contents
+from adapters.responses.to_domain import (
+    chat_response,
+    field,
+    final_status,
+    provider_failure,
+    raise_if_failed,
+    response_contents,
+    text,
+    unfinished,
+)
 from domain import (
     ChatError,
     ChatMessage,
@@ -341,7 +350,12 @@ def _from_document(data: dict[str, Any]) -> ChatResponse:
             raise provider_failure(error, "the provider returned an error object", None)
         raise UnreadableResponseError("the JSON body is not a Responses object (no output, status or object)")
     response = Response.construct(**data)
-    return raise_if_failed(chat_response(response, response_contents(response)), response)
+    said = text(field(response, "status"))
+    status = final_status(said, response)
+    result = raise_if_failed(chat_response(response, response_contents(response), status=status), response)
+    if not result.messages:
+        unfinished(said, response, result)
+    return result
 
 
 class _ResponsesAdapter(abc.ABC):
@@ -603,6 +617,9 @@ class _ResponsesAdapter(abc.ABC):
         try:
             async for event in stream:
                 feed(event)
+                if folder.ended:
+                    # The answer is whole: what follows (a stream left open, a bad line) is not read.
+                    break
         finally:
             await stream.close()
         return folder.result()

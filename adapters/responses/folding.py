@@ -13,6 +13,7 @@ from adapters.responses.error_mapping import CutShortError, UnreadableResponseEr
 from adapters.responses.to_domain import (
     chat_response,
     field,
+    final_status,
     integer,
     is_object,
     item_contents,
@@ -23,6 +24,7 @@ from adapters.responses.to_domain import (
     raise_if_failed,
     reasoning_content,
     text,
+    unfinished,
 )
 from domain import (
     ChatResponse,
@@ -455,6 +457,11 @@ class EventFolder:
         if handler is not None:
             handler(kind, event)
 
+    @property
+    def ended(self) -> bool:
+        """True once the terminal event arrived: nothing after it can change the answer."""
+        return self._result is not None
+
     def result(self) -> ChatResponse:
         """The folded response; raises :class:`CutShortError` if no terminal event arrived."""
         if self._result is None:
@@ -576,9 +583,14 @@ class EventFolder:
         # The terminal event is the provider's last word: whatever follows cannot change the answer.
         self._handlers = {}
         self._finish_all()
-        # Without a usable response object the terminal event's own type still says how it ended.
-        status = text(field(self._snapshot, "status")) or _TERMINAL_STATUS.get(kind)
-        result = self._with_known(chat_response(self._snapshot, self._streamed(), status=status))
+        # Without a usable response object the terminal event's own type still says how it ended;
+        # one that still says queued or in_progress did not finish, whatever the event's name.
+        snapshot = self._snapshot
+        said = text(field(snapshot, "status"))
+        status = final_status(said or _TERMINAL_STATUS.get(kind), snapshot)
+        result = self._with_known(chat_response(snapshot, self._streamed(), status=status))
+        if not result.messages:
+            unfinished(said, snapshot, result)
         result = attrs.evolve(result, usage=with_cost(result.usage, self.cost))
         self._result = result
         if self.out is not None:

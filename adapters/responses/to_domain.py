@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from openai import BaseModel
 
-from adapters.responses.error_mapping import ProviderFailureError
+from adapters.responses.error_mapping import ProviderFailureError, UnreadableResponseError
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -33,6 +33,7 @@ __all__ = [
     "chat_response",
     "created_at",
     "field",
+    "final_status",
     "finish_reason",
     "has_surrogate",
     "integer",
@@ -46,6 +47,7 @@ __all__ = [
     "reasoning_content",
     "response_contents",
     "text",
+    "unfinished",
     "usage",
 ]
 
@@ -57,6 +59,8 @@ _INCOMPLETE_REASONS: Final[dict[str, FinishReason]] = {
 _TEXT_PARTS: Final = frozenset({"output_text", "refusal"})
 _SCALARS: Final = (str, bytes, int, float, bool, list, tuple, type(None))
 REASONING_SEPARATOR: Final = "\n\n"
+# Statuses of a response that has not finished: as the final word on an answer, it is incomplete.
+_UNFINISHED: Final = frozenset({"queued", "in_progress"})
 
 
 def field(obj: Any, name: str) -> Any:
@@ -214,6 +218,21 @@ def item_contents(item: Any) -> list[Content]:
         _LOGGER.warning("An output item without a type, or not writable back as JSON, was left out")
         return []
     return [ProviderItemContent(type=kind, raw_json=raw_json, item_id=item_id)]
+
+
+def final_status(status: str | None, response: Any) -> str | None:
+    """The status of a final answer: one still ``queued`` or ``in_progress`` did not finish, so it is
+    ``incomplete`` (its finish reason unknown); any other status is as the provider said. A
+    background response (``background: true``) is a handle whose status is meant as it is."""
+    if status in _UNFINISHED and field(response, "background") is not True:
+        return "incomplete"
+    return status
+
+
+def unfinished(said: str | None, response: Any, partial: ChatResponse) -> None:
+    """Raise for a final answer that did not finish and brought nothing usable (no output at all)."""
+    if final_status(said, response) != said:
+        raise UnreadableResponseError(f"the response ended {said} with no output", partial)
 
 
 def finish_reason(status: object, incomplete_reason: object, has_calls: bool) -> FinishReason | None:

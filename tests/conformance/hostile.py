@@ -19,7 +19,10 @@ from tests.strategies import model_outputs
 from tests.support.gateway import JSON, REQUEST_ID, SSE, response_document
 
 __all__ = [
+    "TRAILING",
+    "Fragments",
     "HostileBody",
+    "compressed",
     "hostile_bodies",
     "hostile_json_bodies",
     "hostile_streams",
@@ -89,7 +92,29 @@ request_ids: st.SearchStrategy[str | None] = st.sampled_from([REQUEST_ID, None, 
 )
 
 # Real compression, a label on a plain body, and labels httpx does not know.
-ENCODINGS: Final = ("gzip", "deflate", "gzip-label-only", "br-label-only", "identity", "x-unknown")
+ENCODINGS: Final = (
+    "gzip",
+    "deflate",
+    "gzip-label-only",
+    "br-label-only",
+    "identity",
+    "x-unknown",
+    # Stacked codings, as Content-Encoding lists them (applied left to right), real and not.
+    "gzip, gzip",
+    "deflate, gzip",
+    "gzip, deflate, gzip",
+    "gzip, x-unknown",
+    "gzip, br-label-only",
+    "gzip, gzip, gzip, gzip, gzip",
+)
+# What may follow a terminal event: more events, a failure, a repeat, lines that are not JSON.
+TRAILING: Final = (
+    {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": " LATE"},
+    {"type": "error", "code": "late", "message": "after the end"},
+    {"type": "response.failed", "response": {"status": "failed", "error": {"code": "late"}}},
+    {"type": "response.completed", "response": {"status": "completed", "output": []}},
+    "@@not-json@@",
+)
 STATUSES: Final = (200, 201, 204, 206, 299, 301, 304, 307, 400, 401, 404, 409, 422, 429, 500, 502, 503)
 
 
@@ -130,7 +155,7 @@ class HostileBody:
 # ---------------------------------------------------------------- spoiling a JSON value at any depth
 
 
-class _Fragments:
+class Fragments:
     """Raw byte fragments standing in for values; each is a unique string token until rendering."""
 
     def __init__(self) -> None:
@@ -216,7 +241,7 @@ def _path_in(draw: st.DrawFn, value: Any, *, root: bool) -> JsonPath:
 
 @st.composite
 def spoiled(
-    draw: st.DrawFn, value: Any, fragments: _Fragments, notes: list[str], *, max_changes: int = 3
+    draw: st.DrawFn, value: Any, fragments: Fragments, notes: list[str], *, max_changes: int = 3
 ) -> Any:
     """``value`` with up to ``max_changes`` changes at any depth.
 
@@ -272,7 +297,7 @@ def _dumps(value: Any, *, ascii_only: bool) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def render_json(document: Any, fragments: _Fragments, *, ascii_only: bool = True) -> bytes:
+def render_json(document: Any, fragments: Fragments, *, ascii_only: bool = True) -> bytes:
     return fragments.splice(_dumps(document, ascii_only=ascii_only))
 
 
@@ -297,7 +322,7 @@ EVENT_NAMES: Final = ("thread.run.created", "error", "message", "ping", "respons
 
 def render_stream(
     events: list[Any],
-    fragments: _Fragments,
+    fragments: Fragments,
     *,
     litellm: bool,
     ascii_only: bool = True,
@@ -339,7 +364,10 @@ def render_stream(
 def base_documents(draw: st.DrawFn, *, litellm: bool) -> dict[str, Any]:
     """A valid Response document: completed, incomplete or failed, with up to five output items."""
     output = draw(model_outputs())
-    status = draw(st.sampled_from(["completed", "completed", "incomplete", "failed"]))
+    # queued and in_progress: statuses of a response that has not finished, sent as if it had.
+    status = draw(
+        st.sampled_from(["completed", "completed", "incomplete", "failed", "queued", "in_progress"])
+    )
     return response_document(
         output,
         status=status,
@@ -352,11 +380,13 @@ def base_documents(draw: st.DrawFn, *, litellm: bool) -> dict[str, Any]:
     )
 
 
-def _compressed(content: bytes, encoding: str | None) -> bytes:
-    if encoding == "gzip":
-        return gzip.compress(content, mtime=0)
-    if encoding == "deflate":
-        return zlib.compress(content)
+def compressed(content: bytes, encoding: str | None) -> bytes:
+    """``content`` with each coding of the chain applied in turn (a label-only or unknown one: none)."""
+    for coding in (encoding or "").split(", "):
+        if coding == "gzip":
+            content = gzip.compress(content, mtime=0)
+        elif coding == "deflate":
+            content = zlib.compress(content)
     return content
 
 
@@ -371,9 +401,9 @@ def _on_the_wire(draw: st.DrawFn, content: bytes, default_type: str, notes: list
         content = content[:cut]
     content_type = draw(content_types) if draw(st.booleans()) else default_type
     encoding = draw(st.none() | st.none() | st.sampled_from(ENCODINGS))
-    label = None if encoding is None else encoding.removesuffix("-label-only")
-    wire = _compressed(content, encoding)
-    if encoding in ("gzip", "deflate") and draw(st.integers(min_value=0, max_value=5)) == 5:
+    label = None if encoding is None else encoding.replace("-label-only", "")
+    wire = compressed(content, encoding)
+    if wire != content and draw(st.integers(min_value=0, max_value=5)) == 5:
         cut = draw(st.integers(min_value=0, max_value=max(len(wire) - 1, 0)))
         notes.append(f"compressed body truncated at byte {cut}")
         wire = wire[:cut]
@@ -398,10 +428,14 @@ def hostile_streams(draw: st.DrawFn) -> HostileBody:
         f"{'litellm' if litellm else 'openai'} stream of {len(events)} events"
         f"{'' if terminal else ', no terminal event'}{'' if terminal_output else ', terminal output empty'}"
     ]
-    fragments = _Fragments()
+    fragments = Fragments()
     events = draw(spoiled(events, fragments, notes, max_changes=4))
     if not isinstance(events, list):
         events = [events]
+    if terminal and draw(st.integers(min_value=0, max_value=3)) == 3:
+        trailing = draw(st.lists(st.sampled_from(TRAILING), min_size=1, max_size=3))
+        notes.append(f"{len(trailing)} events after the terminal one")
+        events = [*events, *(e if isinstance(e, dict) else fragments.token(b"{not json") for e in trailing)]
     # Stray lines, renamed events and split data lines only on some bodies, so that many still fold.
     count = len(events) if draw(st.booleans()) else 0
     slots = st.integers(min_value=0, max_value=max(count - 1, 0))
@@ -433,7 +467,7 @@ def hostile_json_bodies(draw: st.DrawFn) -> HostileBody:
     if draw(st.integers(min_value=0, max_value=5)) == 5:
         document = {"error": {"message": "Bad gateway", "type": "server_error", "param": None, "code": "502"}}
         notes[0] = "JSON error document"
-    fragments = _Fragments()
+    fragments = Fragments()
     document = draw(spoiled(document, fragments, notes, max_changes=4))
     content = render_json(document, fragments, ascii_only=draw(st.booleans()))
     return draw(_on_the_wire(content, JSON, notes))

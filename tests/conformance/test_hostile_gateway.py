@@ -22,11 +22,16 @@ from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, F
 from domain.errors import ChatError, ChatTransportError, MalformedResponseError
 from tests.conformance.hostile import (
     DEEP_OPEN,
+    TRAILING,
+    Fragments,
     HostileBody,
+    compressed,
     hostile_bodies,
     hostile_json_bodies,
     hostile_streams,
+    render_stream,
 )
+from tests.strategies import model_outputs
 from tests.support.gateway import (
     JSON,
     QUESTION,
@@ -198,6 +203,87 @@ async def test_a_gateway_answering_the_same_hostile_body_gets_at_most_max_retrie
     if isinstance(outcome, ChatTransportError):
         assert outcome.attempts == len(sent)
     event(f"{type(outcome).__name__} after {len(sent)} requests")
+
+
+# ---------------------------------------------------------------- endings, statuses and coding chains
+
+
+def _valid_document(output: list[dict[str, Any]], status: str) -> dict[str, Any]:
+    return response_document(output, status=status, incomplete_reason=None)
+
+
+@pytest.mark.parametrize("adapter_type", ADAPTERS)
+@property_settings(BODIES_PER_ADAPTER // 20)
+@given(
+    output=model_outputs(),
+    trailing=st.lists(st.sampled_from(TRAILING), min_size=1, max_size=4),
+    litellm=st.booleans(),
+)
+async def test_nothing_after_the_terminal_event_changes_the_answer(
+    adapter_type: Adapter, output: list[dict[str, Any]], trailing: list[Any], litellm: bool
+) -> None:
+    """Events, failures, repeats or unreadable lines after ``response.completed``: the answer stands."""
+    events = stream_events(_valid_document(output, "completed"), litellm=litellm)
+    fragments = Fragments()
+    after = [item if isinstance(item, dict) else fragments.token(b"{not json") for item in trailing]
+    plain = render_stream(events, fragments, litellm=litellm)
+    followed = render_stream([*events, *after], fragments, litellm=litellm)
+
+    expected = await _ask(
+        adapter_type(client_for(Recorder([answer(plain, SSE)])), ResponsesSettings(model="m"))
+    )
+    adapter = adapter_type(client_for(Recorder([answer(followed, SSE)])), ResponsesSettings(model="m"))
+    got = await _ask(adapter)
+
+    assert isinstance(expected, ChatResponse)
+    assert got == expected
+
+
+@pytest.mark.parametrize("adapter_type", ADAPTERS)
+@property_settings(BODIES_PER_ADAPTER // 20)
+@given(output=model_outputs(), status=st.sampled_from(["queued", "in_progress"]), streamed=st.booleans())
+async def test_a_final_answer_that_says_it_has_not_finished_is_incomplete_or_malformed(
+    adapter_type: Adapter, output: list[dict[str, Any]], status: str, streamed: bool
+) -> None:
+    document = _valid_document(output, status)
+    body = sse(stream_events(document)) if streamed else json.dumps(document)
+    adapter = adapter_type(
+        client_for(Recorder([answer(body, SSE if streamed else JSON)])), ResponsesSettings(model="m")
+    )
+
+    outcome = await _ask(adapter)
+
+    if isinstance(outcome, ChatResponse):
+        assert outcome.status == "incomplete"
+        assert outcome.finish_reason is None
+        assert outcome.messages
+    else:
+        assert isinstance(outcome, MalformedResponseError)
+        assert outcome.message == f"the response ended {status} with no output"
+
+
+@pytest.mark.parametrize("adapter_type", ADAPTERS)
+@property_settings(BODIES_PER_ADAPTER // 20)
+@given(
+    output=model_outputs(),
+    chain=st.lists(st.sampled_from(["gzip", "deflate"]), min_size=1, max_size=4),
+    streamed=st.booleans(),
+)
+async def test_a_valid_body_under_any_real_coding_chain_folds_as_the_plain_body(
+    adapter_type: Adapter, output: list[dict[str, Any]], chain: list[str], streamed: bool
+) -> None:
+    document = _valid_document(output, "completed")
+    plain = (sse(stream_events(document)) if streamed else json.dumps(document)).encode()
+    label = SSE if streamed else JSON
+    coded = HostileBody(compressed(plain, ", ".join(chain)), label, content_encoding=", ".join(chain))
+
+    expected = await _ask(
+        adapter_type(client_for(Recorder([answer(plain, label)])), ResponsesSettings(model="m"))
+    )
+    got = await _ask(adapter_type(client_for(Recorder([coded.response()])), ResponsesSettings(model="m")))
+
+    assert isinstance(expected, ChatResponse)
+    assert got == expected
 
 
 TRANSCRIPT: Final = "Ana: I'll send the deck by Friday.\nBen: We decided to ship on Monday."

@@ -605,3 +605,20 @@ def test_every_scenario_is_exercised_here() -> None:
     source = Path(__file__).read_text()
 
     assert [name for name in SCENARIOS if f"offline:{name}" not in source and f'"{name}"' not in source] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000 + b"]" * 100_000, b'{"model": "offline", "input": ' + b"[" * 100_000, b'{"model": '],
+    ids=["100k-deep", "100k-deep-unclosed", "broken"],
+)
+async def test_a_deep_or_broken_json_body_is_answered_400(
+    server: OfflineResponsesServer, http: httpx.AsyncClient, body: bytes
+) -> None:
+    answered = await http.post(
+        f"{server.base_url}/responses", content=body, headers={"content-type": "application/json"}
+    )
+
+    assert answered.status_code == 400
+    assert answered.json()["error"]["message"] == "We could not parse the JSON body of your request."
+    assert server.requests[-1].status == 400

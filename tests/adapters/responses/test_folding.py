@@ -331,15 +331,34 @@ async def test_refusal_is_the_assistant_text() -> None:
     assert streamed.text == documented.text == "I can't help with that."
 
 
-@pytest.mark.parametrize(
-    ("status", "expected"), [("queued", None), ("in_progress", None), ("completed", "stop")]
-)
-async def test_non_terminal_statuses_are_reported_faithfully(status: str, expected: str | None) -> None:
+@pytest.mark.parametrize("status", ["queued", "in_progress"])
+async def test_a_final_answer_still_queued_or_in_progress_is_incomplete(status: str) -> None:
+    document = response_document([message_item("msg_1", "half an answer")], status=status)
+
+    for adapter in every_way(document):
+        result = await ask(adapter)
+        assert (result.status, result.finish_reason, result.text) == ("incomplete", None, "half an answer")
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress"])
+async def test_a_final_answer_still_queued_or_in_progress_with_nothing_in_it_is_malformed(
+    status: str,
+) -> None:
     document = response_document([], status=status, usage=None)
 
-    for adapter in adapters_for(Recorder([answer(json.dumps(document), JSON)])):
+    for adapter in every_way(document):
+        with pytest.raises(MalformedResponseError) as caught:
+            await ask(adapter)
+        assert caught.value.message == f"the response ended {status} with no output"
+        assert caught.value.response_id == "resp_test"
+
+
+async def test_a_completed_answer_with_no_output_is_still_an_answer() -> None:
+    document = response_document([], usage=None)
+
+    for adapter in every_way(document):
         result = await ask(adapter)
-        assert (result.status, result.finish_reason, result.messages) == (status, expected, ())
+        assert (result.status, result.finish_reason, result.messages) == ("completed", "stop", ())
 
 
 async def test_events_after_the_terminal_event_change_nothing() -> None:
