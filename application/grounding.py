@@ -121,6 +121,10 @@ def _stem(word: str) -> str:
     return word
 
 
+# An agreement or acceptance word is not what a line is about ("Agreed, let's do that").
+_AGREEMENT_STEMS: Final = frozenset(_stem(word) for word in _DECISION_WORDS | _ACCEPTANCES)
+
+
 def content_words(text: str, *, names: Iterable[str] = ()) -> frozenset[str]:
     """The stems of ``text``'s words that carry its meaning: no function words, no ``names``.
 
@@ -252,7 +256,7 @@ class Grounding:
             )
         # A line supports the item when it says the task, or binds the owner saying nothing else ("Sure,
         # I'll do it"), or names the owner a cited "he will ..." refers to.
-        bare = {line.number for line in cited if not content_words(line.text, names=self._participants)}
+        bare = {line.number for line in cited if _bare(line.text, names=self._participants)}
         referred = named if "pronoun" in binding.values() else set()
         idle = [n for n in numbers if n not in matched | (bound & bare) | referred]
         if idle:
@@ -278,7 +282,7 @@ class Grounding:
                 " changed later in the meeting cites the line that changed it."
             )
         # An agreement that says nothing else ("Agreed.", "Yes, let's do that") supports what it agrees to.
-        marked = {line.number for line in cited if _agrees(line) and not content_words(line.text)}
+        marked = {line.number for line in cited if _agrees(line) and _bare(line.text)}
         settled = {line.number for line in cited if line.number in matched | marked and not _tentative(line)}
         if not settled:
             raise UngroundedError(
@@ -399,6 +403,11 @@ def _covered(words: frozenset[str], cited: Sequence[_Line]) -> bool:
     return 2 * len(words & said) >= len(words)
 
 
+def _bare(text: str, *, names: Iterable[str] = ()) -> bool:
+    """Whether a line says nothing but a commitment or an agreement ("Sure, I can do that", "Agreed")."""
+    return not content_words(text, names=names) - _AGREEMENT_STEMS
+
+
 def _tentative(line: _Line) -> bool:
     """A question or a hedge ("maybe", "should we", "whether"): talk about a decision, not one."""
     return line.question or bool(_HEDGES & set(line.tokens))
@@ -437,10 +446,10 @@ def _commits(tokens: Sequence[str], text: str) -> bool:
                 return True
             if following in {"am", "'m"} and at + 2 < len(tokens) and tokens[at + 2] in _PROGRESSIVE:
                 return True
-        if word == "let" and tokens[at + 1 : at + 2] == ["me"]:
+        if word == "let" and tokens[at + 1 : at + 2] == ("me",):
             return True
-        if word == "on" and tokens[at + 1 : at + 2] == ["it"]:
+        if word == "on" and tokens[at + 1 : at + 2] == ("it",):
             return True
-        if word == "happy" and tokens[at + 1 : at + 2] == ["to"]:
+        if word == "happy" and tokens[at + 1 : at + 2] == ("to",):
             return True
     return any(marker in text for marker in _UNSPACED_COMMITMENTS)

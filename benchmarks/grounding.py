@@ -1,0 +1,421 @@
+"""``python -m benchmarks.grounding``: how well summaries are grounded, on synthetic labelled meetings.
+
+Two figures over the same meetings (generated here from a fixed seed, each line's meaning known by
+construction, phrased in more ways than the offline stand-in's rules read):
+
+- the offline stand-in end to end (a real HTTP server on 127.0.0.1, the container, the grounded summary
+  pipeline): precision and recall of its action items and decisions against the labels;
+- a scripted "hallucinating" model that sends, for every labelled item, the true call and several
+  ungrounded ones (an owner who never took it on, a wrong line, a line outside the transcript, a
+  decision nobody took): the share of ungrounded calls the grounding check refuses, and the share of
+  true calls it lets through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from adapters.container import Container
+from adapters.offline import OfflineResponsesServer
+from adapters.scripted import ScriptedChat, ScriptedTurn
+from application import LoopSettings, MeetingSummary, SummaryAgent
+from application.grounding import content_words, normalized
+
+__all__ = ["Meeting", "evaluate", "meetings", "render"]
+
+DEFAULT_OUTPUT: Final = Path(__file__).parent / "results" / "grounding.json"
+SEED: Final = 24
+PEOPLE: Final = ("Ana", "Ben", "Chen", "Dara", "Elif", "Farid", "Greta", "Hugo")
+TASKS: Final = (
+    "update the pricing page", "call the payroll vendor", "draft the hiring plan", "fix the export bug",
+    "review the security audit", "book the offsite venue", "migrate the staging database",
+    "write the onboarding guide", "renew the SSL certificates", "clean up the feature flags",
+    "prepare the board slides", "test the Android release", "order the new laptops",
+    "summarize the customer interviews", "archive the old tickets", "benchmark the search service",
+)  # fmt: skip
+DECISIONS: Final = (
+    ("move the launch", "to June", "to July"), ("freeze the public API", "this quarter", "next quarter"),
+    ("hire a second designer", "in March", "in May"), ("drop the legacy exporter", "in April", "in August"),
+    ("run the retro", "on Thursday", "on Friday"), ("switch the CI provider", "in June", "in September"),
+)  # fmt: skip
+DUES: Final = ("Friday", "tomorrow", "end of week", "Monday", "next sprint")
+FILLER: Final = (
+    "Morning, everyone.", "Thanks, that helps.", "Let me share my screen.", "Can everyone hear me?",
+    "Good point.", "I'll be honest, that demo was fun.", "The coffee machine is broken again.",
+    "Nothing blocking on my side.", "We are a bit behind on the roadmap.",
+)  # fmt: skip
+
+
+@attrs.frozen
+class Item:
+    owner: str
+    task: str
+    lines: tuple[int, ...]
+
+
+@attrs.frozen
+class Choice:
+    text: str
+    lines: tuple[int, ...]
+
+
+@attrs.frozen
+class Meeting:
+    """A synthetic meeting: its lines and what a careful reader would record from them."""
+
+    name: str
+    lines: tuple[str, ...]
+    items: tuple[Item, ...]
+    decisions: tuple[Choice, ...]
+    distractors: tuple[int, ...]
+    """Lines that name a person or a task without anyone taking it on."""
+
+    @property
+    def transcript(self) -> str:
+        return "\n".join(self.lines)
+
+
+class _Writer:
+    def __init__(self, rng: random.Random, people: Sequence[str]) -> None:
+        self.rng, self.people = rng, people
+        self.lines: list[str] = []
+        self.items: list[Item] = []
+        self.decisions: list[Choice] = []
+        self.distractors: list[int] = []
+
+    def say(self, speaker: str, text: str) -> int:
+        self.lines.append(f"[{len(self.lines) // 2:02d}:{len(self.lines) % 60:02d}] {speaker}: {text}")
+        return len(self.lines)
+
+    def other(self, *not_these: str) -> str:
+        return self.rng.choice([p for p in self.people if p not in not_these])
+
+    def commitment(self, task: str) -> None:
+        owner = self.rng.choice(self.people)
+        due = self.rng.choice(DUES)
+        form = self.rng.randrange(7)
+        if form == 0:
+            self.items.append(Item(owner, task, (self.say(owner, f"I'll {task} by {due}."),)))
+        elif form == 1:
+            chair = self.other(owner)
+            self.items.append(Item(owner, task, (self.say(chair, f"So {owner} will {task} by {due}."),)))
+        elif form == 2:
+            chair = self.other(owner)
+            self.items.append(Item(owner, task, (self.say(chair, f"Action: {owner} to {task}."),)))
+        elif form == 3:
+            # Asked and accepted on the next line: the stand-in's rules do not read this one.
+            chair = self.other(owner)
+            asked = self.say(chair, f"{owner}, can you {task}?")
+            self.items.append(Item(owner, task, (asked, self.say(owner, "Sure, I can do that."))))
+        elif form == 4:
+            self.items.append(Item(owner, task, (self.say(owner, f"Let me {task} this week."),)))
+        elif form == 5:
+            self.items.append(Item(owner, task, (self.say(owner, f"I'm going to {task} before the demo."),)))
+        else:
+            # Named, then a pronoun: only both lines together say who.
+            chair = self.other(owner)
+            named = self.say(chair, f"{owner} knows the {task.split()[-1]} best.")
+            pronoun = "She" if owner in ("Ana", "Dara", "Elif", "Greta") else "He"
+            self.items.append(Item(owner, task, (named, self.say(chair, f"{pronoun} will {task}."))))
+
+    def distractor(self, task: str) -> None:
+        speaker, named = self.rng.choice(self.people), self.other()
+        form = self.rng.randrange(3)
+        if form == 0:
+            self.distractors.append(self.say(speaker, f"{named} said we should {task} someday."))
+        elif form == 1:
+            self.distractors.append(self.say(speaker, f"Should we {task} at some point?"))
+        else:
+            self.distractors.append(self.say(speaker, f"Maybe {named} will {task}, who knows?"))
+
+    def decision(self, what: tuple[str, str, str]) -> None:
+        subject, first, later = what
+        chair = self.rng.choice(self.people)
+        form = self.rng.randrange(4)
+        if form == 0:
+            self.decisions.append(
+                Choice(f"{subject} {first}", (self.say(chair, f"We decided to {subject} {first}."),))
+            )
+        elif form == 1:
+            self.decisions.append(
+                Choice(f"{subject} {first}", (self.say(chair, f"Decision: {subject} {first}."),))
+            )
+        elif form == 2:
+            asked = self.say(chair, f"Shall we {subject} {first}?")
+            agreed = self.say(self.other(chair), "Agreed, let's do that.")
+            self.decisions.append(Choice(f"{subject} {first}", (asked, agreed)))
+        else:
+            # Reversed later: only the later decision stands.
+            self.say(chair, f"We decided to {subject} {first}.")
+            for _ in range(self.rng.randrange(1, 4)):
+                self.say(self.rng.choice(self.people), self.rng.choice(FILLER))
+            later_line = self.say(chair, f"Change of plan: we decided to {subject} {later} instead.")
+            self.decisions.append(Choice(f"{subject} {later}", (later_line,)))
+
+    def filler(self) -> None:
+        self.say(self.rng.choice(self.people), self.rng.choice(FILLER))
+
+
+def meetings(count: int = 24, seed: int = SEED) -> tuple[Meeting, ...]:
+    """``count`` synthetic meetings, the same ones for the same seed."""
+    rng = random.Random(seed)
+    made = []
+    for number in range(count):
+        writer = _Writer(rng, rng.sample(PEOPLE, rng.randint(3, 5)))
+        tasks = rng.sample(TASKS, rng.randint(3, 6))
+        decisions = rng.sample(DECISIONS, rng.randint(1, 3))
+        plan = ["task"] * len(tasks) + ["decision"] * len(decisions) + ["distractor"] * rng.randint(1, 3)
+        plan += ["filler"] * rng.randint(4, 10)
+        rng.shuffle(plan)
+        unused = [task for task in TASKS if task not in tasks]
+        for step in plan:
+            if step == "task":
+                writer.commitment(tasks.pop())
+            elif step == "decision":
+                writer.decision(decisions.pop())
+            elif step == "distractor":
+                writer.distractor(rng.choice(unused))
+            else:
+                writer.filler()
+        made.append(
+            Meeting(
+                f"meeting-{number + 1:02d}",
+                tuple(writer.lines),
+                tuple(writer.items),
+                tuple(writer.decisions),
+                tuple(writer.distractors),
+            )
+        )
+    return tuple(made)
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def _same_task(a: str, b: str) -> bool:
+    ours, theirs = content_words(a), content_words(b)
+    return bool(ours) and 2 * len(ours & theirs) >= max(len(ours), len(theirs))
+
+
+@attrs.frozen
+class Score:
+    true_positives: int = 0
+    predicted: int = 0
+    labelled: int = 0
+
+    def __add__(self, other: Score) -> Score:
+        return Score(
+            self.true_positives + other.true_positives,
+            self.predicted + other.predicted,
+            self.labelled + other.labelled,
+        )
+
+    @property
+    def precision(self) -> float:
+        return self.true_positives / self.predicted if self.predicted else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.true_positives / self.labelled if self.labelled else 1.0
+
+
+def score_items(meeting: Meeting, summary: MeetingSummary) -> Score:
+    left = list(meeting.items)
+    hits = 0
+    for found in summary.action_items:
+        match = next(
+            (
+                label
+                for label in left
+                if normalized(label.owner) == normalized(found.owner)
+                and _same_task(label.task, found.task)
+                and set(label.lines) & set(found.lines)
+            ),
+            None,
+        )
+        if match is not None:
+            left.remove(match)
+            hits += 1
+    return Score(hits, len(summary.action_items), len(meeting.items))
+
+
+def score_decisions(meeting: Meeting, summary: MeetingSummary) -> Score:
+    left = list(meeting.decisions)
+    hits = 0
+    for found in summary.decisions:
+        match = next(
+            (
+                label
+                for label in left
+                if _same_task(label.text, found.text) and set(label.lines) & set(found.lines)
+            ),
+            None,
+        )
+        if match is not None:
+            left.remove(match)
+            hits += 1
+    return Score(hits, len(summary.decisions), len(meeting.decisions))
+
+
+# ---------------------------------------------------------------- a hallucinating model
+
+
+def hallucinated_calls(meeting: Meeting, rng: random.Random) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """For every labelled item the true call and ungrounded ones; and how many calls are true (the first)."""
+    people = sorted({line.split("] ", 1)[1].split(":", 1)[0] for line in meeting.lines})
+    true: list[tuple[str, dict[str, Any]]] = []
+    false: list[tuple[str, dict[str, Any]]] = []
+    fillers = [
+        n
+        for n, line in enumerate(meeting.lines, 1)
+        if n not in {m for item in meeting.items for m in item.lines}
+        and n not in {m for d in meeting.decisions for m in d.lines}
+        and n not in meeting.distractors
+    ]
+    for item in meeting.items:
+        call = {"owner": item.owner, "task": item.task, "due": None, "lines": list(item.lines)}
+        true.append(("record_action_item", call))
+        stranger = rng.choice(
+            [p for p in people if p != item.owner and all(p not in meeting.lines[n - 1] for n in item.lines)]
+            or ["Zed"]
+        )
+        false.append(("record_action_item", {**call, "owner": stranger}))  # someone who never took it on
+        false.append(("record_action_item", {**call, "lines": [rng.choice(fillers)]}))  # a wrong line
+        false.append(("record_action_item", {**call, "lines": [len(meeting.lines) + 7]}))  # no such line
+        false.append(
+            (
+                "record_action_item",
+                {**call, "task": rng.choice([t for t in TASKS if not _same_task(t, item.task)])},
+            )
+        )
+    for number in meeting.distractors:
+        line = meeting.lines[number - 1]
+        named = next((p for p in people if f" {p} " in f" {line.split(': ', 1)[1]} "), people[0])
+        task = next(t for t in TASKS if t in line)
+        false.append(("record_action_item", {"owner": named, "task": task, "due": None, "lines": [number]}))
+    for decision in meeting.decisions:
+        true.append(("record_decision", {"decision": decision.text, "lines": list(decision.lines)}))
+        false.append(("record_decision", {"decision": decision.text, "lines": [rng.choice(fillers)]}))
+    for subject, first, _ in DECISIONS:
+        if not any(subject in d.text for d in meeting.decisions) and fillers:
+            false.append(
+                ("record_decision", {"decision": f"{subject} {first}", "lines": [rng.choice(fillers)]})
+            )
+            break
+    return true + false, len(true)
+
+
+@attrs.frozen
+class Refusals:
+    ungrounded_refused: int = 0
+    ungrounded: int = 0
+    true_accepted: int = 0
+    true: int = 0
+
+    def __add__(self, other: Refusals) -> Refusals:
+        return Refusals(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
+
+
+async def refusals(meeting: Meeting, rng: random.Random) -> Refusals:
+    calls, true_count = hallucinated_calls(meeting, rng)
+    chat = ScriptedChat(
+        ScriptedTurn(
+            calls=tuple((f"call_{i}", name, json.dumps(args)) for i, (name, args) in enumerate(calls))
+        ),
+        ScriptedTurn(text="Summary."),
+    )
+    summary = await SummaryAgent(chat, LoopSettings()).summarize(meeting.transcript)
+    refused = [
+        isinstance(record.result.result, dict) and record.result.result.get("error") == "ungrounded"
+        for record in summary.tool_calls
+    ]
+    return Refusals(
+        ungrounded_refused=sum(refused[true_count:]),
+        ungrounded=len(calls) - true_count,
+        true_accepted=true_count - sum(refused[:true_count]),
+        true=true_count,
+    )
+
+
+# ---------------------------------------------------------------- the run
+
+
+async def evaluate(count: int = 24, seed: int = SEED) -> dict[str, Any]:
+    """Every figure, over ``count`` meetings."""
+    generated = meetings(count, seed)
+    items, decisions = Score(), Score()
+    with OfflineResponsesServer() as server:
+        async with Container() as container:
+            container.config.from_dict(
+                {"agent": {"base_url": server.base_url, "api_key": "sk-any", "telemetry": False}}
+            )
+            for meeting in generated:
+                summary = await container.summary_agent().summarize(meeting.transcript)
+                items += score_items(meeting, summary)
+                decisions += score_decisions(meeting, summary)
+    rng = random.Random(seed)
+    checked = Refusals()
+    for meeting in generated:
+        checked += await refusals(meeting, rng)
+    return {
+        "meetings": len(generated),
+        "lines": sum(len(m.lines) for m in generated),
+        "labelled_items": items.labelled,
+        "labelled_decisions": decisions.labelled,
+        "stand_in": {
+            "items": {"precision": items.precision, "recall": items.recall, **attrs.asdict(items)},
+            "decisions": {
+                "precision": decisions.precision,
+                "recall": decisions.recall,
+                **attrs.asdict(decisions),
+            },
+        },
+        "hallucinating_model": {
+            "ungrounded_refused_share": checked.ungrounded_refused / checked.ungrounded,
+            "true_accepted_share": checked.true_accepted / checked.true,
+            **attrs.asdict(checked),
+        },
+    }
+
+
+def render(figures: dict[str, Any]) -> str:
+    stand_in, model = figures["stand_in"], figures["hallucinating_model"]
+    rows = [
+        f"{figures['meetings']} synthetic meetings, {figures['lines']} lines, "
+        f"{figures['labelled_items']} labelled action items, {figures['labelled_decisions']} decisions",
+        f"stand-in action items: precision {stand_in['items']['precision']:.3f}, "
+        f"recall {stand_in['items']['recall']:.3f}"
+        f" ({stand_in['items']['true_positives']} of {stand_in['items']['predicted']} found, "
+        f"{stand_in['items']['labelled']} labelled)",
+        f"stand-in decisions:    precision {stand_in['decisions']['precision']:.3f}, recall "
+        f"{stand_in['decisions']['recall']:.3f} ({stand_in['decisions']['true_positives']} of "
+        f"{stand_in['decisions']['predicted']} found, {stand_in['decisions']['labelled']} labelled)",
+        f"hallucinating model: {model['ungrounded_refused']} of {model['ungrounded']} ungrounded calls "
+        "refused "
+        f"({model['ungrounded_refused_share']:.3f}); {model['true_accepted']} of {model['true']} true calls "
+        f"recorded ({model['true_accepted_share']:.3f})",
+    ]
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.grounding", description=__doc__)
+    parser.add_argument("--meetings", type=int, default=24, help="how many synthetic meetings (at least 20)")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON")
+    args = parser.parse_args(argv)
+    figures = asyncio.run(evaluate(args.meetings))
+    print(render(figures))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
