@@ -33,6 +33,7 @@ QUICK = Sizes(
     tool_calls=200,
     runs=2,
     body_cap=256 * 1024,
+    batch=8,
 )
 
 

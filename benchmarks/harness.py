@@ -141,6 +141,8 @@ class Sizes:
     tool_calls: int = 20_000
     runs: int = 5
     body_cap: int = 8 * 1024 * 1024
+    batch: int = 40
+    """Transcripts of the durable batch benchmarks (twice as many for the throughput across processes)."""
 
 
 @attrs.frozen

@@ -12,6 +12,7 @@ from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
+from benchmarks.durable import durable_overhead, worker_throughput
 from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, serve
 from benchmarks.streaming import first_update
 from benchmarks.telemetry import telemetry_overhead
@@ -132,6 +133,8 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         telemetry_overhead,
         body_cap,
         deadline_overshoot,
+        durable_overhead,
+        worker_throughput,
     ):
         checks.extend(await benchmark(sizes, timings))
     timings["wall_s"] = time.perf_counter() - started

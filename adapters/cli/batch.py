@@ -23,7 +23,8 @@ import attrs
 from adapters.cli.console import Console
 from adapters.cli.failures import describe_failure
 from adapters.cli.files import STDIN, AtomicOutput, InputError, read_text
-from adapters.cli.report import summary_json
+from adapters.cli.parser import PROG
+from adapters.cli.report import summary_json, usage_json
 from adapters.redaction import Redactor
 from adapters.settings import ConfigurationError, Settings
 
@@ -44,8 +45,11 @@ __all__ = [
 EXTENSIONS: Final = (".txt", ".md")
 INDEX: Final = "index.jsonl"
 DEFAULT_DATABASE: Final = ".runs.sqlite"
+NOT_STARTED: Final = "not_started"
+# With a budget, at most this many transcripts per agent.batch_concurrency are queued at a time.
+_BUDGET_WINDOW: Final = 2
 # How often the batch reads which of its workflows have ended (one query for all of them).
-_POLL_SECONDS: Final = 0.05
+_POLL_SECONDS: Final = 0.25
 _EXIT_OK: Final = 0
 _EXIT_FAILED: Final = 1
 _EXIT_USAGE: Final = 2
@@ -142,10 +146,11 @@ def prepare_output(folder: Path) -> Path:
 class _Progress:
     """Progress on stderr: a redrawn bar on a terminal, else one line per finished transcript."""
 
-    def __init__(self, console: Console, total: int, *, terminal: bool) -> None:
+    def __init__(self, console: Console, total: int, *, terminal: bool, totals: Totals) -> None:
         self._console = console
         self._total = total
         self._terminal = terminal
+        self._totals = totals
         self._started = time.monotonic()
         self.counts: dict[str, int] = {}
 
@@ -172,7 +177,13 @@ class _Progress:
         left = self._total - done
         eta = f"ETA {left / rate:.0f} s" if rate > 0 and left else ("done" if not left else "ETA -")
         counts = ", ".join(f"{count} {status}" for status, count in sorted(self.counts.items()))
-        return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self._total} ({counts}) {rate:.1f}/s {eta}"
+        spent = f"{self._totals.tokens:,} tokens, ${self._totals.cost_usd:.4f}"
+        bar = "#" * filled + "." * (width - filled)
+        return f"[{bar}] {done}/{self._total} ({counts}) {rate:.1f}/s {eta}; {spent}"
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{count} {status}" for status, count in sorted(self.counts.items()))
+        return f"{self._total} transcripts: {counts or 'none finished'}"
 
     def close(self) -> None:
         if self._terminal:
@@ -211,6 +222,8 @@ def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Ou
             line["output"] = f"{source.name}.json"
         if outcome is not None and outcome.error is not None:
             line["error"] = outcome.error
+        if outcome is not None and outcome.usage is not None:
+            line["usage"] = dict(outcome.usage)
         lines.append(json.dumps(line, ensure_ascii=False) + "\n")
     with AtomicOutput.open(folder / INDEX) as output:
         output.commit("".join(lines))
@@ -220,7 +233,7 @@ def _exit_code(outcomes: dict[str, Outcome]) -> int:
     statuses = {outcome.status for outcome in outcomes.values()}
     if statuses & {"failed", "error"}:
         return _EXIT_FAILED
-    if "incomplete" in statuses:
+    if statuses & {"incomplete", NOT_STARTED}:
         return _EXIT_INCOMPLETE
     return _EXIT_OK
 
@@ -273,6 +286,7 @@ async def _engine(
         render=summary_json,
         describe=lambda error: describe_failure(error, settings.agent),
         redactor=redactor,
+        spending=lambda run: usage_json(run.usage, len(run.responses)),
     )
     async with container:
         engine = await durable.Engine.launch(engine_settings, runtime)
@@ -294,6 +308,40 @@ def _database_url(args: argparse.Namespace, default: str | None) -> str:
     return checked
 
 
+@attrs.frozen
+class Budget:
+    """What the whole batch may spend (``--max-cost``, ``--max-tokens``); None: no limit."""
+
+    cost_usd: float | None = None
+    tokens: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.cost_usd is not None or self.tokens is not None
+
+    def reached(self, totals: Totals) -> bool:
+        return (self.cost_usd is not None and totals.cost_usd >= self.cost_usd) or (
+            self.tokens is not None and totals.tokens >= self.tokens
+        )
+
+
+@attrs.define
+class Totals:
+    """What the batch's transcripts spent, each transcript counted once (a text under two names once)."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+    requests: int = 0
+
+    def add(self, outcome: Outcome) -> None:
+        usage = outcome.usage or {}
+        self.tokens += int(usage.get("total_tokens") or 0)
+        self.cost_usd += float(usage.get("cost_usd") or 0.0)
+        self.requests += int(usage.get("requests") or 0)
+
+    def line(self) -> str:
+        return f"{self.requests} requests, {self.tokens:,} tokens, ${self.cost_usd:.4f}"
+
+
 async def _batch(
     sources: list[Source],
     folder: Path,
@@ -301,30 +349,47 @@ async def _batch(
     executor_id: str,
     settings: Settings,
     console: Console,
+    budget: Budget,
 ) -> dict[str, Outcome]:
-    progress = _Progress(console, len(sources), terminal=console.stderr.isatty())
+    """Run the batch; every transcript's outcome (``not_started`` for those the budget kept back)."""
+    totals = Totals()
+    progress = _Progress(console, len(sources), terminal=console.stderr.isatty(), totals=totals)
     by_sha: dict[str, list[Source]] = {}
     for source in sources:
         by_sha.setdefault(source.sha256, []).append(source)
     outcomes: dict[str, Outcome] = {}
     _remove_leftovers(folder, sources)
+    # Without a budget all are queued at once; with one, a few at a time, so none starts once it is spent.
+    window = len(by_sha) if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
+    waiting = list(by_sha)
     try:
         async with _engine(settings, database_url, executor_id) as engine:
-            for sha256, same in by_sha.items():
-                await engine.submit(sha256, same[0].text)
-            pending = set(by_sha)
-            while pending:
+            pending: set[str] = set()
+            while waiting or pending:
+                while waiting and len(pending) < window and not budget.reached(totals):
+                    sha256 = waiting.pop(0)
+                    await engine.submit(sha256, by_sha[sha256][0].text)
+                    pending.add(sha256)
+                if not pending:
+                    break  # the budget is spent: what is still waiting is not started
                 ended = await engine.finished(sorted(pending))
                 for sha256, outcome in ended.items():
                     outcomes[sha256] = outcome
+                    totals.add(outcome)
                     for source in by_sha[sha256]:
                         progress.finished(source, outcome, _write_summary(folder, source, outcome))
                 pending -= ended.keys()
-                if pending:
+                if pending and not ended:
                     await asyncio.sleep(_POLL_SECONDS)
+            kept_back = _durable().Outcome(NOT_STARTED, error="not started: the batch's budget was spent")
+            for sha256 in waiting:
+                outcomes[sha256] = kept_back
+                for source in by_sha[sha256]:
+                    progress.finished(source, kept_back, None)
     finally:
         progress.close()
         _write_index(folder, sources, outcomes)
+    console.line(f"{PROG}: {progress.summary()}; spent {totals.line()}")
     return outcomes
 
 
@@ -343,8 +408,9 @@ def batch_command(
     async def session() -> int:
         with endpoint(settings, console) as running:
             try:
+                budget = Budget(cost_usd=args.max_cost, tokens=args.max_tokens)
                 outcomes = await _batch(
-                    sources, folder, database_url, _executor_id(args, "batch"), running, console
+                    sources, folder, database_url, _executor_id(args, "batch"), running, console, budget
                 )
             except ConfigurationError as exc:
                 console.error(str(exc))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, NoReturn
 
@@ -167,6 +167,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse type: a finite number above zero."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (0 < value < float("inf")):
+            raise argparse.ArgumentTypeError(f"expected a number above zero, got {text!r}")
+        return value
+
+    return parse
+
+
 def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     """``batch`` and ``worker``: durable runs on DBOS (the durable extra)."""
     batch = commands.add_parser(
@@ -192,6 +207,18 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="the run database (default sqlite:///DIR/.runs.sqlite; postgresql://... to share)",
     )
     batch.add_argument("--id", metavar="NAME", help="this process's executor id (default batch@HOSTNAME)")
+    batch.add_argument(
+        "--max-cost",
+        type=_positive(float),
+        metavar="USD",
+        help="the batch's budget: once its transcripts have cost this much, no other starts",
+    )
+    batch.add_argument(
+        "--max-tokens",
+        type=_positive(int),
+        metavar="N",
+        help="the same in tokens (input and output) across the batch",
+    )
     _add_global_options(batch, copy=True)
 
     worker = commands.add_parser(

@@ -18,7 +18,7 @@ from dbos import DBOS, DBOSConfig, Queue, Serializer, SetWorkflowID, WorkflowSta
 
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, scrubbed
 from adapters.redaction import Redactor
-from application import MeetingSummary, SummaryAgent
+from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError
 from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse
 
 __all__ = [
@@ -39,10 +39,33 @@ TRANSCRIPTS_QUEUE: Final = "meeting-agents-transcripts"
 REQUESTS_QUEUE: Final = "meeting-agents-requests"
 SUMMARIZE_WORKFLOW: Final = "meeting_agents.summarize"
 REQUEST_WORKFLOW: Final = "meeting_agents.model_request"
-# How often each process looks for queued work. A transcript waits about half of it for a free slot.
-_POLLING_SECONDS: Final = 0.02
+# How often each process looks for queued work (a query each time): a transcript or a rate-limited
+# request waits about half of it for its slot.
+_POLLING_SECONDS: Final = 0.05
 _CONNECT_TIMEOUT_SECONDS: Final = 10
 _SCHEMES: Final = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql"}
+
+
+def _sqlite_engine(url: str) -> sqlalchemy.Engine:
+    """The SQLite engine DBOS would build, in write-ahead-log mode.
+
+    DBOS's own engine keeps SQLite's rollback journal, whose every commit waits for the disk (tens of
+    milliseconds each on a busy machine, and a run commits once per step). In WAL mode with
+    ``synchronous=NORMAL`` a commit survives the process being killed at any point (only a power
+    cut can lose the last ones) and costs a write, not a wait for the disk.
+    """
+    engine = sqlalchemy.create_engine(url)
+
+    @sqlalchemy.event.listens_for(engine, "connect")
+    def configure(connection: Any, _record: Any) -> None:
+        # As DBOS's own engine: writers queue for the lock instead of failing at sqlite3's 5 s default.
+        connection.isolation_level = "IMMEDIATE"
+        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute("PRAGMA foreign_keys=ON")
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+
+    return engine
 
 
 class DatabaseError(ValueError):
@@ -130,11 +153,13 @@ class _RedactingSerializer(Serializer):
 @attrs.frozen
 class Outcome:
     """What one transcript's workflow returns (and DBOS records): ``status`` ``done``, ``incomplete``
-    or ``failed``; the ``--format json`` summary (None when failed); the failure in one line."""
+    or ``failed``; the ``--format json`` summary (None when failed); the failure in one line; what the
+    run spent (the ``usage`` of ``--format json``: requests, tokens, cost), failed runs included."""
 
     status: str
     summary: Mapping[str, Any] | None = None
     error: str | None = None
+    usage: Mapping[str, Any] | None = None
 
 
 @attrs.frozen
@@ -150,6 +175,7 @@ class Runtime:
     render: Callable[[MeetingSummary], Mapping[str, Any]]
     describe: Callable[[ChatError], str]
     redactor: Redactor
+    spending: Callable[[ToolRun], Mapping[str, Any]]
 
 
 _runtime: Runtime | None = None
@@ -170,8 +196,10 @@ async def summarize_transcript(transcript: str) -> Outcome:
     try:
         summary = await runtime.summary_agent().summarize(transcript)
     except ChatError as error:
-        return Outcome("failed", error=runtime.redactor.redact(runtime.describe(error)))
-    return Outcome("done" if summary.complete else "incomplete", summary=runtime.render(summary))
+        spent = runtime.spending(error.run) if isinstance(error, ToolRunError) else None
+        return Outcome("failed", error=runtime.redactor.redact(runtime.describe(error)), usage=spent)
+    status = "done" if summary.complete else "incomplete"
+    return Outcome(status, summary=runtime.render(summary), usage=runtime.spending(summary.run))
 
 
 @DBOS.workflow(name=REQUEST_WORKFLOW)
@@ -210,8 +238,9 @@ class Engine:
     :meth:`launch` must run inside the running event loop, so that the workflows run on it.
     """
 
-    def __init__(self, settings: EngineSettings) -> None:
+    def __init__(self, settings: EngineSettings, database: sqlalchemy.Engine | None = None) -> None:
         self.settings = settings
+        self._database = database
 
     @classmethod
     async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
@@ -229,8 +258,11 @@ class Engine:
             "log_level": "WARNING",
             "notification_listener_polling_interval_sec": 0.1,
         }
+        engine = None
         if url.startswith("postgresql"):
             config["db_engine_kwargs"] = {"connect_args": {"connect_timeout": _CONNECT_TIMEOUT_SECONDS}}
+        else:
+            engine = config["system_database_engine"] = _sqlite_engine(url)
         try:
             DBOS(config=config)
             DBOS.launch()
@@ -241,20 +273,24 @@ class Engine:
                 polling_interval_sec=_POLLING_SECONDS,
                 on_conflict="always_update",
             )
-            _queues[REQUESTS_QUEUE] = await DBOS.register_queue_async(
-                REQUESTS_QUEUE,
-                limiter={"limit": limit, "period": 60.0} if limit is not None else None,
-                polling_interval_sec=_POLLING_SECONDS,
-                on_conflict="always_update",
-            )
+            if limit is not None:
+                # Only then: every queue a process knows is polled, which costs a query each time.
+                _queues[REQUESTS_QUEUE] = await DBOS.register_queue_async(
+                    REQUESTS_QUEUE,
+                    limiter={"limit": limit, "period": 60.0},
+                    polling_interval_sec=_POLLING_SECONDS,
+                    on_conflict="always_update",
+                )
         except Exception as exc:
             DBOS.destroy(destroy_registry=False)
+            if engine is not None:
+                engine.dispose()
             _runtime = None
             _queues.clear()
             raise DatabaseError(
                 f"--db {_shown(url)!r}: cannot be used ({type(exc).__name__}: {_first_line(exc)})"
             ) from None
-        return cls(settings)
+        return cls(settings, engine)
 
     async def submit(self, sha256: str, transcript: str) -> None:
         """Queue ``transcript`` as the workflow ``sha256``; a workflow of that id already there (done,
@@ -280,6 +316,8 @@ class Engine:
         """Stop DBOS; workflows still running stay PENDING and are recovered by the next launch."""
         global _runtime
         DBOS.destroy(destroy_registry=False)
+        if self._database is not None:
+            self._database.dispose()
         _runtime = None
         _queues.clear()
 

@@ -130,6 +130,28 @@ def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path) 
     assert not list(out.glob(".*.tmp"))
 
 
+def test_a_batch_budget_starts_no_transcript_once_it_is_spent(tmp_path: Path) -> None:
+    meetings = {
+        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
+        for number in range(5)
+    }
+    folder = write_transcripts(tmp_path / "in", meetings)
+    out = tmp_path / "out"
+    with CountingGateway() as gateway:
+        # One at a time, two queued at a time: the first to finish spends the budget, the second still runs.
+        environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
+        ran = run_batch("batch", str(folder), "--out", str(out), "--max-tokens", "1", environ=environ)
+    assert ran.code == 3, ran.err
+    lines = index(out)
+    assert [line["status"] for line in lines] == ["done", "done", "not_started", "not_started", "not_started"]
+    assert all("output" not in line for line in lines[2:])
+    assert len(gateway.completed) == 2 * _REQUESTS_PER_TRANSCRIPT
+    spent = sum(line["usage"]["total_tokens"] for line in lines[:2])
+    assert spent > 1
+    assert f"{spent:,} tokens" in ran.err_lines[-1]
+    assert sorted(path.name for path in out.glob("*.json")) == ["meeting-0.json", "meeting-1.json"]
+
+
 @pytest.mark.parametrize(
     ("model", "code", "status"), [("echo-text", 0, "done"), ("echo-failed", 1, "failed")]
 )

@@ -1,0 +1,297 @@
+"""What a batch on DBOS costs: per transcript against plain asyncio, and throughput with 1 and 2 processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import psycopg
+
+from adapters.durable import DurableChat, DurableToolInvoker, Engine, EngineSettings, Outcome, Runtime
+from adapters.offline import OfflineResponsesServer
+from adapters.offline.threaded import Receive, Scope, Send
+from adapters.redaction import Redactor
+from application import MeetingSummary, SummaryAgent
+from benchmarks.harness import Check, Sizes
+from domain import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, TextContent, Usage
+
+__all__ = ["durable_overhead", "worker_throughput"]
+
+LATENCY: Final = 0.05
+"""Seconds per model request: a fast gateway; the engine's cost is what comes on top of it."""
+CONCURRENCY: Final = 4
+_POLL_SECONDS: Final = 0.25  # as the batch command reads which workflows ended
+_PROCESS_TIMEOUT: Final = 300.0
+
+
+class _SlowModel:
+    """A ChatPort answering a summary in two requests of ``LATENCY`` s: the tool calls, then the text."""
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        await asyncio.sleep(LATENCY)
+        if any(message.role == "tool" for message in messages):
+            contents: tuple[Any, ...] = (TextContent("The team agreed to ship on Friday."),)
+            finish: Literal["stop", "tool_calls"] = "stop"
+        else:
+            contents = (
+                FunctionCallContent.parse(call_id="c1", name="list_participants", raw_arguments="{}"),
+                FunctionCallContent.parse(
+                    call_id="c2",
+                    name="record_action_item",
+                    raw_arguments='{"owner": "Ben", "task": "update the changelog", "due": "Thursday"}',
+                ),
+                FunctionCallContent.parse(
+                    call_id="c3", name="record_decision", raw_arguments='{"decision": "Ship on Friday"}'
+                ),
+            )
+            finish = "tool_calls"
+        return ChatResponse(
+            messages=(ChatMessage("assistant", contents),),
+            response_id="resp_bench",
+            model_id="bench",
+            status="completed",
+            finish_reason=finish,
+            usage=Usage(900, 60, 960),
+        )
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> Any:
+        raise NotImplementedError  # the batch reads whole answers
+
+
+def _transcripts(count: int, round_: int) -> list[str]:
+    # New texts every round: a workflow id (the sha256) already done would not run again.
+    return [
+        f"Ana: We decided to ship plan {round_}-{n}.\nBen: I will update the changelog.\n"
+        for n in range(count)
+    ]
+
+
+async def _plain(transcripts: Sequence[str]) -> None:
+    agent = SummaryAgent(_SlowModel())
+    slots = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(text: str) -> MeetingSummary:
+        async with slots:
+            return await agent.summarize(text)
+
+    summaries = await asyncio.gather(*(one(text) for text in transcripts))
+    assert all(summary.action_items for summary in summaries)
+
+
+async def _durable(transcripts: Sequence[str], database: Path) -> None:
+    redactor = Redactor(["sk-bench"])
+    model = _SlowModel()
+    decorators = [DurableToolInvoker.decorator(redactor, rebuild=True)]
+    runtime = Runtime(
+        summary_agent=lambda: SummaryAgent(DurableChat(model, redactor), decorators=decorators),
+        chat=model,
+        render=lambda summary: {"items": len(summary.action_items)},
+        describe=str,
+        redactor=redactor,
+        spending=lambda run: {"requests": len(run.responses)},
+    )
+    settings = EngineSettings(f"sqlite:///{database}", "bench", CONCURRENCY)
+    engine = await Engine.launch(settings, runtime)
+    try:
+        started = time.perf_counter()
+        ids: dict[str, str] = {}
+        for text in transcripts:
+            workflow = f"bench-{database.stem}-{len(ids)}"
+            ids[workflow] = text
+            await engine.submit(workflow, text)
+        ended: dict[str, Outcome] = {}
+        while len(ended) < len(ids):
+            ended |= await engine.finished(sorted(set(ids) - set(ended)))
+            if len(ended) < len(ids):
+                await asyncio.sleep(_POLL_SECONDS)
+        _durable.last_seconds = time.perf_counter() - started  # type: ignore[attr-defined]
+        assert all(outcome.status == "done" for outcome in ended.values()), ended
+    finally:
+        engine.shutdown()
+
+
+async def durable_overhead(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """The same batch (``sizes.batch`` two-request summaries, ``CONCURRENCY`` at once) in plain asyncio and
+    on DBOS with SQLite; wall time (the work waits on the model), the launch not counted."""
+    count = sizes.batch
+    plain: list[float] = []
+    durable: list[float] = []
+    cpu: dict[str, list[float]] = {"plain": [], "durable": []}
+    with tempfile.TemporaryDirectory(prefix="bench-durable-") as folder:
+        for round_ in range(sizes.runs + 1):  # the first round warms up
+            started, started_cpu = time.perf_counter(), time.process_time()
+            await _plain(_transcripts(count, round_))
+            plain_seconds, plain_cpu = time.perf_counter() - started, time.process_time() - started_cpu
+            started_cpu = time.process_time()
+            await _durable(_transcripts(count, round_), Path(folder) / f"round-{round_}.sqlite")
+            if round_:
+                plain.append(plain_seconds)
+                durable.append(_durable.last_seconds)  # type: ignore[attr-defined]
+                cpu["plain"].append(plain_cpu)
+                cpu["durable"].append(time.process_time() - started_cpu)
+    ratios = [d / p for d, p in zip(durable, plain, strict=True)]
+    ratio = statistics.median(durable) / statistics.median(plain)
+    per_transcript = (statistics.median(durable) - statistics.median(plain)) / count * CONCURRENCY
+    timings["durable_overhead"] = {
+        "plain_wall_s": plain,
+        "durable_wall_s": durable,
+        "plain_cpu_s": cpu["plain"],
+        "durable_cpu_s": cpu["durable"],
+        "transcripts": count,
+    }
+    cpu_each = (statistics.median(cpu["durable"]) - statistics.median(cpu["plain"])) / count
+    detail = (
+        f"{count} transcripts, {CONCURRENCY} at once, 2 requests of {LATENCY * 1000:.0f} ms each: "
+        f"plain asyncio {statistics.median(plain):.2f} s, "
+        f"DBOS on SQLite {statistics.median(durable):.2f} s (wall); "
+        f"{per_transcript * 1000:.1f} ms more per transcript in its slot; CPU {cpu_each * 1000:.1f} ms more "
+        "per transcript (launch included)"
+    )
+    spread = f"{min(ratios):.3f}-{max(ratios):.3f}"
+    return [
+        Check(
+            "durable batch / plain asyncio, same concurrency",
+            ratio,
+            "x",
+            "< 1.10",
+            ratio < 1.10,
+            detail,
+            spread,
+        )
+    ]
+
+
+# ---------------------------------------------------------------- throughput across processes
+
+
+class _SlowGateway(OfflineResponsesServer):
+    """The offline stand-in, each answer ``LATENCY`` seconds late."""
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await asyncio.sleep(LATENCY)
+        await super()._serve(scope, receive, send)
+
+
+def _environment(gateway: str) -> dict[str, str]:
+    environ = {name: value for name, value in os.environ.items() if not name.startswith("AGENT_")}
+    return {
+        **environ,
+        "AGENT_BASE_URL": gateway,
+        "AGENT_API_KEY": "sk-bench",
+        "AGENT_MODEL": "offline",
+        "AGENT_BATCH_CONCURRENCY": str(CONCURRENCY),
+    }
+
+
+def _command(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "adapters.cli", *argv]
+
+
+def _ready(worker: subprocess.Popen[bytes]) -> None:
+    assert worker.stderr is not None
+    deadline = time.monotonic() + _PROCESS_TIMEOUT
+    seen = b""
+    while b"taking transcripts" not in seen:
+        assert time.monotonic() < deadline, f"the worker did not start: {seen!r}"
+        ready, _, _ = select.select([worker.stderr], [], [], 1.0)
+        if ready:
+            line = worker.stderr.readline()
+            assert line, f"the worker exited: {seen!r}"
+            seen += line
+
+
+def _span_seconds(database: str) -> float:
+    """From the first transcript's start to the last one's end, as DBOS recorded them."""
+    with psycopg.connect(database, connect_timeout=10) as connection:
+        row = connection.execute(
+            "SELECT min(started_at_epoch_ms), max(updated_at) FROM dbos.workflow_status "
+            "WHERE queue_name = 'meeting-agents-transcripts'"
+        ).fetchone()
+    assert row is not None
+    return float(row[1] - row[0]) / 1000
+
+
+def _throughput(server: str, gateway: str, folder: Path, workers: int, name: str) -> float:
+    from tests.support.postgres import create_database
+
+    database = create_database(server, name)
+    environ = _environment(gateway)
+    helpers = [
+        subprocess.Popen(  # noqa: S603  # our own command
+            _command("worker", "--db", database, "--id", f"{name}-worker-{n}"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=environ,
+        )
+        for n in range(workers - 1)
+    ]
+    try:
+        for helper in helpers:
+            _ready(helper)
+        done = subprocess.run(  # noqa: S603  # our own command
+            _command("batch", str(folder), "--out", str(folder.parent / f"out-{name}"), "--db", database),
+            capture_output=True,
+            env=environ,
+            timeout=_PROCESS_TIMEOUT,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+    finally:
+        for helper in helpers:
+            helper.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                helper.communicate(timeout=60)
+    return len(list(folder.iterdir())) / _span_seconds(database)
+
+
+async def worker_throughput(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """Transcripts per second on a shared Postgres, the batch alone and with one worker beside it."""
+    from tests.support.postgres import postgres_server
+
+    names = itertools.count()
+    rates: dict[int, float] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-workers-") as root,
+        postgres_server() as server,
+        _SlowGateway() as gateway,
+    ):
+        folder = Path(root) / "in"
+        folder.mkdir()
+        for number, text in enumerate(_transcripts(sizes.batch * 2, 0)):
+            (folder / f"meeting-{number}.txt").write_text(text, encoding="utf-8")
+        for workers in (1, 2):
+            rates[workers] = await asyncio.to_thread(
+                _throughput, server, gateway.base_url, folder, workers, f"run_{next(names)}"
+            )
+    timings["durable_throughput"] = {f"{n}_processes_per_s": rate for n, rate in rates.items()}
+    detail = (
+        f"{sizes.batch * 2} transcripts, {CONCURRENCY} at once per process, requests {LATENCY * 1000:.0f} ms "
+        f"(offline stand-in, delayed): 1 process {rates[1]:.1f}/s, 2 processes {rates[2]:.1f}/s, "
+        "from DBOS's own start and end times"
+    )
+    return [
+        Check(
+            "durable throughput, 2 processes / 1 (transcripts per second)",
+            rates[2] / rates[1],
+            "x",
+            "report",
+            None,
+            detail,
+        )
+    ]
