@@ -263,6 +263,9 @@ async def _engine(
     from adapters.container import Container
 
     durable = _durable()
+    # A workflow's steps must come in the same order when it is recovered, so a long meeting's chunks
+    # are summarized one after another (run concurrently, their requests would interleave differently).
+    settings = attrs.evolve(settings, agent=attrs.evolve(settings.agent, chunk_concurrency=1))
     container: Container = Container()
     container.settings.override(providers.Object(settings))
     extra = container.responses_settings().extra_headers.values()
