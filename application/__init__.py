@@ -1,9 +1,19 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
 
+from application.approval import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Decisions,
+    Deny,
+)
 from application.budget import STOP_REASONS, RunBudget, StopReason, estimate_tokens
 from application.chunking import ChunkSettings
 from application.documents import DocumentError, dumps, loads
 from application.events import (
+    ApprovalRequested,
     ChunkFinished,
     RoundFinished,
     RoundStarted,
@@ -16,7 +26,7 @@ from application.grounding import UNGROUNDED, Grounding, UngroundedError
 from application.guard import GuardedToolInvoker
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
 from application.parameters import ParameterError, json_schema_for, not_blank
-from application.run import ToolCallRecord, ToolRun, ToolRunError
+from application.run import RunState, RunStatus, ToolCallRecord, ToolRun, ToolRunError
 from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent, find_participants
 from application.tools import ToolError, ToolRegistry, error_result
 from application.workflow_editor import WorkflowEdit, WorkflowEditorAgent
@@ -26,9 +36,17 @@ __all__ = [
     "STOP_REASONS",
     "UNGROUNDED",
     "ActionItem",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "ApprovalRequested",
+    "Approve",
+    "Approver",
     "ChunkFinished",
     "ChunkSettings",
     "Decision",
+    "Decisions",
+    "Deny",
     "DocumentError",
     "Grounding",
     "GuardedToolInvoker",
@@ -40,6 +58,8 @@ __all__ = [
     "RunBudget",
     "RunEvent",
     "RunFinished",
+    "RunState",
+    "RunStatus",
     "StopReason",
     "SummaryAgent",
     "TextDelta",

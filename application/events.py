@@ -6,10 +6,12 @@ from typing import Generic, TypeAlias, TypeVar
 
 import attrs
 
+from application.approval import ApprovalRequest
 from application.run import ToolCallRecord
 from domain import ChatResponse
 
 __all__ = [
+    "ApprovalRequested",
     "ChunkFinished",
     "RoundFinished",
     "RoundStarted",
@@ -49,6 +51,17 @@ class ToolCallFinished:
 
 
 @attrs.frozen
+class ApprovalRequested:
+    """A call of the model's answer waits for a decision; nothing of that answer runs before it.
+
+    Without an approver the run stops after these (``RunFinished`` carries the paused result);
+    with one, it is asked right after each.
+    """
+
+    request: ApprovalRequest
+
+
+@attrs.frozen
 class RoundFinished:
     """Round ``round`` is over: the model's ``response`` and the records of the calls it answered."""
 
@@ -78,6 +91,12 @@ class RunFinished(Generic[ResultT]):
 
 
 RunEvent: TypeAlias = (
-    RoundStarted | TextDelta | ToolCallFinished | RoundFinished | ChunkFinished | RunFinished[ResultT]
+    RoundStarted
+    | TextDelta
+    | ToolCallFinished
+    | ApprovalRequested
+    | RoundFinished
+    | ChunkFinished
+    | RunFinished[ResultT]
 )
 """One event of a run: ``RunEvent[ToolRun]`` from the loop, ``RunEvent[MeetingSummary]`` from a pipeline."""

@@ -24,7 +24,8 @@ _WHY: Final[Mapping[ParseErrorKind, str]] = types.MappingProxyType(
 )
 
 
-def _parsed(call: FunctionCallContent) -> FunctionCallContent:
+def parsed(call: FunctionCallContent) -> FunctionCallContent:
+    """``call`` with its arguments parsed (a call built without :meth:`FunctionCallContent.parse`)."""
     if call.parse_error is None and call.arguments is None:
         return FunctionCallContent.parse(
             call_id=call.call_id, name=call.name, raw_arguments=call.raw_arguments, item_id=call.item_id
@@ -56,7 +57,7 @@ class GuardedToolInvoker:
         return self._refused
 
     async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
-        call = _parsed(call)
+        call = parsed(call)
         if call.parse_error is not None:
             self._refused = self._refused | {call.call_id}
             where = call.parse_error.position

@@ -4,15 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import TypeAlias
 
 import attrs
 
+from application.approval import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    DecidedCalls,
+    Decisions,
+    Deny,
+    checked_decisions,
+)
 from application.budget import RunBudget, Spending, StopReason
-from application.events import RoundFinished, RoundStarted, RunEvent, RunFinished, TextDelta, ToolCallFinished
-from application.guard import GuardedToolInvoker
-from application.run import ToolCallRecord, ToolRun, ToolRunError
+from application.events import (
+    ApprovalRequested,
+    RoundFinished,
+    RoundStarted,
+    RunEvent,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+)
+from application.guard import GuardedToolInvoker, parsed
+from application.run import RunState, ToolCallRecord, ToolRun, ToolRunError
 from application.tools import DUPLICATE_CALL_ID, error_result
 from domain import (
     ChatError,
@@ -81,6 +100,17 @@ class ToolLoop:
 
     :meth:`run_events` is the same run reported as it goes (see :mod:`application.events`); both
     share one core, so a run's :class:`ToolRun` is the same whichever way it was asked for.
+
+    Approval: when the tools handed in implement ``needs_approval(call)`` (an
+    :class:`application.ApprovalPolicy`, as :class:`ToolRegistry` does) and an answer calls a tool
+    that needs it, no call of that answer runs before every such call is decided. The guard still
+    answers the answer's malformed calls first (they need no approval), and a repeated call id is
+    still ``duplicate_call_id``. With an ``approver``, the loop asks it for each held call, in call
+    order, then goes on. Without one, the run stops: its :class:`ToolRun` has ``status ==
+    "awaiting_approval"``, ``pending`` and ``state``, and :meth:`resume` goes on from that state as
+    if the run had never stopped. Approved calls run through the chain; a denied call goes through
+    it too (so decorators see it) but is answered ``approval_denied`` under the guard, never
+    reaching the tools. What an approver raises ends the run.
     """
 
     def __init__(
@@ -88,10 +118,13 @@ class ToolLoop:
         chat: ChatPort,
         settings: LoopSettings | None = None,
         decorators: Sequence[ToolInvokerDecorator] = (),
+        *,
+        approver: Approver | None = None,
     ) -> None:
         self._chat = chat
         self._settings = settings or LoopSettings()
         self._decorators = tuple(decorators)
+        self._approver = approver
 
     @property
     def settings(self) -> LoopSettings:
@@ -128,7 +161,32 @@ class ToolLoop:
         order they finish). Leaving the iteration early (``aclose()``, or cancelling the task) closes
         the model's stream, cancels the calls in flight and starts no other tool.
         """
-        run = self._start(messages, options, invoker)
+        async with contextlib.aclosing(self._events(self._start(messages, options, invoker))) as events:
+            async for event in events:
+                yield event
+
+    async def resume(self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort) -> ToolRun:
+        """Go on with a run that stopped for approval, as if it had never stopped; a new ``ToolRun``.
+
+        ``decisions`` holds one :class:`Approve` or :class:`Deny` per pending call id; a missing,
+        unknown or repeated id raises ``ValueError`` before anything runs. ``invoker`` runs the tools,
+        as in :meth:`run`. ``state`` is left as it was: a host keeps the state it resumed from as
+        spent, since resuming it again would run the approved calls again.
+        """
+        run = self._resumed(state, decisions, invoker)
+        async with contextlib.aclosing(run.rounds(stream=False)) as rounds:
+            async for _ in rounds:
+                pass
+        return run.result()
+
+    def resume_events(
+        self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort
+    ) -> AsyncGenerator[RunEvent[ToolRun], None]:
+        """:meth:`resume` as events, as :meth:`run_events` reports a run; the decisions are checked
+        (``ValueError``) at once, before the first event is asked for."""
+        return self._events(self._resumed(state, decisions, invoker))
+
+    async def _events(self, run: _Run) -> AsyncGenerator[RunEvent[ToolRun], None]:
         async with contextlib.aclosing(run.rounds(stream=True)) as rounds:
             async for event in rounds:
                 yield event
@@ -137,11 +195,46 @@ class ToolLoop:
     def _start(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None, invoker: ToolInvokerPort
     ) -> _Run:
-        guard = GuardedToolInvoker(invoker)
+        decided = DecidedCalls(invoker)
+        guard = GuardedToolInvoker(decided)
         chain: ToolInvokerPort = guard
         for decorate in self._decorators:
             chain = decorate(chain)
-        return _Run(self._chat, self._settings, guard, chain, tuple(messages), options or ChatOptions())
+        policy = invoker if isinstance(invoker, ApprovalPolicy) else None
+        return _Run(
+            self._chat,
+            self._settings,
+            _Chain(guard, decided, chain, policy),
+            tuple(messages),
+            options or ChatOptions(),
+            self._approver,
+        )
+
+    def _resumed(self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort) -> _Run:
+        decided = checked_decisions((request.call_id for request in state.pending), decisions)
+        run = self._start(state.messages, state.options, invoker)
+        run.restore(state, decided)
+        return run
+
+
+@attrs.frozen
+class _Chain:
+    """One run's tool chain: the guard, the denials under it, the whole chain, the approval policy."""
+
+    guard: GuardedToolInvoker
+    decided: DecidedCalls
+    invoke: ToolInvokerPort
+    policy: ApprovalPolicy | None
+
+
+@attrs.define
+class _Round:
+    """The model's answer being answered: per call position, the records made so far and the calls left."""
+
+    response: ChatResponse
+    calls: tuple[FunctionCallContent, ...]
+    answered: dict[int, ToolCallRecord]
+    left: dict[int, FunctionCallContent]
 
 
 class _Run:
@@ -151,32 +244,64 @@ class _Run:
         self,
         chat: ChatPort,
         settings: LoopSettings,
-        guard: GuardedToolInvoker,
-        chain: ToolInvokerPort,
+        chain: _Chain,
         messages: tuple[ChatMessage, ...],
         options: ChatOptions,
+        approver: Approver | None,
     ) -> None:
         self.chat = chat
         self.settings = settings
-        self.guard = guard
         self.chain = chain
         self.messages = messages
         self.options = options
+        self.approver = approver
         self.produced: list[ChatMessage] = []
         self.responses: list[ChatResponse] = []
         self.records: list[ToolCallRecord] = []
         self.answered: set[str] = set()
         self.iterations = 0
+        self.consecutive_errors = 0
+        self.offer_tools = bool(options.tools)
         self.spending = Spending.start(settings.run_budget, settings.run_deadline_seconds)
         self.stop_reason: StopReason | None = None
+        # Set when the run stops for approval; the run is then over.
+        self.state: RunState | None = None
+        # A resumed run's held answer, finished before the next request.
+        self.resuming: _Round | None = None
+
+    def restore(self, state: RunState, decisions: Mapping[str, ApprovalDecision]) -> None:
+        """Take up ``state``'s run where it stopped, its held answer decided by ``decisions``.
+
+        The budget counts what the run spent before it stopped; its deadline counts the time the run
+        worked, not the time it waited: what was left at the pause is left again now.
+        """
+        self.produced = list(state.produced)
+        self.responses = list(state.responses)
+        self.records = list(state.tool_calls)
+        self.answered = set(state.answered)
+        self.iterations = state.iterations
+        self.consecutive_errors = state.consecutive_errors
+        self.stop_reason = state.stop_reason
+        self.spending = _spent(self.settings, state)
+        response = state.responses[-1]
+        # Only the calls the budget admitted are the held answer's; the rest were never answered.
+        calls = response.function_calls[: len(state.held)]
+        answered = {position: record for position, record in enumerate(state.held) if record is not None}
+        left = {position: call for position, call in enumerate(calls) if position not in answered}
+        self.resuming = _Round(response, calls, answered, left)
+        self._decide(decisions)
 
     def result(self) -> ToolRun:
+        records = tuple(self.records)
+        if self.state is not None:
+            records += tuple(record for record in self.state.held if record is not None)
         return ToolRun(
             tuple(self.produced),
             tuple(self.responses),
-            tuple(self.records),
+            records,
             self.iterations,
             stop_reason=self.stop_reason,
+            state=self.state,
         )
 
     def _within_budget(self, request: ChatOptions) -> ChatOptions | None:
@@ -210,14 +335,17 @@ class _Run:
             self.spending.answered(partial.usage, len(self.messages) + len(self.produced))
         return True
 
-    async def rounds(
-        self, *, stream: bool
-    ) -> AsyncGenerator[RoundStarted | TextDelta | ToolCallFinished | RoundFinished, None]:
-        consecutive_errors = 0
-        offer_tools = bool(self.options.tools)
+    async def rounds(self, *, stream: bool) -> AsyncGenerator[_LoopEvent, None]:
+        if self.resuming is not None:
+            decided, self.resuming = self.resuming, None
+            async with contextlib.aclosing(self._finish(decided)) as events:
+                async for event in events:
+                    yield event
+            if self.stop_reason is not None:
+                return
         while True:
             request = attrs.evolve(self.options, initiator="agent" if self.responses else "user")
-            if not offer_tools:
+            if not self.offer_tools:
                 request = attrs.evolve(request, tools=(), tool_choice=None)
             budgeted = self._within_budget(request)
             if budgeted is None:
@@ -235,29 +363,129 @@ class _Run:
             self.spending.answered(response.usage, len(self.messages) + len(self.produced))
             calls = response.function_calls
             # Calls made when no tools were offered are left unanswered, as the last answer.
-            if not calls or not offer_tools:
+            if not calls or not self.offer_tools:
                 yield RoundFinished(len(self.responses), response, ())
                 return
-            answered: dict[int, ToolCallRecord] = {}
-            async with contextlib.aclosing(self._answer(calls)) as answers:
-                async for position, record in answers:
-                    answered[position] = record
-                    yield ToolCallFinished(record)
-            records = tuple(answered[position] for position in sorted(answered))
-            if records:
-                self.produced.append(ChatMessage("tool", tuple(record.result for record in records)))
-            self.records.extend(records)
-            self.iterations += 1
-            yield RoundFinished(len(self.responses), response, records)
+            answering = self._open(response, calls)
+            for record in answering.answered.values():
+                yield ToolCallFinished(record)
+            waiting = [position for position, call in answering.left.items() if self._needs_approval(call)]
+            if waiting:
+                async with contextlib.aclosing(self._hold(answering, waiting)) as events:
+                    async for event in events:
+                        yield event
+                if self.state is not None:
+                    return
+            async with contextlib.aclosing(self._finish(answering)) as events:
+                async for event in events:
+                    yield event
             if self.stop_reason is not None:
                 return
-            consecutive_errors = consecutive_errors + 1 if any(r.result.is_error for r in records) else 0
-            settings = self.settings
-            if (
-                self.iterations >= settings.max_tool_iterations
-                or consecutive_errors >= settings.max_consecutive_tool_errors
-            ):
-                offer_tools = False
+
+    def _open(self, response: ChatResponse, calls: tuple[FunctionCallContent, ...]) -> _Round:
+        """The answer's calls to answer: a call id already answered is answered at once, not run again.
+
+        The budget admits calls in the model's order; the first it cannot answer ends the run, so
+        the round holds only the calls before it.
+        """
+        answering = _Round(response, (), {}, {})
+        admitted: list[FunctionCallContent] = []
+        for position, call in enumerate(calls):
+            self.stop_reason = self.spending.before_tool_call()
+            if self.stop_reason is not None:
+                break
+            self.spending.tool_calls += 1
+            admitted.append(call)
+            if call.call_id in self.answered:
+                answering.answered[position] = ToolCallRecord(call, _duplicate(call), guarded=True)
+            else:
+                self.answered.add(call.call_id)
+                answering.left[position] = call
+        answering.calls = tuple(admitted)
+        return answering
+
+    def _needs_approval(self, call: FunctionCallContent) -> bool:
+        policy = self.chain.policy
+        if policy is None:
+            return False
+        call = parsed(call)
+        if not call.is_valid:
+            return False  # the guard answers it; it never runs
+        try:
+            return policy.needs_approval(call)
+        except Exception:
+            return True  # a policy that cannot say lets nothing run unasked
+
+    async def _hold(self, answering: _Round, held: Sequence[int]) -> AsyncGenerator[_LoopEvent, None]:
+        """Answer the malformed calls, then ask for the held ones: of the approver, or by stopping."""
+        malformed = {position: call for position, call in answering.left.items() if not parsed(call).is_valid}
+        async with contextlib.aclosing(self._invoke(malformed)) as answers:
+            async for position, record in answers:
+                answering.answered[position] = record
+                del answering.left[position]
+                yield ToolCallFinished(record)
+        requests = []
+        for position in held:
+            call = parsed(answering.left[position])
+            requests.append(ApprovalRequest(call.call_id, call.name, call.arguments or {}))
+        if self.approver is None:
+            for request in requests:
+                yield ApprovalRequested(request)
+            self.state = self._paused(answering, tuple(requests))
+            return
+        decisions: dict[str, ApprovalDecision] = {}
+        for request in requests:
+            yield ApprovalRequested(request)
+            decision = await self.approver(request)
+            if not isinstance(decision, Approve | Deny):
+                raise TypeError(f"the approver answered a {type(decision).__name__}, not Approve() or Deny()")
+            decisions[request.call_id] = decision
+        self._decide(decisions)
+
+    def _decide(self, decisions: Mapping[str, ApprovalDecision]) -> None:
+        for call_id, decision in decisions.items():
+            if isinstance(decision, Deny):
+                self.chain.decided.deny(call_id, decision.reason)
+
+    def _paused(self, answering: _Round, pending: tuple[ApprovalRequest, ...]) -> RunState:
+        return RunState(
+            messages=self.messages,
+            options=self.options,
+            produced=tuple(self.produced),
+            responses=tuple(self.responses),
+            tool_calls=tuple(self.records),
+            held=tuple(answering.answered.get(position) for position in range(len(answering.calls))),
+            pending=pending,
+            answered=tuple(sorted(self.answered)),
+            iterations=self.iterations,
+            consecutive_errors=self.consecutive_errors,
+            stop_reason=self.stop_reason,
+            seconds_left=self.spending.seconds_left(),
+        )
+
+    async def _finish(self, answering: _Round) -> AsyncGenerator[_LoopEvent, None]:
+        """Answer the calls left, then close the round: one ``tool`` message, in call order."""
+        async with contextlib.aclosing(self._invoke(answering.left)) as answers:
+            async for position, record in answers:
+                answering.answered[position] = record
+                yield ToolCallFinished(record)
+        # In call order; a deadline that came first leaves the calls after it unanswered.
+        records = tuple(answering.answered[position] for position in sorted(answering.answered))
+        if records:
+            self.produced.append(ChatMessage("tool", tuple(record.result for record in records)))
+        self.records.extend(records)
+        self.iterations += 1
+        yield RoundFinished(len(self.responses), answering.response, records)
+        if self.stop_reason is not None:
+            return
+        errors = any(record.result.is_error for record in records)
+        self.consecutive_errors = self.consecutive_errors + 1 if errors else 0
+        settings = self.settings
+        if (
+            self.iterations >= settings.max_tool_iterations
+            or self.consecutive_errors >= settings.max_consecutive_tool_errors
+        ):
+            self.offer_tools = False
 
     async def _ask(
         self, request: ChatOptions, answer: _Answer, *, stream: bool
@@ -299,31 +527,20 @@ class _Run:
         left = self.spending.seconds_left()
         return None if left is None else max(left, 0.0) + _DEADLINE_GRACE_SECONDS
 
-    async def _answer(
-        self, calls: Sequence[FunctionCallContent]
+    async def _invoke(
+        self, calls: Mapping[int, FunctionCallContent]
     ) -> AsyncGenerator[tuple[int, ToolCallRecord], None]:
-        """Each call's position and record, as it is answered; a call id already answered is not run again."""
-        first: dict[int, FunctionCallContent] = {}
+        """Each call's position and record, as it is answered through the chain (until the deadline)."""
+        chain = self.chain.invoke
         spending = self.spending
-        for position, call in enumerate(calls):
-            # The budget admits calls in the model's order; the first it cannot answer ends the run.
-            self.stop_reason = spending.before_tool_call()
-            if self.stop_reason is not None:
-                break
-            spending.tool_calls += 1
-            if call.call_id in self.answered:
-                yield position, ToolCallRecord(call, _duplicate(call), guarded=True)
-            else:
-                self.answered.add(call.call_id)
-                first[position] = call
-        if not (self.settings.concurrent_tool_calls and len(first) > 1):
-            for position, call in first.items():
+        if not (self.settings.concurrent_tool_calls and len(calls) > 1):
+            for position, call in calls.items():
                 if spending.out_of_time():
                     self.stop_reason = "deadline"
                     return
                 try:
                     async with asyncio.timeout(spending.seconds_left()):
-                        result = await self.chain.invoke(call)
+                        result = await chain.invoke(call)
                 except TimeoutError:
                     if not spending.out_of_time():
                         raise
@@ -331,7 +548,7 @@ class _Run:
                     return
                 yield position, self._record(call, result)
             return
-        tasks = {asyncio.ensure_future(self.chain.invoke(call)): position for position, call in first.items()}
+        tasks = {asyncio.ensure_future(chain.invoke(call)): position for position, call in calls.items()}
         try:
             pending = set(tasks)
             while pending:
@@ -344,7 +561,7 @@ class _Run:
                     return
                 for task in sorted(done, key=tasks.__getitem__):
                     position = tasks[task]
-                    yield position, self._record(first[position], task.result())
+                    yield position, self._record(calls[position], task.result())
         finally:
             # Abandoned, or a decorator raised: no call of this round outlives it.
             for task in tasks:
@@ -355,10 +572,24 @@ class _Run:
         # The guard holds the tools to the call's id already; a decorator outside it might not.
         if result.call_id != call.call_id:
             result = attrs.evolve(result, call_id=call.call_id)
-        return ToolCallRecord(call, result, guarded=call.call_id in self.guard.refused)
+        return ToolCallRecord(call, result, guarded=call.call_id in self.chain.guard.refused)
+
+
+_LoopEvent: TypeAlias = RoundStarted | TextDelta | ToolCallFinished | ApprovalRequested | RoundFinished
 
 
 _DEADLINE_GRACE_SECONDS = 0.5
+
+
+def _spent(settings: LoopSettings, state: RunState) -> Spending:
+    """What the paused run had spent, against the resuming loop's budget; its deadline what was left."""
+    left = state.seconds_left if state.seconds_left is not None else settings.run_deadline_seconds
+    spending = Spending.start(settings.run_budget, left)
+    for response in state.responses:
+        spending.answered(response.usage, 0)
+    spending.last_length = len(state.messages) + len(state.produced)
+    spending.tool_calls = len(state.tool_calls) + len(state.held)
+    return spending
 
 
 class _Answer:

@@ -8,9 +8,10 @@ from typing import TypeVar
 
 import attrs
 
+from application.approval import Approver, Decisions
 from application.events import RunEvent, RunFinished
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
-from application.run import ToolRun
+from application.run import RunState, ToolRun
 from application.tools import ToolRegistry
 from domain import ChatMessage, ChatOptions, ChatPort
 
@@ -24,9 +25,9 @@ class ToolPipeline:
 
     ``options`` are the base request options (model, reasoning, ...); a pipeline sets the
     instructions and the tools itself. ``decorators`` wrap the tool-invoker chain as in
-    :class:`ToolLoop`. A failed request raises a :class:`ToolRunError` of the adapter error's class.
-    Each pipeline offers its run whole and as events (``RunEvent``, ending with ``RunFinished``
-    whose ``result`` is what the whole call returns).
+    :class:`ToolLoop`, and ``approver`` decides held calls as there. A failed request raises a
+    :class:`ToolRunError` of the adapter error's class. Each pipeline offers its run whole and as
+    events (``RunEvent``, ending with ``RunFinished`` whose ``result`` is what the whole call returns).
     """
 
     def __init__(
@@ -36,8 +37,9 @@ class ToolPipeline:
         *,
         options: ChatOptions | None = None,
         decorators: Sequence[ToolInvokerDecorator] = (),
+        approver: Approver | None = None,
     ) -> None:
-        self._loop = ToolLoop(chat, settings, decorators)
+        self._loop = ToolLoop(chat, settings, decorators, approver=approver)
         self._options = options or ChatOptions()
 
     @property
@@ -48,12 +50,30 @@ class ToolPipeline:
         options = attrs.evolve(self._options, instructions=instructions, tools=registry.specs)
         return await self._loop.run((ChatMessage.user(prompt),), options, registry)
 
-    async def _run_events(
+    async def _resume(self, state: RunState, decisions: Decisions, registry: ToolRegistry) -> ToolRun:
+        return await self._loop.resume(state, decisions, registry)
+
+    def _resume_events(
+        self,
+        state: RunState,
+        decisions: Decisions,
+        registry: ToolRegistry,
+        finish: Callable[[ToolRun], ResultT],
+    ) -> AsyncGenerator[RunEvent[ResultT], None]:
+        """The loop's events for a resumed run, its ``RunFinished`` carrying ``finish(run)`` instead."""
+        return self._finished(self._loop.resume_events(state, decisions, registry), finish)
+
+    def _run_events(
         self, prompt: str, instructions: str, registry: ToolRegistry, finish: Callable[[ToolRun], ResultT]
     ) -> AsyncGenerator[RunEvent[ResultT], None]:
         """The loop's events for one run, its ``RunFinished`` carrying ``finish(run)`` instead."""
         options = attrs.evolve(self._options, instructions=instructions, tools=registry.specs)
-        loop_events = self._loop.run_events((ChatMessage.user(prompt),), options, registry)
+        return self._finished(self._loop.run_events((ChatMessage.user(prompt),), options, registry), finish)
+
+    @staticmethod
+    async def _finished(
+        loop_events: AsyncGenerator[RunEvent[ToolRun], None], finish: Callable[[ToolRun], ResultT]
+    ) -> AsyncGenerator[RunEvent[ResultT], None]:
         # Closing this generator closes the loop's at once, so an abandoned run starts no further tool.
         async with contextlib.aclosing(loop_events) as events:
             async for event in events:

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar, Unpack
+from typing import Any, ClassVar, Literal, TypeAlias, Unpack
 
 import attrs
 
+from application.approval import ApprovalRequest
 from application.budget import StopReason
 from domain import (
     ChatError,
     ChatMessage,
+    ChatOptions,
     ChatResponse,
     ErrorContext,
     FunctionCallContent,
     FunctionResultContent,
     Usage,
+    Workflow,
 )
 
-__all__ = ["ToolCallRecord", "ToolRun", "ToolRunError"]
+__all__ = ["RunState", "RunStatus", "ToolCallRecord", "ToolRun", "ToolRunError"]
+
+RunStatus: TypeAlias = Literal["done", "awaiting_approval"]
 
 
 @attrs.frozen
@@ -36,6 +41,43 @@ class ToolCallRecord:
     guarded: bool
 
 
+@attrs.frozen
+class RunState:
+    """Everything a run paused for approval needs to go on, in this process or another one.
+
+    A plain value (``application.dumps``/``loads`` round-trip it): the conversation the run was
+    handed (``messages``) with its ``options``, what the run added so far (``produced``, ending with
+    the held answer), the model's ``responses`` (the held answer last), the records of the rounds
+    already over (``tool_calls``), the held answer's calls (``held``: per call, in call order, the
+    record of a call answered before the pause, e.g. refused by the guard, or None for a call still
+    to be answered), the calls waiting for a decision (``pending``), the call ids already answered or
+    held (``answered``, so a resumed run still answers a repeated id ``duplicate_call_id``), the
+    run's counters (rounds, consecutive error rounds; ``stop_reason`` when the budget admitted only
+    the held calls, so the resumed run ends after them; ``seconds_left`` of its deadline: the time
+    waiting for a decision does not count), and the pipeline it belongs to (``pipeline``:
+    ``"workflow_editor"``, or None for a host's own tools) with that pipeline's own state
+    (``workflow``: the editor's copy as edited so far).
+
+    Resuming never changes a state, so a state resumed twice would run its approved calls twice: a
+    host keeps the state it resumed from as spent.
+    """
+
+    messages: tuple[ChatMessage, ...]
+    options: ChatOptions
+    produced: tuple[ChatMessage, ...]
+    responses: tuple[ChatResponse, ...]
+    tool_calls: tuple[ToolCallRecord, ...]
+    held: tuple[ToolCallRecord | None, ...]
+    pending: tuple[ApprovalRequest, ...]
+    answered: tuple[str, ...]
+    iterations: int
+    consecutive_errors: int
+    stop_reason: StopReason | None = None
+    seconds_left: float | None = None
+    pipeline: str | None = None
+    workflow: Workflow | None = None
+
+
 _NO_ANSWER = ChatResponse()
 
 
@@ -50,6 +92,10 @@ class ToolRun:
     ``stop_reason`` is None for a run that went to its final answer, else the limit of its budget
     (``budget.requests``, ``budget.input_tokens``, ...) or ``deadline`` that ended it early, with
     what it had (see :mod:`application.budget`).
+
+    A run that stopped for approval has ``state`` (a :class:`RunState`): its ``status`` is then
+    ``"awaiting_approval"`` and ``pending`` lists the calls waiting for a decision; its last
+    answer's calls have no ``tool`` message yet, and ``tool_calls`` holds only the calls answered.
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -57,6 +103,17 @@ class ToolRun:
     tool_calls: tuple[ToolCallRecord, ...] = ()
     iterations: int = 0
     stop_reason: StopReason | None = None
+    state: RunState | None = None
+
+    @property
+    def status(self) -> RunStatus:
+        """``"awaiting_approval"`` when the run stopped for approval, ``"done"`` otherwise."""
+        return "done" if self.state is None else "awaiting_approval"
+
+    @property
+    def pending(self) -> tuple[ApprovalRequest, ...]:
+        """The calls waiting for a decision (empty unless the run stopped for approval)."""
+        return () if self.state is None else self.state.pending
 
     @property
     def complete(self) -> bool:

@@ -46,11 +46,16 @@ class ToolError(Exception):
         self.message = message
 
 
+NeedsApproval = bool | Callable[..., bool]
+"""``True``, or a predicate over the tool's typed parameter object (nothing for a tool without one)."""
+
+
 @attrs.frozen
 class _Tool:
     spec: ToolSpec
     function: Callable[..., object]
     params: type | None
+    needs_approval: NeedsApproval = False
 
 
 def _params_class(function: Callable[..., object], params: type | None) -> type | None:
@@ -115,8 +120,13 @@ class ToolRegistry:
         description: str | None = None,
         params: type | None = None,
         strict: bool = True,
+        needs_approval: NeedsApproval = False,
     ) -> None:
-        """Register ``function``; its name and description default to its own name and docstring."""
+        """Register ``function``; its name and description default to its own name and docstring.
+
+        ``needs_approval``: ``True``, or a callable over the typed parameter object returning whether
+        this call must be approved before it runs (see :meth:`needs_approval`).
+        """
         tool_name = name or function.__name__
         if tool_name in self._tools:
             raise ValueError(f"a tool named {tool_name!r} is already registered")
@@ -125,7 +135,7 @@ class ToolRegistry:
         spec = ToolSpec(tool_name, _description(function, description), strict=strict)
         if schema is not None:
             spec = attrs.evolve(spec, parameters=schema)
-        self._tools[tool_name] = _Tool(spec, function, params_class)
+        self._tools[tool_name] = _Tool(spec, function, params_class, needs_approval)
 
     def tool(
         self,
@@ -134,11 +144,19 @@ class ToolRegistry:
         description: str | None = None,
         params: type | None = None,
         strict: bool = True,
+        needs_approval: NeedsApproval = False,
     ) -> Callable[[F], F]:
         """Decorator form of :meth:`add`; returns the function unchanged."""
 
         def register(function: F) -> F:
-            self.add(function, name=name, description=description, params=params, strict=strict)
+            self.add(
+                function,
+                name=name,
+                description=description,
+                params=params,
+                strict=strict,
+                needs_approval=needs_approval,
+            )
             return function
 
         return register
@@ -147,6 +165,25 @@ class ToolRegistry:
     def specs(self) -> tuple[ToolSpec, ...]:
         """The tools to offer to the model, in registration order."""
         return tuple(tool.spec for tool in self._tools.values())
+
+    def needs_approval(self, call: FunctionCallContent) -> bool:
+        """Whether ``call`` must be approved before it runs (``application.ApprovalPolicy``).
+
+        False for an unknown tool and for arguments that do not fit the parameters (neither would
+        run: each is answered with its error). A predicate that raises holds the call, to be safe.
+        """
+        tool = self._tools.get(call.name)
+        if tool is None or tool.needs_approval is False:
+            return False
+        arguments = self._arguments(call, tool)
+        if isinstance(arguments, FunctionResultContent):
+            return False
+        if tool.needs_approval is True:
+            return True
+        try:
+            return bool(tool.needs_approval(*arguments))
+        except Exception:
+            return True
 
     async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
         tool = self._tools.get(call.name)

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Final
 
 import attrs
 
+from application.approval import ApprovalRequest, Approver, Decisions
 from application.budget import StopReason
 from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
+from application.loop import LoopSettings, ToolInvokerDecorator
 from application.parameters import not_blank
 from application.pipeline import ToolPipeline
-from application.run import ToolCallRecord, ToolRun
+from application.run import RunState, RunStatus, ToolCallRecord, ToolRun
 from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
-from domain import UnknownStepError, Usage, Workflow, WorkflowStep
+from domain import ChatOptions, ChatPort, UnknownStepError, Usage, Workflow, WorkflowStep
 
-__all__ = ["WorkflowEdit", "WorkflowEditorAgent"]
+__all__ = ["WORKFLOW_EDITOR", "WORKFLOW_TOOLS", "WorkflowEdit", "WorkflowEditorAgent"]
+
+# The name a paused run's state gives its pipeline, so that only this pipeline resumes it.
+WORKFLOW_EDITOR: Final = "workflow_editor"
+WORKFLOW_TOOLS: Final = ("list_steps", "add_step", "remove_step", "rename_step", "move_step")
+DEFAULT_APPROVAL_REQUIRED: Final = ("remove_step",)
 
 # ---------------------------------------------------------------- instructions
 INSTRUCTIONS: Final = f"""\
@@ -57,6 +64,10 @@ class WorkflowEdit:
     ``complete`` is False when the model's final answer was cut short (``status == "incomplete"``)
     or the run stopped at its budget or deadline (``stop_reason``): the edits made before it still
     stand, but the model may not have made them all. ``usage`` is the whole run's.
+
+    An edit that stopped for approval has ``status == "awaiting_approval"``, the calls waiting in
+    ``pending`` and what :meth:`WorkflowEditorAgent.resume` goes on from in ``state``; its
+    ``workflow`` is then the copy as edited so far, unchanged by the held calls.
     """
 
     workflow: Workflow
@@ -70,6 +81,21 @@ class WorkflowEdit:
     def usage(self) -> Usage | None:
         """The tokens and cost of the whole run (every request summed), or None when none was reported."""
         return self.run.usage
+
+    @property
+    def status(self) -> RunStatus:
+        """``"awaiting_approval"`` when the run stopped for approval, ``"done"`` otherwise."""
+        return self.run.status
+
+    @property
+    def pending(self) -> tuple[ApprovalRequest, ...]:
+        """The calls waiting for a decision."""
+        return self.run.pending
+
+    @property
+    def state(self) -> RunState | None:
+        """The paused run, for :meth:`WorkflowEditorAgent.resume`; None unless ``status`` says it waits."""
+        return self.run.state
 
 
 # ---------------------------------------------------------------- tools
@@ -123,17 +149,17 @@ def _unknown_step() -> ToolError:
     return ToolError("unknown_step", "No step has that id. Call list_steps to see the step ids.")
 
 
-def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
+def _workflow_tools(draft: _Draft, *, detailed_errors: bool, approval: frozenset[str]) -> ToolRegistry:
     # The tools are synchronous on purpose: even under concurrent invocation each one runs to the
     # end without yielding, so the edits of one response apply in the order the model wrote them.
     registry = ToolRegistry(detailed_errors=detailed_errors)
 
-    @registry.tool()
+    @registry.tool(needs_approval="list_steps" in approval)
     def list_steps() -> dict[str, object]:
         """List the workflow's steps in order, with their ids, names and kinds."""
         return {"name": draft.workflow.name, "steps": _steps(draft.workflow)}
 
-    @registry.tool()
+    @registry.tool(needs_approval="add_step" in approval)
     def add_step(params: AddStep) -> dict[str, object]:
         """Add a step after the given step, or at the end; answers with the new step."""
         try:
@@ -142,7 +168,7 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
             raise _unknown_step() from None
         return {"added": _step(step), "position": draft.workflow.index_of(step.id) + 1}
 
-    @registry.tool()
+    @registry.tool(needs_approval="remove_step" in approval)
     def remove_step(params: RemoveStep) -> dict[str, object]:
         """Remove a step."""
         try:
@@ -151,7 +177,7 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
             raise _unknown_step() from None
         return {"removed": params.step_id, "steps": _steps(draft.workflow)}
 
-    @registry.tool()
+    @registry.tool(needs_approval="rename_step" in approval)
     def rename_step(params: RenameStep) -> dict[str, object]:
         """Give a step a new name."""
         try:
@@ -160,7 +186,7 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
             raise _unknown_step() from None
         return {"renamed": _step(draft.workflow.step(params.step_id))}
 
-    @registry.tool()
+    @registry.tool(needs_approval="move_step" in approval)
     def move_step(params: MoveStep) -> dict[str, object]:
         """Move a step to a 1-based position."""
         try:
@@ -178,14 +204,69 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool) -> ToolRegistry:
 class WorkflowEditorAgent(ToolPipeline):
     """Edits a copy of a workflow as instructed; every tool call goes through :class:`GuardedToolInvoker`.
 
-    ``WorkflowEditorAgent(chat, settings=None, *, options=None, decorators=())``; see :class:`ToolPipeline`.
+    ``WorkflowEditorAgent(chat, settings=None, *, options=None, decorators=(), approver=None,
+    approval_required_tools=("remove_step",))``; see :class:`ToolPipeline`. A call of a tool named
+    in ``approval_required_tools`` (``()`` for none) waits for approval: the ``approver``'s when
+    there is one, else the edit stops (``status == "awaiting_approval"``) and :meth:`resume` goes on.
     """
+
+    def __init__(
+        self,
+        chat: ChatPort,
+        settings: LoopSettings | None = None,
+        *,
+        options: ChatOptions | None = None,
+        decorators: Sequence[ToolInvokerDecorator] = (),
+        approver: Approver | None = None,
+        approval_required_tools: Sequence[str] = DEFAULT_APPROVAL_REQUIRED,
+    ) -> None:
+        super().__init__(chat, settings, options=options, decorators=decorators, approver=approver)
+        if isinstance(approval_required_tools, str):
+            raise TypeError("approval_required_tools: a sequence of tool names, not one string")
+        unknown = sorted(set(approval_required_tools) - set(WORKFLOW_TOOLS))
+        if unknown:
+            raise ValueError(
+                f"approval_required_tools: no tool named {', '.join(map(repr, unknown))}; "
+                f"the tools are {', '.join(WORKFLOW_TOOLS)}"
+            )
+        self._approval = frozenset(approval_required_tools)
+
+    def _tools(self, draft: _Draft) -> ToolRegistry:
+        return _workflow_tools(
+            draft, detailed_errors=self.settings.detailed_tool_errors, approval=self._approval
+        )
 
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
         draft = _Draft(workflow)
-        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_tool_errors)
-        run = await self._run(instruction_message(workflow, instruction), INSTRUCTIONS, registry)
+        run = await self._run(instruction_message(workflow, instruction), INSTRUCTIONS, self._tools(draft))
         return _edit(draft, run)
+
+    async def resume(self, state: RunState, decisions: Decisions) -> WorkflowEdit:
+        """Go on with an edit that stopped for approval (``edit.state``), as if it had never stopped.
+
+        ``decisions`` maps each pending call id to ``Approve()`` or ``Deny(reason)``; a missing,
+        unknown or repeated id raises ``ValueError`` before anything runs, as does a state that is
+        not a paused workflow edit. The state is left as it was: keep it as spent once resumed.
+        """
+        draft = self._draft_of(state)
+        return _edit(draft, await self._resume(state, decisions, self._tools(draft)))
+
+    def resume_events(
+        self, state: RunState, decisions: Decisions
+    ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
+        """:meth:`resume` as it runs, reported as :meth:`edit_events` reports an edit; the state and
+        the decisions are checked (``ValueError``) at once."""
+        draft = self._draft_of(state)
+        return self._resume_events(state, decisions, self._tools(draft), lambda run: _edit(draft, run))
+
+    @staticmethod
+    def _draft_of(state: RunState) -> _Draft:
+        if state.pipeline != WORKFLOW_EDITOR or state.workflow is None:
+            raise ValueError(
+                f"the state is not a paused workflow edit (its pipeline is {state.pipeline!r}); "
+                "resume it with the pipeline that paused it"
+            )
+        return _Draft(state.workflow)
 
     def edit_events(
         self, workflow: Workflow, instruction: str
@@ -197,13 +278,20 @@ class WorkflowEditorAgent(ToolPipeline):
         stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
         """
         draft = _Draft(workflow)
-        registry = _workflow_tools(draft, detailed_errors=self.settings.detailed_tool_errors)
         return self._run_events(
-            instruction_message(workflow, instruction), INSTRUCTIONS, registry, lambda run: _edit(draft, run)
+            instruction_message(workflow, instruction),
+            INSTRUCTIONS,
+            self._tools(draft),
+            lambda run: _edit(draft, run),
         )
 
 
 def _edit(draft: _Draft, run: ToolRun) -> WorkflowEdit:
+    if run.state is not None:
+        # The paused run names this pipeline and keeps the copy as edited so far, to go on from.
+        run = attrs.evolve(
+            run, state=attrs.evolve(run.state, pipeline=WORKFLOW_EDITOR, workflow=draft.workflow)
+        )
     return WorkflowEdit(
         workflow=draft.workflow,
         text=run.text,

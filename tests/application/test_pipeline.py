@@ -91,7 +91,9 @@ async def test_an_abandoned_edit_runs_no_further_tool() -> None:
         ScriptedTurn(calls=(("c3", "remove_step", '{"step_id": "build"}'),)),
         ScriptedTurn(text="Removed both."),
     )
-    agent = WorkflowEditorAgent(chat, LoopSettings(concurrent_tool_calls=False), decorators=(seen,))
+    agent = WorkflowEditorAgent(
+        chat, LoopSettings(concurrent_tool_calls=False), decorators=(seen,), approval_required_tools=()
+    )
     await leave_at(agent.edit_events(RELEASE, "remove everything"), ToolCallFinished)
 
     assert [c.name for c in seen.calls] == ["list_steps"]

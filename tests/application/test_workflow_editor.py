@@ -61,7 +61,7 @@ async def test_edits_apply_exactly_the_well_formed_calls_and_every_call_is_answe
     chat, ids = planned_chat(turns)
     settings = LoopSettings(max_consecutive_tool_errors=len(turns) + 1, concurrent_tool_calls=concurrent)
 
-    edit = await WorkflowEditorAgent(chat, settings).edit(workflow, "edit it")
+    edit = await WorkflowEditorAgent(chat, settings, approval_required_tools=()).edit(workflow, "edit it")
 
     expected = workflow
     planned = [call for turn in turns for call in turn]
@@ -106,7 +106,9 @@ async def test_an_edit_session_changes_a_copy_and_reports_each_step() -> None:
         ScriptedTurn(text="Added a staged rollout, renamed publishing, moved the freeze last."),
     )
 
-    edit = await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "Add a staged rollout after build")
+    edit = await WorkflowEditorAgent(chat, LoopSettings(), approval_required_tools=()).edit(
+        RELEASE, "Add a staged rollout after build"
+    )
 
     assert edit.workflow == Workflow(
         "release",
@@ -165,7 +167,7 @@ async def test_an_unknown_step_is_an_error_result_not_an_exception(
         ScriptedTurn(calls=(("c1", name, json.dumps(arguments)),)), ScriptedTurn(text="sorry")
     )
 
-    edit = await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "do it")
+    edit = await WorkflowEditorAgent(chat, LoopSettings(), approval_required_tools=()).edit(RELEASE, "do it")
 
     (record,) = edit.tool_calls
     assert record.result == FunctionResultContent(
@@ -179,7 +181,9 @@ async def test_an_unknown_step_is_an_error_result_not_an_exception(
 async def test_the_request_carries_the_workflow_the_instruction_and_the_five_tools() -> None:
     chat = ScriptedChat(ScriptedTurn(text="Nothing to do."))
 
-    edit = await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "Rename Build to Compile")
+    edit = await WorkflowEditorAgent(chat, LoopSettings(), approval_required_tools=()).edit(
+        RELEASE, "Rename Build to Compile"
+    )
 
     (request,) = chat.requests
     assert request.options is not None
@@ -209,7 +213,9 @@ async def test_a_failed_request_raises_with_the_run_so_far() -> None:
         ResponseFailedError("overloaded", code="server_error"),
     )
     with pytest.raises(ResponseFailedError) as caught:
-        await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "remove build")
+        await WorkflowEditorAgent(chat, LoopSettings(), approval_required_tools=()).edit(
+            RELEASE, "remove build"
+        )
     assert isinstance(caught.value, ToolRunError)
     assert caught.value.run.responses[0].function_calls[0].call_id == "c1"
 
@@ -223,7 +229,9 @@ async def test_an_edit_is_complete_unless_the_final_answer_is_incomplete(status:
     )
     chat = ScriptedChat(ScriptedTurn(calls=(("c1", "remove_step", '{"step_id": "build"}'),)), final)
 
-    edit = await WorkflowEditorAgent(chat, LoopSettings()).edit(RELEASE, "remove build")
+    edit = await WorkflowEditorAgent(chat, LoopSettings(), approval_required_tools=()).edit(
+        RELEASE, "remove build"
+    )
 
     assert edit.complete is (status != "incomplete")
     assert edit.text == "Removed the bu"
