@@ -24,6 +24,7 @@ from adapters.telemetry import (
     instrument_http_client,
 )
 from application import (
+    Approver,
     ChunkSettings,
     LoopSettings,
     SummaryAgent,
@@ -179,6 +180,7 @@ class _Traced(Protocol[_TracedPipeline]):
         model: str,
         options: ChatOptions | None,
         decorators: Sequence[ToolInvokerDecorator],
+        **pipeline: Any,
     ) -> _TracedPipeline: ...
 
 
@@ -192,13 +194,21 @@ def _pipeline(
     telemetry: Telemetry | None,
     model: str,
     options: ChatOptions | None = None,
+    **pipeline: Any,
 ) -> _Pipeline:
+    """``plain`` or, with telemetry, ``traced``; ``pipeline`` holds the pipeline's own arguments."""
     if telemetry is None:
-        return plain(chat, settings, options=options, decorators=decorators)
+        return plain(chat, settings, options=options, decorators=decorators, **pipeline)
     # A run's model is the one its options ask for, when they name one.
     run_model = options.model if options is not None and options.model else model
     return traced(
-        chat, settings, options=options, decorators=decorators, telemetry=telemetry, model=run_model
+        chat,
+        settings,
+        options=options,
+        decorators=decorators,
+        telemetry=telemetry,
+        model=run_model,
+        **pipeline,
     )
 
 
@@ -233,6 +243,10 @@ def _summary_agent(
     )
     agent.chunking = chunking
     return agent
+
+
+def _approval_required_tools(settings: Settings) -> tuple[str, ...]:
+    return settings.agent.approval_required_tools
 
 
 class _Lifecycle:
@@ -283,6 +297,11 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     overriding ``chat`` swaps the whole chain. ``await container.tool_loop().run(messages, options,
     tools)`` runs a host's own tools (an :class:`application.ToolRegistry`, say) through the same
     chains and guard as the pipelines and returns an :class:`application.ToolRun`.
+
+    Approval: ``approver`` (default none) is an async callable ``ApprovalRequest -> Approve | Deny``
+    that ``tool_loop`` and ``workflow_editor_agent`` ask about each call needing approval, instead of
+    stopping the run (``status == "awaiting_approval"``, then ``resume``). The workflow editor's
+    tools that need it are ``agent.approval_required_tools`` (default ``["remove_step"]``).
 
     Telemetry (``agent.telemetry``, on by default): ``summary_agent``, ``workflow_editor_agent`` and
     ``tool_loop`` talk through ``traced_chat`` and ``traced_tool_invoker_decorators``, the two chains
@@ -337,10 +356,17 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         _traced_tool_decorators, tool_invoker_decorators, telemetry
     )
 
+    # Approval: None, or an async callable ApprovalRequest -> Approve | Deny asked instead of pausing.
+    approver: providers.Object[Approver | None] = providers.Object(None)
+
     # Pipelines
     loop_settings = providers.Callable(_loop_settings, settings)
     tool_loop = providers.Factory(
-        ToolLoop, chat=traced_chat, settings=loop_settings, decorators=traced_tool_invoker_decorators
+        ToolLoop,
+        chat=traced_chat,
+        settings=loop_settings,
+        decorators=traced_tool_invoker_decorators,
+        approver=approver,
     )
     chunk_settings = providers.Callable(_chunk_settings, settings)
     summary_agent = providers.Factory(
@@ -361,4 +387,6 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         decorators=traced_tool_invoker_decorators,
         telemetry=telemetry,
         model=model,
+        approver=approver,
+        approval_required_tools=providers.Callable(_approval_required_tools, settings),
     )

@@ -16,6 +16,7 @@ import cattrs
 import yaml
 
 from application.budget import RunBudget
+from application.workflow_editor import WORKFLOW_TOOLS
 from domain.options import ReasoningEffort, ReasoningSummary
 
 __all__ = [
@@ -126,6 +127,8 @@ class AgentSettings:
     """A transcript longer than this is summarized in overlapping chunks split at speaker turns."""
     chunk_concurrency: int = 4
     """How many chunks of a long meeting are summarized at once."""
+    approval_required_tools: tuple[str, ...] = ("remove_step",)
+    """The workflow editor's tools whose calls wait for approval; ``[]`` (env: empty) for none."""
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -163,6 +166,12 @@ class AgentSettings:
             )
         if self.base_url is not None:
             _check_base_url(self.base_url)
+        unknown = [name for name in self.approval_required_tools if name not in WORKFLOW_TOOLS]
+        if unknown:
+            raise ConfigurationError(
+                f"agent.approval_required_tools: no workflow tool named {unknown[0]!r}; "
+                f"the tools are {', '.join(WORKFLOW_TOOLS)}"
+            )
 
 
 def _check_base_url(url: str) -> None:
@@ -217,6 +226,15 @@ def _build_converter() -> cattrs.Converter:
             raise ValueError(f"expected a finite number, got {value!r}")
         return number
 
+    def structure_names(value: object, _: type) -> tuple[str, ...]:
+        # From the environment a comma-separated string (empty for none); from a file a list.
+        if isinstance(value, str):
+            names = value.strip().removeprefix("[").removesuffix("]")
+            return tuple(name.strip() for name in names.split(",") if name.strip())
+        if not isinstance(value, list | tuple):
+            raise TypeError("expected a list of names")
+        return tuple(structure_str(name, str) for name in value)
+
     converter.register_structure_hook(int, structure_int)
     converter.register_structure_hook(float, structure_float)
 
@@ -245,6 +263,7 @@ def _build_converter() -> cattrs.Converter:
             raise _SectionError(f"agent.{exc}") from None
 
     converter.register_structure_hook(RunBudget, structure_budget)
+    converter.register_structure_hook_func(lambda tp: tp == tuple[str, ...], structure_names)
     return converter
 
 
@@ -272,6 +291,8 @@ def _expected(name: str, exc: BaseException) -> str:
         return "a whole number"
     if float in (field_type, *typing.get_args(field_type)):
         return "a finite number"
+    if typing.get_origin(field_type) is tuple:
+        return "a list of names"
     return "a string"
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import attrs
 
+from adapters.cli.approval import TerminalApprover, fixed_approver
 from adapters.cli.console import Console
 from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
 from adapters.cli.files import AtomicOutput, InputError, read_text
@@ -39,6 +40,7 @@ from adapters.settings import (
     resolve_settings,
 )
 from application import (
+    Approver,
     MeetingSummary,
     RunEvent,
     RunFinished,
@@ -71,6 +73,7 @@ __all__ = [
     "EXIT_NOT_CARRIED_OUT",
     "EXIT_OK",
     "EXIT_USAGE",
+    "EXIT_WAITING",
     "main",
 ]
 
@@ -79,6 +82,7 @@ EXIT_MODEL_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_INCOMPLETE: Final = 3
 EXIT_NOT_CARRIED_OUT: Final = 4
+EXIT_WAITING: Final = 5
 EXIT_INTERRUPTED: Final = 130
 
 # The offline stand-in accepts any key; the SDK insists on one.
@@ -246,6 +250,7 @@ async def _run(
     settings: Settings,
     live: LiveRun,
     recorder: SpanTreeRecorder | None = None,
+    approver: Approver | None = None,
 ) -> MeetingSummary | WorkflowEdit:
     """One run through the container's pipeline, each event shown by ``live``; the run's result."""
     # Imported only now: the SDK and the container take seconds to import on a busy machine, and
@@ -262,6 +267,8 @@ async def _run(
     if recorder is not None:
         container.tracer_provider.override(providers.Object(recorder.tracer_provider))
         container.meter_provider.override(providers.Object(recorder.meter_provider))
+    if approver is not None:
+        container.approver.override(providers.Object(approver))
     async with container:
         run: AsyncGenerator[RunEvent[MeetingSummary | WorkflowEdit], None]
         if command == "summarize":
@@ -320,6 +327,8 @@ def _finish(
         else:
             console.result(edit_text(work.workflow, result))
     console.info("\n" + usage_line(result.usage, len(result.run.responses)))
+    if isinstance(result, WorkflowEdit) and result.pending:
+        return _waiting(result, work, console)
     if isinstance(result, MeetingSummary) and result.failed_chunks:
         missing = ", ".join(f"lines {first}-{last}" for first, last in result.failed_chunks)
         console.error(f"part of the meeting could not be summarized ({missing}); the rest is printed")
@@ -342,6 +351,29 @@ def _finish(
                 return EXIT_USAGE
             console.info(f"Wrote the edited workflow to {work.output.target}")
     return EXIT_OK
+
+
+def _waiting(edit: WorkflowEdit, work: _Work, console: Console) -> int:
+    """Say that the edit waits for approval, and how to go on: exit code 5."""
+    count = len(edit.pending)
+    ids = ", ".join(request.call_id for request in edit.pending)
+    unwritten = "; --output not written" if work.output is not None else ""
+    console.error(
+        f"the edit waits for approval of {count} call{'s' if count != 1 else ''} ({ids}){unwritten}; "
+        "run it on a terminal to be asked, or again with --approve all or --approve none"
+    )
+    return EXIT_WAITING
+
+
+def _approver(args: argparse.Namespace, work: _Work, console: Console, live: LiveRun) -> Approver | None:
+    """Who decides the edits that wait for approval: --approve, the person at the terminal, or nobody."""
+    if args.command != "edit-workflow":
+        return None
+    if args.approve is not None:
+        return fixed_approver(args.approve)
+    if sys.stdin is not None and sys.stdin.isatty() and console.stderr.isatty():
+        return TerminalApprover(console, live, sys.stdin, work.workflow)
+    return None
 
 
 def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, str]) -> int:
@@ -390,9 +422,10 @@ async def _session(
                 stream=args.stream,
                 max_retries=running.agent.max_retries,
             )
+            approver = _approver(args, work, console, live)
             try:
                 async with live:
-                    result = await _run(args.command, work, running, live, recorder)
+                    result = await _run(args.command, work, running, live, recorder, approver)
             except ChatError as exc:
                 console.error(describe_failure(exc, running.agent))
                 console.details(failure_details(exc))

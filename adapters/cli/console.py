@@ -92,6 +92,13 @@ class Console:
             self.stderr.write(self.redact(text) + "\n")
             self.stderr.flush()
 
+    def ask(self, question: str) -> None:
+        """A question on stderr, the live line erased first; the answer is typed after it, on its line."""
+        with self._lock:
+            self.clear_status()
+            self.stderr.write(self.redact(question))
+            self.stderr.flush()
+
     def error(self, text: str) -> None:
         self.line(f"{PROG}: error: {' '.join(text.split())}")
 

@@ -10,6 +10,8 @@ from typing import Final, NoReturn
 
 from adapters.offline import SCENARIOS
 
+APPROVE_CHOICES: Final = ("all", "none")
+
 __all__ = ["FORMATS", "CommandLineError", "parse_arguments", "program_version"]
 
 PROG: Final = "meeting-agents"
@@ -34,6 +36,8 @@ Exit codes:
   3    the model's answer was incomplete: what arrived is printed, stderr says so
   4    edit-workflow: the instruction was not carried out and the workflow is unchanged; stderr
        says why (no such step, several steps match, the model's edits all failed, nothing understood)
+  5    edit-workflow: the run waits for approval of an edit (remove_step by default): not on a
+       terminal and no --approve all|none
   130  interrupted (Ctrl-C)
 
 Without agent.base_url (env AGENT_BASE_URL) the command starts a built-in OFFLINE stand-in:
@@ -147,8 +151,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Edit a workflow (JSON: {name, steps: [{id, name, kind}]}) as a plain instruction says.",
         epilog=(
             "Exit codes: 0 done, 1 model or gateway failed, 2 bad input, 3 incomplete answer, "
-            "4 instruction not carried out (workflow unchanged; stderr says why), 130 Ctrl-C.\n"
-            "--output is written only on exit code 0."
+            "4 instruction not carried out (workflow unchanged; stderr says why), 5 waiting for "
+            "approval, 130 Ctrl-C.\n"
+            "--output is written only on exit code 0.\n"
+            "Edits of the tools in agent.approval_required_tools (remove_step by default) wait for "
+            "approval: on a terminal the command asks (default No); --approve all or --approve none "
+            "decides without asking; otherwise the command stops with exit code 5."
         ),
     )
     edit.add_argument("workflow", metavar="WORKFLOW_JSON", help="the workflow file; - reads stdin")
@@ -161,6 +169,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     edit.add_argument(
         "--force", action="store_true", help="allow --output to replace the WORKFLOW_JSON file itself"
+    )
+    edit.add_argument(
+        "--approve",
+        choices=APPROVE_CHOICES,
+        help="decide the edits that wait for approval without asking: all run, or none does",
     )
     _add_global_options(edit, copy=True)
     _add_batch_commands(commands)

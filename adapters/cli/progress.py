@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Final
 
@@ -152,6 +152,7 @@ class LiveRun:
         self._watcher = _AttemptWatcher(self._attempt_failed)
         self._ticker: asyncio.Task[None] | None = None
         self._saved_level = logging.NOTSET
+        self._paused = False
 
     def observe(self, event: RunEvent[object]) -> None:
         self.progress.observe(event)
@@ -168,7 +169,21 @@ class LiveRun:
         self.progress.attempt_failed(attempt, why)
         self._redraw()
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No live line for the block (a question on the terminal is waiting for its answer)."""
+        self._paused = True
+        self._console.clear_status()
+        if self.streams_text:
+            self.text.end_line()
+        try:
+            yield
+        finally:
+            self._paused = False
+
     def _redraw(self) -> None:
+        if self._paused:
+            return
         if self._showing_progress and not (self._text_on_terminal and self.text.line_open):
             self._console.status(self.progress.line())
 

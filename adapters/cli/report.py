@@ -7,7 +7,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from application import UNGROUNDED, MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_to_json
+from adapters.cli.approval import describe_request
+from application import (
+    UNGROUNDED,
+    ApprovalRequest,
+    MeetingSummary,
+    ToolCallRecord,
+    WorkflowEdit,
+    workflow_to_json,
+)
 from domain import Usage, Workflow
 
 __all__ = [
@@ -48,6 +56,13 @@ def _tool_calls_json(records: Sequence[ToolCallRecord]) -> list[dict[str, Any]]:
     ]
 
 
+def _pending_json(pending: Sequence[ApprovalRequest]) -> list[dict[str, Any]]:
+    return [
+        {"call_id": request.call_id, "name": request.name, "arguments": dict(request.arguments)}
+        for request in pending
+    ]
+
+
 def summary_json(summary: MeetingSummary) -> dict[str, Any]:
     return {
         "text": summary.text,
@@ -63,6 +78,8 @@ def summary_json(summary: MeetingSummary) -> dict[str, Any]:
         "tool_calls": _tool_calls_json(summary.tool_calls),
         "stop_reason": summary.stop_reason,
         "usage": usage_json(summary.usage, len(summary.run.responses)),
+        "status": summary.run.status,
+        "pending": _pending_json(summary.run.pending),
     }
 
 
@@ -86,6 +103,8 @@ def edit_json(edit: WorkflowEdit) -> dict[str, Any]:
         "tool_calls": _tool_calls_json(edit.tool_calls),
         "stop_reason": edit.stop_reason,
         "usage": usage_json(edit.usage, len(edit.run.responses)),
+        "status": edit.status,
+        "pending": _pending_json(edit.pending),
     }
 
 
@@ -264,4 +283,9 @@ def edit_details(before: Workflow, edit: WorkflowEdit) -> str:
             if not line.startswith("?")
         ]
     lines += ["", *_tool_lines(edit.tool_calls)]
+    if edit.pending:
+        lines += ["", f"Waiting for approval ({len(edit.pending)})"]
+        lines += [
+            f"  [{request.call_id}] {describe_request(request, edit.workflow)}" for request in edit.pending
+        ]
     return "\n".join(lines) + "\n"

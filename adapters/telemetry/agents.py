@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from opentelemetry import context, trace
 from opentelemetry.util.types import AttributeValue
@@ -14,10 +14,12 @@ from adapters.telemetry import conventions as c
 from adapters.telemetry.instruments import Telemetry
 from adapters.telemetry.tools import error_code
 from application import (
+    Decisions,
     LoopSettings,
     MeetingSummary,
     RunEvent,
     RunFinished,
+    RunState,
     SummaryAgent,
     ToolInvokerDecorator,
     ToolRun,
@@ -121,8 +123,9 @@ class _Traced(ToolPipeline):
         model: str,
         options: ChatOptions | None = None,
         decorators: Sequence[ToolInvokerDecorator] = (),
+        **pipeline: Any,
     ) -> None:
-        super().__init__(chat, settings, options=options, decorators=decorators)
+        super().__init__(chat, settings, options=options, decorators=decorators, **pipeline)
         self._telemetry = telemetry
         self._model = model
 
@@ -274,6 +277,18 @@ class InstrumentedWorkflowEditorAgent(_Traced, WorkflowEditorAgent):
         self, workflow: Workflow, instruction: str
     ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
         return self._traced_events(super().edit_events(workflow, instruction), _run_of_edit)
+
+    async def resume(self, state: RunState, decisions: Decisions) -> WorkflowEdit:
+        # A resumed edit is a run of its own: its span holds the calls decided and what follows.
+        with self._agent_run() as run:
+            edited = await super().resume(state, decisions)
+            run.finished(edited.run)
+        return edited
+
+    def resume_events(
+        self, state: RunState, decisions: Decisions
+    ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
+        return self._traced_events(super().resume_events(state, decisions), _run_of_edit)
 
 
 def _run_of_summary(summary: MeetingSummary) -> ToolRun:

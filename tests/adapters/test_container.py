@@ -23,6 +23,9 @@ from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.settings import ConfigurationError, load_config_file
 from adapters.telemetry import InstrumentedChat, InstrumentedSummaryAgent, InstrumentedWorkflowEditorAgent
 from application import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
     Decision,
     RunFinished,
     SummaryAgent,
@@ -586,3 +589,32 @@ async def test_a_pipeline_built_with_its_own_options_runs_them_and_its_span_name
     assert [span.name for span in otel.named("chat ")] == (
         ["chat gpt-per-run"] * 2 if telemetry == "true" else []
     )
+
+
+async def test_the_approver_and_the_tools_needing_approval_reach_the_workflow_editor(
+    container: Container,
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return Approve()
+
+    workflow = Workflow("w", (WorkflowStep("s1", "Build", "task"), WorkflowStep("s2", "Ship", "deploy")))
+    turns = (
+        ScriptedTurn(calls=(("m1", "move_step", '{"step_id": "s2", "position": 1}'),)),
+        ScriptedTurn(text="Moved."),
+    )
+    container.config.from_dict({"agent": {"approval_required_tools": ["move_step"]}})
+    with container.chat.override(ScriptedChat(*turns)):
+        paused = await container.workflow_editor_agent().edit(workflow, "move Ship to position 1")
+    with (
+        container.chat.override(ScriptedChat(*turns)),
+        container.approver.override(providers.Object(approver)),
+    ):
+        edit = await container.workflow_editor_agent().edit(workflow, "move Ship to position 1")
+
+    assert [request.call_id for request in paused.pending] == ["m1"]
+    assert [request.call_id for request in asked] == ["m1"]
+    assert edit.status == "done"
+    assert [step.id for step in edit.workflow.steps] == ["s2", "s1"]

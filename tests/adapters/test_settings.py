@@ -87,6 +87,14 @@ def test_environment_values_are_typed() -> None:
         ({"agent": {"modle": "x"}}, "agent.modle: unknown key"),
         ({"agnet": {}}, "agnet: unknown section"),
         ({"agent": "x"}, "agent: expected a mapping"),
+        (
+            {"agent": {"approval_required_tools": 3}},
+            "agent.approval_required_tools: expected a list of names",
+        ),
+        (
+            {"agent": {"approval_required_tools": ["remove_step", "drop_table"]}},
+            "agent.approval_required_tools: no workflow tool named 'drop_table'; the tools are list_steps,",
+        ),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_key(config: dict[str, object], message: str) -> None:
@@ -253,3 +261,20 @@ def test_the_numeric_keys_include_the_new_limits() -> None:
     assert {"deadline_seconds", "timeout_seconds", "max_output_items", "max_transcript_bytes"} <= set(
         NUMERIC_KEYS
     )
+
+
+@pytest.mark.parametrize(
+    ("environ", "config", "expected"),
+    [
+        ({}, {}, ("remove_step",)),
+        ({"AGENT_APPROVAL_REQUIRED_TOOLS": ""}, {}, ()),
+        ({"AGENT_APPROVAL_REQUIRED_TOOLS": "[]"}, {}, ()),
+        ({"AGENT_APPROVAL_REQUIRED_TOOLS": "remove_step, move_step"}, {}, ("remove_step", "move_step")),
+        ({}, {"agent": {"approval_required_tools": []}}, ()),
+        ({}, {"agent": {"approval_required_tools": ["rename_step"]}}, ("rename_step",)),
+    ],
+)
+def test_the_tools_that_need_approval(
+    environ: dict[str, str], config: dict[str, object], expected: tuple[str, ...]
+) -> None:
+    assert resolve_settings(config, environ).agent.approval_required_tools == expected

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import (
+    ApprovalDecision,
     ApprovalPolicy,
     ApprovalRequest,
     ApprovalRequested,
     Approve,
-    Decision,
     Deny,
     LoopSettings,
     RoundStarted,
@@ -86,7 +86,7 @@ class Planned:
     call_id: str
     name: str
     raw: str
-    decision: Decision
+    decision: ApprovalDecision
 
 
 @st.composite
@@ -104,7 +104,7 @@ def answers(draw: st.DrawFn) -> list[list[Planned]]:
                 ids.append(call_id)
             name = draw(st.sampled_from(["free", "held", "even"]))
             raw = draw(st.sampled_from([args(index, call_id), MALFORMED]))
-            decisions: list[Decision] = [Approve(), Deny(), Deny(reason="not today")]
+            decisions: list[ApprovalDecision] = [Approve(), Deny(), Deny(reason="not today")]
             decision = draw(st.sampled_from(decisions))
             calls.append(Planned(call_id, name, raw, decision))
         turns.append(calls)
@@ -118,9 +118,9 @@ def script(turns: Sequence[Sequence[Planned]]) -> ScriptedChat:
     )
 
 
-def plan_of(turns: Sequence[Sequence[Planned]]) -> dict[str, Decision]:
+def plan_of(turns: Sequence[Sequence[Planned]]) -> dict[str, ApprovalDecision]:
     # A repeated id is never held; the first occurrence's decision is the one asked for.
-    plan: dict[str, Decision] = {}
+    plan: dict[str, ApprovalDecision] = {}
     for calls in turns:
         for planned in calls:
             plan.setdefault(planned.call_id, planned.decision)
@@ -128,11 +128,11 @@ def plan_of(turns: Sequence[Sequence[Planned]]) -> dict[str, Decision]:
 
 
 async def approved_by(
-    plan: Mapping[str, Decision], turns: Sequence[Sequence[Planned]], concurrent: bool
+    plan: Mapping[str, ApprovalDecision], turns: Sequence[Sequence[Planned]], concurrent: bool
 ) -> tuple[ToolRun, ScriptedChat, Tools]:
     tools = Tools()
 
-    async def approver(request: ApprovalRequest) -> Decision:
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
         tools.log.append(("asked", request.call_id))
         return plan[request.call_id]
 
@@ -142,7 +142,7 @@ async def approved_by(
 
 
 async def paused_and_resumed(
-    plan: Mapping[str, Decision], turns: Sequence[Sequence[Planned]], concurrent: bool
+    plan: Mapping[str, ApprovalDecision], turns: Sequence[Sequence[Planned]], concurrent: bool
 ) -> tuple[ToolRun, ScriptedChat, Tools, list[ToolRun]]:
     tools = Tools()
     chat = script(turns)
@@ -267,7 +267,7 @@ async def test_resuming_goes_on_as_if_the_run_had_never_stopped() -> None:
     loop = ToolLoop(chat)
     paused = await loop.run(USER, options(), tools.registry)
     assert paused.state is not None
-    decisions: dict[str, Decision] = {"b": Approve(), "c": Deny(reason="room 3 is booked")}
+    decisions: dict[str, ApprovalDecision] = {"b": Approve(), "c": Deny(reason="room 3 is booked")}
     run = await loop.resume(paused.state, decisions, tools.registry)
 
     assert run.status == "done"
@@ -352,7 +352,7 @@ async def test_a_decision_that_is_neither_approve_nor_deny_is_refused() -> None:
 
 
 async def test_an_approver_that_answers_something_else_ends_the_run() -> None:
-    async def approver(request: ApprovalRequest) -> Decision:
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
         return "yes"  # type: ignore[return-value]  # a host's mistake, on purpose
 
     tools = Tools()
@@ -434,7 +434,7 @@ async def test_paused_then_resumed_events_are_the_events_of_a_run_with_an_approv
         ScriptedTurn(text="ok"),
     ]
 
-    async def approve(request: ApprovalRequest) -> Decision:
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
         return Deny()
 
     asked = [
@@ -524,7 +524,7 @@ async def test_remove_step_waits_for_approval_and_the_edit_shows_the_workflow_un
     [(Approve(), ("s1",), None), (Deny(reason="keep it"), ("s1", "s3"), "approval_denied")],
 )
 async def test_a_resumed_edit_applies_the_decision(
-    decision: Decision, steps: tuple[str, ...], error: str | None
+    decision: ApprovalDecision, steps: tuple[str, ...], error: str | None
 ) -> None:
     paused = await WorkflowEditorAgent(removal_then()).edit(RELEASE, "rename Build and remove Deploy")
     assert paused.state is not None
@@ -544,7 +544,7 @@ async def test_a_resumed_edit_applies_the_decision(
 async def test_an_approver_decides_at_once_and_the_edit_never_stops() -> None:
     asked: list[ApprovalRequest] = []
 
-    async def approver(request: ApprovalRequest) -> Decision:
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request)
         return Approve()
 

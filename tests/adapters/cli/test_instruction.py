@@ -17,7 +17,7 @@ RELEASE = workflow_from_json(
 
 
 async def edit_with(*turns: ScriptedTurn, instruction: str) -> WorkflowEdit:
-    agent = WorkflowEditorAgent(ScriptedChat(*turns))
+    agent = WorkflowEditorAgent(ScriptedChat(*turns), approval_required_tools=())
     return await agent.edit(RELEASE, instruction)
 
 

@@ -19,6 +19,7 @@ from adapters.telemetry import (
 from application import (
     ChunkSettings,
     Decision,
+    Deny,
     MeetingSummary,
     RunEvent,
     RunFinished,
@@ -343,3 +344,36 @@ async def test_each_chunk_of_a_long_meeting_is_a_span_inside_the_run_holding_its
         assert by_id[inner.parent.span_id].context.span_id in chunk_ids
     assert len(otel.named("execute_tool ")) == len(summary.tool_calls)
     assert planted
+
+
+# ---------------------------------------------------------------- approval
+
+
+async def test_a_denied_call_has_its_tool_span_in_the_resumed_run(otel: Otel) -> None:
+    telemetry = otel.telemetry()
+
+    def editor(chat: ScriptedChat) -> InstrumentedWorkflowEditorAgent:
+        return InstrumentedWorkflowEditorAgent(
+            instrument_chat(chat, telemetry, model=MODEL),
+            telemetry=telemetry,
+            model=MODEL,
+            decorators=(InstrumentedToolInvoker.decorator(telemetry),),
+        )
+
+    removal = ScriptedTurn(calls=(("c1", "remove_step", '{"step_id": "s1"}'),))
+    paused = await editor(ScriptedChat(removal)).edit(WORKFLOW, "remove Build")
+    assert paused.state is not None
+    # The pause ran nothing: the paused run's span holds its one chat and no tool span.
+    assert [span.name for span in otel.spans()] == [f"chat {MODEL}", "invoke_agent workflow_editor"]
+
+    edit = await editor(ScriptedChat(ScriptedTurn(text="Kept it."))).resume(paused.state, {"c1": Deny()})
+
+    assert edit.workflow == WORKFLOW
+    (tool,) = otel.named("execute_tool")
+    assert tool.name == "execute_tool remove_step"
+    assert attributes(tool)["error.type"] == "approval_denied"
+    assert tool.status.status_code is StatusCode.ERROR
+    runs = otel.named("invoke_agent")
+    assert len(runs) == 2
+    assert tool.parent is not None
+    assert tool.parent.span_id == runs[-1].context.span_id

@@ -108,11 +108,14 @@ class OnTerminal:
     """The console script in a new process with stderr on a pseudo-terminal, as a person runs it.
 
     stdout goes to ``stdout`` (a file: the test reads it at the end). Read the terminal with
-    :meth:`wait_for` while the command runs, then :meth:`finish`. Leaving the block kills a command
+    :meth:`wait_for` while the command runs, then :meth:`finish`. With ``typing``, stdin is the
+    terminal too and :meth:`answer` answers the command's questions. Leaving the block kills a command
     still running.
     """
 
-    def __init__(self, *argv: str, stdout: Path, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, *argv: str, stdout: Path, environ: Mapping[str, str] | None = None, typing: bool = False
+    ) -> None:
         self._stdout = stdout
         self._master, slave = pty.openpty()
         self.written = b""
@@ -120,7 +123,7 @@ class OnTerminal:
             with stdout.open("wb") as out:
                 self.process = subprocess.Popen(  # noqa: S603  # our own console script with the test's arguments
                     [str(SCRIPT), *argv],
-                    stdin=subprocess.DEVNULL,
+                    stdin=slave if typing else subprocess.DEVNULL,
                     stdout=out,
                     stderr=slave,
                     env=clean_environment(environ),
@@ -150,6 +153,10 @@ class OnTerminal:
             assert time.monotonic() < self._deadline, f"still waiting; the terminal shows {self.written!r}"
             assert self.process.poll() is None or self._open, f"the command ended: {self.written!r}"
             self._read(0.05)
+
+    def answer(self, text: str) -> None:
+        """Type ``text`` at the terminal, as a person answering the command would."""
+        os.write(self._master, text.encode("utf-8"))
 
     def finish(self) -> Ran:
         """Read the terminal to its end, wait for the command: its code, stdout, what the terminal got."""

@@ -41,8 +41,10 @@ SUMMARY_KEYS = {
     "tool_calls",
     "stop_reason",
     "usage",
+    "status",
+    "pending",
 }
-EDIT_KEYS = {"workflow", "text", "complete", "tool_calls", "stop_reason", "usage"}
+EDIT_KEYS = {"workflow", "text", "complete", "tool_calls", "stop_reason", "usage", "status", "pending"}
 CALL_KEYS = {"call_id", "name", "guarded", "error"}
 
 
@@ -142,7 +144,7 @@ def test_both_adapters_give_the_same_json_summary() -> None:
 
 
 def test_edit_workflow_json_carries_a_workflow_the_command_can_read_back(tmp_path: Path) -> None:
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--format", "json")
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--format", "json")
     assert ran.code == EXIT_OK, ran.err
     document = ran.json()
     assert set(document) == EDIT_KEYS
@@ -153,7 +155,7 @@ def test_edit_workflow_json_carries_a_workflow_the_command_can_read_back(tmp_pat
 
 
 def test_edit_workflow_text_shows_the_diff() -> None:
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA)
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all")
     assert ran.code == EXIT_OK, ran.err
     assert "  - step-4: Manual QA sign-off (approval)\n" in ran.out
     assert "    step-5: Publish to app stores (deploy)\n" in ran.out
@@ -431,7 +433,9 @@ def test_stdin_reads_the_transcript_and_the_workflow() -> None:
     from_stdin = run("summarize", "-", "--format", "json", stdin=b"\xef\xbb\xbf" + TRANSCRIPT.read_bytes())
     assert from_stdin.code == EXIT_OK, from_stdin.err
     assert from_stdin.json() == from_file.json()
-    edited = run("edit-workflow", "-", REMOVE_QA, "--format", "json", stdin=WORKFLOW.read_bytes())
+    edited = run(
+        "edit-workflow", "-", REMOVE_QA, "--approve", "all", "--format", "json", stdin=WORKFLOW.read_bytes()
+    )
     assert edited.code == EXIT_OK, edited.err
     assert len(edited.json()["workflow"]["steps"]) == 5
 
@@ -529,7 +533,17 @@ def test_an_incomplete_summary_is_printed_and_exits_3() -> None:
 
 def test_an_incomplete_edit_does_not_write_its_output(tmp_path: Path) -> None:
     output = tmp_path / "out.json"
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--scenario", "incomplete", "--output", str(output))
+    ran = run(
+        "edit-workflow",
+        str(WORKFLOW),
+        REMOVE_QA,
+        "--approve",
+        "all",
+        "--scenario",
+        "incomplete",
+        "--output",
+        str(output),
+    )
     assert ran.code == EXIT_INCOMPLETE
     assert "--output not written" in one_error_line(ran)
     assert list(tmp_path.iterdir()) == []
@@ -570,7 +584,7 @@ def test_an_instruction_not_carried_out_says_why_and_exits_4(
 
 def test_output_is_written_whole_with_no_temporary_file_left(tmp_path: Path) -> None:
     output = tmp_path / "edited.json"
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(output))
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(output))
     assert ran.code == EXIT_OK, ran.err
     assert [path.name for path in tmp_path.iterdir()] == ["edited.json"]
     assert len(workflow_from_json(output.read_text(encoding="utf-8")).steps) == 5
@@ -588,7 +602,7 @@ def test_output_replaces_an_existing_file_and_keeps_its_mode(tmp_path: Path) -> 
     output = tmp_path / "edited.json"
     output.write_text("old", encoding="utf-8")
     output.chmod(0o640)
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(output))
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(output))
     assert ran.code == EXIT_OK, ran.err
     assert output.read_text(encoding="utf-8").startswith("{")
     assert stat.S_IMODE(output.stat().st_mode) == 0o640
@@ -621,11 +635,13 @@ def test_the_input_file_is_never_replaced_without_force(tmp_path: Path) -> None:
     link = tmp_path / "same.json"
     link.symlink_to(workflow)
     for target in (workflow, link):
-        ran = run("edit-workflow", str(workflow), REMOVE_QA, "--output", str(target))
+        ran = run("edit-workflow", str(workflow), REMOVE_QA, "--approve", "all", "--output", str(target))
         assert ran.code == EXIT_USAGE
         assert "is the input file WORKFLOW_JSON; add --force to replace it" in one_error_line(ran)
         assert workflow.read_bytes() == original
-    forced = run("edit-workflow", str(workflow), REMOVE_QA, "--output", str(workflow), "--force")
+    forced = run(
+        "edit-workflow", str(workflow), REMOVE_QA, "--approve", "all", "--output", str(workflow), "--force"
+    )
     assert forced.code == EXIT_OK, forced.err
     assert len(workflow_from_json(workflow.read_bytes()).steps) == 5
     assert sorted(path.name for path in tmp_path.iterdir()) == ["same.json", "workflow.json"]
@@ -636,7 +652,7 @@ def test_output_through_a_link_writes_the_file_it_points_to(tmp_path: Path) -> N
     real.write_text("old", encoding="utf-8")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(link))
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(link))
     assert ran.code == EXIT_OK, ran.err
     assert link.is_symlink()
     assert real.read_text(encoding="utf-8").startswith("{")
@@ -660,7 +676,14 @@ def test_an_unusable_output_is_refused_before_any_request(
 ) -> None:
     path = target.format(tmp=tmp_path)
     ran = run(
-        "edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", path, environ=gateway_environment(gateway)
+        "edit-workflow",
+        str(WORKFLOW),
+        REMOVE_QA,
+        "--approve",
+        "all",
+        "--output",
+        path,
+        environ=gateway_environment(gateway),
     )
     assert ran.code == EXIT_USAGE
     assert f"--output {path!r}: {message.format(tmp=tmp_path)}" in one_error_line(ran)
@@ -722,7 +745,9 @@ def test_an_output_that_cannot_be_written_at_the_end_is_one_line(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(AtomicOutput, "commit", disk_full)
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(tmp_path / "out.json"))
+    ran = run(
+        "edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(tmp_path / "out.json")
+    )
     assert ran.code == EXIT_USAGE
     assert "cannot be written (No space left on device)" in one_error_line(ran)
 
@@ -750,7 +775,9 @@ def test_an_interrupt_before_the_request_is_one_line(monkeypatch: pytest.MonkeyP
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli_app, "_work", interrupted)
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(tmp_path / "out.json"))
+    ran = run(
+        "edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(tmp_path / "out.json")
+    )
     assert ran.code == EXIT_INTERRUPTED
     assert ran.err == "meeting-agents: error: interrupted\n"
     assert list(tmp_path.iterdir()) == []

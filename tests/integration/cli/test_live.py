@@ -162,9 +162,13 @@ def test_stream_prints_the_final_text_then_the_rest_of_the_result(mode: str) -> 
 
 
 def test_stream_prints_the_edit_text_then_the_changes() -> None:
-    document = run("edit-workflow", str(WORKFLOW), "remove Manual QA sign-off", "--format", "json").json()
-    plain = run("edit-workflow", str(WORKFLOW), "remove Manual QA sign-off")
-    streamed = run("edit-workflow", str(WORKFLOW), "remove Manual QA sign-off", "--stream")
+    document = run(
+        "edit-workflow", str(WORKFLOW), "remove Manual QA sign-off", "--approve", "all", "--format", "json"
+    ).json()
+    plain = run("edit-workflow", str(WORKFLOW), "remove Manual QA sign-off", "--approve", "all")
+    streamed = run(
+        "edit-workflow", str(WORKFLOW), "remove Manual QA sign-off", "--approve", "all", "--stream"
+    )
     assert streamed.code == EXIT_OK
     assert streamed.out == ended(document["text"]) + "\n" + plain.out[plain.out.index("Workflow changes") :]
 

@@ -8,10 +8,20 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import pytest
+from dependency_injector import providers
 
 from adapters.container import Container
 from adapters.offline import OfflineResponsesServer, RecordedRequest
-from application import MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_from_json
+from application import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approve,
+    Deny,
+    MeetingSummary,
+    ToolCallRecord,
+    WorkflowEdit,
+    workflow_from_json,
+)
 from domain import Workflow, WorkflowStep
 from tests.integration.offline.support import (
     DECISIONS,
@@ -48,7 +58,13 @@ async def summarize(container: Container) -> MeetingSummary:
     return await bounded(container.summary_agent().summarize(TRANSCRIPT))
 
 
+async def approve(request: ApprovalRequest) -> ApprovalDecision:
+    return Approve()
+
+
 async def edit_example(container: Container) -> WorkflowEdit:
+    # The removal the instruction asks for waits for approval: the container's approver gives it.
+    container.approver.override(providers.Object(approve))
     return await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
 
 
@@ -131,6 +147,32 @@ async def test_workflow_edit_of_the_example(
     assert not any(record.result.is_error for record in edit.tool_calls)
     assert "Smoke test" in edit.text
     assert all(request.body["stream"] is streaming for request in server.requests)
+
+
+@pytest.mark.parametrize("decision", [Approve(), Deny(reason="keep the regression suite")])
+async def test_a_removal_waits_for_approval_and_the_resumed_edit_goes_on_over_http(
+    containers: ContainerFactory, server: OfflineResponsesServer, decision: ApprovalDecision
+) -> None:
+    container = containers("offline")
+    paused = await bounded(container.workflow_editor_agent().edit(WORKFLOW, INSTRUCTION))
+
+    assert paused.status == "awaiting_approval"
+    assert [(request.name, dict(request.arguments)) for request in paused.pending] == [
+        ("remove_step", {"step_id": "step-3"})
+    ]
+    # The other edits of the held answer wait with it.
+    assert paused.workflow == WORKFLOW
+    assert paused.state is not None
+    sent = len(server.requests)
+    edit = await bounded(
+        container.workflow_editor_agent().resume(paused.state, {paused.pending[0].call_id: decision})
+    )
+
+    assert edit.status == "done"
+    assert len(server.requests) == sent + 1
+    kept = "Run regression suite" in [step.name for step in edit.workflow.steps]
+    assert kept is isinstance(decision, Deny)
+    assert ("approval_denied" in edit.text) is isinstance(decision, Deny)
 
 
 @ADAPTERS

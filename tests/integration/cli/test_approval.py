@@ -1,0 +1,91 @@
+"""Approval on the command line: a question on a terminal, --approve all|none, and exit code 5 otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.cli.app import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_WAITING
+from application import workflow_from_json
+from tests.integration.cli.support import WORKFLOW, OnTerminal, run
+
+REMOVE_QA = "remove Manual QA sign-off"
+QUESTION = 'Remove step step-4 "Manual QA sign-off"? [y/N] '
+
+
+def step_names(text: str) -> list[str]:
+    return [step.name for step in workflow_from_json(text).steps]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.parametrize(
+    ("answer", "removed"), [("y\n", True), ("yes\n", True), ("\n", False), ("n\n", False)]
+)
+def test_on_a_terminal_the_command_asks_and_no_is_the_default(
+    tmp_path: Path, answer: str, removed: bool
+) -> None:
+    output = tmp_path / "edited.json"
+    argv = ["edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(output)]
+    with OnTerminal(*argv, stdout=tmp_path / "out.txt", typing=True) as terminal:
+        terminal.wait_for(lambda: QUESTION.encode() in terminal.written)
+        terminal.answer(answer)
+        shown = terminal.finish()
+
+    assert shown.err.count(QUESTION) == 1
+    if removed:
+        assert shown.code == EXIT_OK, shown.err
+        assert "Manual QA sign-off" not in step_names(output.read_text(encoding="utf-8"))
+        assert "  - step-4: Manual QA sign-off (approval)\n" in shown.out
+    else:
+        assert shown.code == EXIT_NOT_CARRIED_OUT, shown.err
+        assert "remove_step -> approval_denied" in shown.err
+        assert not output.exists()
+
+
+@pytest.mark.parametrize(("choice", "code"), [("all", EXIT_OK), ("none", EXIT_NOT_CARRIED_OUT)])
+def test_approve_decides_without_asking(choice: str, code: int) -> None:
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", choice, "--format", "json")
+    assert ran.code == code, ran.err
+    document = ran.json()
+    assert document["status"] == "done"
+    assert document["pending"] == []
+    removals = [call for call in document["tool_calls"] if call["name"] == "remove_step"]
+    assert [call["error"] for call in removals] == [None if choice == "all" else "approval_denied"]
+    assert ("Manual QA sign-off" in [step["name"] for step in document["workflow"]["steps"]]) is (
+        choice == "none"
+    )
+
+
+def test_with_nobody_to_ask_the_command_stops_with_exit_5_and_writes_nothing(tmp_path: Path) -> None:
+    output = tmp_path / "edited.json"
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--format", "json", "--output", str(output))
+
+    assert ran.code == EXIT_WAITING
+    document = ran.json()
+    assert document["status"] == "awaiting_approval"
+    [pending] = document["pending"]
+    assert pending["name"] == "remove_step"
+    assert pending["arguments"] == {"step_id": "step-4"}
+    unchanged = workflow_from_json(WORKFLOW.read_text(encoding="utf-8"))
+    assert workflow_from_json(json.dumps(document["workflow"])) == unchanged
+    [line] = ran.err_lines
+    assert f"waits for approval of 1 call ({pending['call_id']})" in line
+    assert "--output not written" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_text_result_names_the_call_waiting_and_the_step_it_would_remove() -> None:
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA)
+    assert ran.code == EXIT_WAITING
+    assert "Waiting for approval (1)\n  [call_" in ran.out
+    assert '] Remove step step-4 "Manual QA sign-off"\n' in ran.out
+    assert "(no change)" in ran.out
+
+
+def test_summaries_need_no_approval() -> None:
+    ran = run("summarize", str(WORKFLOW.with_name("standup-transcript.txt")), "--format", "json")
+    assert ran.code == EXIT_OK, ran.err
+    assert ran.json()["status"] == "done"
