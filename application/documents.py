@@ -22,7 +22,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from application.parameters import describe_type, strict_converter
-from application.run import ToolRun
+from application.run import RunState, ToolRun
 from application.summary import MeetingSummary
 from application.workflow_editor import WorkflowEdit
 from domain import (
@@ -51,7 +51,7 @@ DOCUMENT_KINDS: Final[dict[str, Any]] = {
     "tool_run": ToolRun,
     "meeting_summary": MeetingSummary,
     "workflow_edit": WorkflowEdit,
-    # "run_state": RunState, once the approval pipeline has it (the kind's name is reserved).
+    "run_state": RunState,
 }
 
 # Each kind of content carries this key, naming which one it is.
@@ -199,6 +199,28 @@ def _function_calls(
     return unstructure, structure
 
 
+def _is_text_union(tp: object) -> bool:
+    """A union of ``str``, string literals and None (``ChatOptions.tool_choice``)."""
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return False
+    return all(
+        arg in (str, type(None))
+        or (typing.get_origin(arg) is typing.Literal and all(isinstance(v, str) for v in typing.get_args(arg)))
+        for arg in typing.get_args(tp)
+    )
+
+
+def _text_union(value: object, tp: object) -> object:
+    members = typing.get_args(tp)
+    if value is None and type(None) in members:
+        return None
+    if isinstance(value, str):
+        literals = {v for arg in members if typing.get_origin(arg) is typing.Literal for v in typing.get_args(arg)}
+        if str in members or value in literals:
+            return value
+    raise _InvalidValueError(f"expected {describe_type(tp)}")
+
+
 # The type every field annotated ``JsonValue`` resolves to (the alias is a string, so this is how it looks).
 _JSON_VALUE: Final = attrs.fields(attrs.resolve_types(FunctionResultContent)).result.type
 
@@ -209,6 +231,7 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(datetime, _datetime)
     converter.register_structure_hook_func(lambda tp: tp == _JSON_VALUE or tp is object, _json_value)
     converter.register_unstructure_hook_func(lambda tp: tp == _JSON_VALUE, _plain)
+    converter.register_structure_hook_func(_is_text_union, _text_union)
     unstructure_call, structure_call = _function_calls(converter)
     converter.register_unstructure_hook(FunctionCallContent, unstructure_call)
     converter.register_structure_hook(FunctionCallContent, structure_call)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
@@ -23,12 +25,13 @@ from application import (
     RoundStarted,
     RunEvent,
     RunFinished,
-    RunState,
     ToolCallFinished,
     ToolLoop,
     ToolRegistry,
     ToolRun,
     WorkflowEditorAgent,
+    dumps,
+    loads,
 )
 from domain import ChatMessage, ChatOptions, FunctionResultContent, Workflow, WorkflowStep
 from tests.support.doubles import CallLog
@@ -111,10 +114,14 @@ def answers(draw: st.DrawFn) -> list[list[Planned]]:
     return turns
 
 
-def script(turns: Sequence[Sequence[Planned]]) -> ScriptedChat:
+def script(turns: Sequence[Sequence[Planned]], first: int = 0) -> ScriptedChat:
+    """The answers, then a closing text; response ids count from ``first``, whichever chat plays them."""
     return ScriptedChat(
-        *(ScriptedTurn(calls=tuple((p.call_id, p.name, p.raw) for p in calls)) for calls in turns),
-        ScriptedTurn(text="Done."),
+        *(
+            ScriptedTurn(calls=tuple((p.call_id, p.name, p.raw) for p in calls), response_id=f"r{first + i}")
+            for i, calls in enumerate(turns)
+        ),
+        ScriptedTurn(text="Done.", response_id=f"r{first + len(turns)}"),
     )
 
 
@@ -158,7 +165,10 @@ async def paused_and_resumed(
         }
         assert not unanswered & set(tools.ran)
         decisions = {request.call_id: plan[request.call_id] for request in run.pending}
-        run = await loop.resume(run.state, decisions, tools.registry)
+        # Stored and read back, as a host keeps it while a person decides.
+        stored = loads(dumps(run.state))
+        assert stored == run.state
+        run = await loop.resume(stored, decisions, tools.registry)
     return run, chat, tools, paused
 
 
@@ -474,10 +484,12 @@ async def test_a_denied_call_passes_through_the_chain_and_never_reaches_the_tool
     assert run.tool_calls[0].result.is_error
 
 
-def test_a_run_state_is_a_plain_value() -> None:
-    fields = attrs.fields_dict(RunState)
-    assert {"messages", "options", "produced", "responses", "tool_calls", "held", "pending"} <= set(fields)
-    assert {"answered", "iterations", "consecutive_errors", "pipeline", "workflow"} <= set(fields)
+async def test_a_paused_edit_and_its_state_are_documents() -> None:
+    edit = await WorkflowEditorAgent(removal_then()).edit(RELEASE, "x")
+    assert edit.state is not None
+    assert loads(dumps(edit.state)) == edit.state
+    assert loads(dumps(edit)) == edit
+    assert loads(dumps(edit.run)) == edit.run
 
 
 # ---------------------------------------------------------------- the workflow editor
@@ -589,3 +601,83 @@ async def test_edit_events_report_the_approval_request_then_the_paused_edit() ->
     finished = events[-1]
     assert isinstance(finished, RunFinished)
     assert finished.result.status == "awaiting_approval"
+
+
+# ---------------------------------------------------------------- another process
+
+# Reads a stored state, resumes it with the turns left and the decisions, and reports what it sent.
+RESUME_ELSEWHERE = """
+import asyncio, json, sys
+from application import Approve, Deny, ToolLoop, dumps, loads
+from tests.application.test_approval import Planned, Tools, script
+
+state_file, job = sys.argv[1], json.loads(sys.argv[2])
+state = loads(open(state_file, encoding="utf-8").read())
+turns = [[Planned(*call, Approve()) for call in calls] for calls in job["turns"]]
+chat, tools = script(turns, job["first"]), Tools()
+decisions = {
+    call_id: Approve() if reason is None else Deny(reason=reason) for call_id, reason in job["decisions"]
+}
+run = asyncio.run(ToolLoop(chat).resume(state, decisions, tools.registry))
+sent = [
+    {"messages": dumps(r.messages), "initiator": r.options.initiator, "tools": len(r.options.tools)}
+    for r in chat.requests
+]
+print(json.dumps({"requests": sent, "run": dumps(run), "ran": tools.ran}))
+"""
+
+
+def sent(chat: ScriptedChat) -> list[dict[str, object]]:
+    return [
+        {
+            "messages": r.messages,
+            "initiator": r.options.initiator if r.options else None,
+            "tools": len(r.options.tools) if r.options else 0,
+        }
+        for r in chat.requests
+    ]
+
+
+@settings(max_examples=4, deadline=None)
+@given(turns=answers())
+@example(turns=[[Planned("a", "held", args(0, "a"), Approve()), Planned("b", "free", args(1, "b"), Deny())]])
+@example(turns=[[Planned("a", "free", MALFORMED, Approve()), Planned("b", "even", args(2, "b"), Deny("no"))]])
+async def test_a_state_loaded_in_another_process_resumes_as_a_run_with_an_approver(
+    turns: list[list[Planned]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    plan = plan_of(turns)
+    asked, asked_chat, asked_tools = await approved_by(plan, turns, concurrent=True)
+    tools = Tools()
+    chat = script(turns)
+    paused = await ToolLoop(chat).run(USER, options(), tools.registry)
+    if paused.state is None:
+        assert paused == asked  # nothing needed approval
+        return
+    state_file = tmp_path_factory.mktemp("state") / "state.json"
+    state_file.write_text(dumps(paused.state), encoding="utf-8")
+    answered = len(paused.responses)
+    job = {
+        "first": answered,
+        "turns": [[[p.call_id, p.name, p.raw] for p in calls] for calls in turns[answered:]],
+        "decisions": [
+            [r.call_id, None if isinstance(plan[r.call_id], Approve) else plan[r.call_id].reason]  # type: ignore[union-attr]  # a Deny
+            for r in paused.pending
+        ],
+    }
+    # The test waits for the process on purpose: nothing else runs in its loop meanwhile.
+    done = subprocess.run(  # noqa: S603, ASYNC221  # this interpreter running the test's own script
+        [sys.executable, "-c", RESUME_ELSEWHERE, str(state_file), json.dumps(job)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    elsewhere = [{**r, "messages": loads(r["messages"])} for r in report["requests"]]
+    run = loads(report["run"])
+    if run.state is not None:
+        return  # paused again on the next answer; the in-process property covers several pauses
+    assert run == asked
+    assert elsewhere == sent(asked_chat)[answered:]
+    assert sorted(tools.ran + report["ran"]) == sorted(asked_tools.ran)
