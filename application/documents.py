@@ -203,21 +203,23 @@ def _is_text_union(tp: object) -> bool:
     """A union of ``str``, string literals and None (``ChatOptions.tool_choice``)."""
     if typing.get_origin(tp) not in (typing.Union, types.UnionType):
         return False
-    return all(
-        arg in (str, type(None))
-        or (typing.get_origin(arg) is typing.Literal and all(isinstance(v, str) for v in typing.get_args(arg)))
-        for arg in typing.get_args(tp)
-    )
+    return all(arg in (str, type(None)) or _string_literals(arg) for arg in typing.get_args(tp))
+
+
+def _string_literals(tp: object) -> tuple[str, ...]:
+    """The values of a ``Literal`` of strings; empty for any other type."""
+    if typing.get_origin(tp) is not typing.Literal:
+        return ()
+    values = typing.get_args(tp)
+    return values if all(isinstance(v, str) for v in values) else ()
 
 
 def _text_union(value: object, tp: object) -> object:
     members = typing.get_args(tp)
     if value is None and type(None) in members:
         return None
-    if isinstance(value, str):
-        literals = {v for arg in members if typing.get_origin(arg) is typing.Literal for v in typing.get_args(arg)}
-        if str in members or value in literals:
-            return value
+    if isinstance(value, str) and (str in members or any(value in _string_literals(a) for a in members)):
+        return value
     raise _InvalidValueError(f"expected {describe_type(tp)}")
 
 
