@@ -278,7 +278,12 @@ workflow_calls: st.SearchStrategy[PlannedCall] = planned_calls(
         "move_step": _spoiled(
             {"step_id": "intake", "position": 1},
             "position",
-            st.one_of(st.text(max_size=3), st.floats(allow_nan=False), st.booleans(), st.none()),
+            st.one_of(
+                st.text(max_size=3),
+                st.floats(allow_nan=False, allow_infinity=False),
+                st.booleans(),
+                st.none(),
+            ),
         ),
     },
 )
