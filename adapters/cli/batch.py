@@ -275,6 +275,7 @@ async def _engine(
         executor_id=executor_id,
         concurrency=settings.agent.batch_concurrency,
         requests_per_minute=settings.agent.batch_requests_per_minute,
+        traced=settings.agent.telemetry,
     )
     through = durable.requester(engine_settings)
     container.chat_decorators.add_args(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import copyreg
 import importlib.metadata
 import io
+import logging
 import pickle
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -14,7 +16,8 @@ from typing import Any, Final
 
 import attrs
 import sqlalchemy
-from dbos import DBOS, DBOSConfig, Queue, Serializer, SetWorkflowID, WorkflowStatus
+from dbos import DBOS, DBOSConfig, PropagateOtelContext, Queue, Serializer, SetWorkflowID, WorkflowStatus
+from opentelemetry import trace
 
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, scrubbed
 from adapters.redaction import Redactor
@@ -66,6 +69,19 @@ def _sqlite_engine(url: str) -> sqlalchemy.Engine:
         connection.execute("PRAGMA synchronous=NORMAL")
 
     return engine
+
+
+def host_traces() -> bool:
+    """Whether the host installed a global tracer provider: then DBOS's spans join ours in it."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+class _NoLoggerProviderWarning(logging.Filter):
+    """Drops DBOS's warning that no global *logger* provider is set: we turn DBOS's OpenTelemetry on for
+    its spans, and its log records go wherever the host's logging sends them, as everyone else's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("OTLP is enabled but logger provider not set")
 
 
 class DatabaseError(ValueError):
@@ -179,6 +195,8 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
+# Whether DBOS traces in this process (set by Engine.launch): a queued request then carries the trace.
+_traced = False
 # The queues as this process registered them (set by Engine.launch).
 _queues: dict[str, Queue] = {}
 
@@ -213,7 +231,9 @@ async def model_request(messages: Sequence[ChatMessage], options: ChatOptions | 
 async def _through_queue(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
     queue = _queues.get(REQUESTS_QUEUE)
     assert queue is not None  # Engine.launch registers it
-    handle = await queue.enqueue_async(model_request, tuple(messages), options)
+    # The request's workflow span joins the transcript's trace (under the chat span that sends it).
+    with PropagateOtelContext() if _traced else contextlib.nullcontext():
+        handle = await queue.enqueue_async(model_request, tuple(messages), options)
     return await handle.get_result()
 
 
@@ -225,6 +245,9 @@ class EngineSettings:
     executor_id: str
     concurrency: int
     requests_per_minute: int | None = None
+    traced: bool = True
+    """DBOS's own spans (a workflow's, each step's) go to the global tracer provider when the host
+    installed one: each transcript one trace, its workflow span the parent of the run's spans."""
 
 
 def requester(settings: EngineSettings) -> Callable[..., Any] | None:
@@ -246,8 +269,9 @@ class Engine:
     async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
         """Open (creating it if need be) the system database, recover this executor's unfinished
         workflows and start taking queued transcripts. Raises :class:`DatabaseError`."""
-        global _runtime
+        global _runtime, _traced
         _runtime = runtime
+        _traced = settings.traced and host_traces()
         url = settings.database_url
         config: DBOSConfig = {
             "name": APP_NAME,
@@ -257,6 +281,8 @@ class Engine:
             "serializer": _RedactingSerializer(runtime.redactor),
             "log_level": "WARNING",
             "notification_listener_polling_interval_sec": 0.1,
+            # No endpoint: DBOS adds no exporter and no provider of its own, it uses the host's.
+            "enable_otlp": _traced,
         }
         engine = None
         if url.startswith("postgresql"):
@@ -264,7 +290,13 @@ class Engine:
         else:
             engine = config["system_database_engine"] = _sqlite_engine(url)
         try:
-            DBOS(config=config)
+            dbos_logger = logging.getLogger("dbos")
+            quiet = _NoLoggerProviderWarning()
+            dbos_logger.addFilter(quiet)
+            try:
+                DBOS(config=config)
+            finally:
+                dbos_logger.removeFilter(quiet)
             DBOS.launch()
             limit = settings.requests_per_minute
             _queues[TRANSCRIPTS_QUEUE] = await DBOS.register_queue_async(
@@ -286,6 +318,7 @@ class Engine:
             if engine is not None:
                 engine.dispose()
             _runtime = None
+            _traced = False
             _queues.clear()
             raise DatabaseError(
                 f"--db {_shown(url)!r}: cannot be used ({type(exc).__name__}: {_first_line(exc)})"
@@ -314,11 +347,12 @@ class Engine:
 
     def shutdown(self) -> None:
         """Stop DBOS; workflows still running stay PENDING and are recovered by the next launch."""
-        global _runtime
+        global _runtime, _traced
         DBOS.destroy(destroy_registry=False)
         if self._database is not None:
             self._database.dispose()
         _runtime = None
+        _traced = False
         _queues.clear()
 
 
