@@ -73,8 +73,9 @@ class RoundFinished:
 @attrs.frozen
 class ChunkFinished:
     """Chunk ``index`` (from 0) of ``count`` of a long meeting is over: ``lines`` (first, last) of the
-    whole file, the calls it answered, and ``failed`` (the error's class name, or ``incomplete``)
-    when it is not covered, else None."""
+    whole file, the calls it answered, and ``failed`` (the error's class name, ``incomplete``, or
+    ``not_started`` when the meeting's budget or deadline had stopped it before it began) when it is
+    not covered, else None."""
 
     index: int
     count: int

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias
 
 import attrs
@@ -20,7 +20,7 @@ from application.approval import (
     Deny,
     checked_decisions,
 )
-from application.budget import RunBudget, Spending, StopReason
+from application.budget import Ledger, RunBudget, Spending, StopReason
 from application.events import (
     ApprovalRequested,
     RoundFinished,
@@ -32,7 +32,7 @@ from application.events import (
 )
 from application.guard import GuardedToolInvoker, parsed
 from application.run import RunState, ToolCallRecord, ToolRun, ToolRunError
-from application.tools import DUPLICATE_CALL_ID, error_result
+from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID, error_result
 from domain import (
     ChatError,
     ChatMessage,
@@ -135,23 +135,25 @@ class ToolLoop:
         messages: Sequence[ChatMessage],
         options: ChatOptions | None,
         invoker: ToolInvokerPort,
+        *,
+        ledger: Ledger | None = None,
     ) -> ToolRun:
         """Send ``messages`` with ``options`` and keep going while the model calls tools.
 
         ``invoker`` runs the tools; the loop puts the guard and its decorators around it. Each
-        request asks for a whole answer (``get_response``).
+        request asks for a whole answer (``get_response``). ``ledger`` shares one budget and
+        deadline with other runs (a long meeting's chunks); by default the run has its own, from
+        the settings.
         """
-        run = self._start(messages, options, invoker)
-        async with contextlib.aclosing(run.rounds(stream=False)) as rounds:
-            async for _ in rounds:
-                pass
-        return run.result()
+        return await self._whole(self._start(messages, options, invoker, ledger))
 
     async def run_events(
         self,
         messages: Sequence[ChatMessage],
         options: ChatOptions | None,
         invoker: ToolInvokerPort,
+        *,
+        ledger: Ledger | None = None,
     ) -> AsyncGenerator[RunEvent[ToolRun], None]:
         """The run of :meth:`run` as events, ending with ``RunFinished(result)``, ``result`` its ``ToolRun``.
 
@@ -161,7 +163,9 @@ class ToolLoop:
         order they finish). Leaving the iteration early (``aclose()``, or cancelling the task) closes
         the model's stream, cancels the calls in flight and starts no other tool.
         """
-        async with contextlib.aclosing(self._events(self._start(messages, options, invoker))) as events:
+        async with contextlib.aclosing(
+            self._events(self._start(messages, options, invoker, ledger))
+        ) as events:
             async for event in events:
                 yield event
 
@@ -173,11 +177,7 @@ class ToolLoop:
         as in :meth:`run`. ``state`` is left as it was: a host keeps the state it resumed from as
         spent, since resuming it again would run the approved calls again.
         """
-        run = self._resumed(state, decisions, invoker)
-        async with contextlib.aclosing(run.rounds(stream=False)) as rounds:
-            async for _ in rounds:
-                pass
-        return run.result()
+        return await self._whole(self._resumed(state, decisions, invoker))
 
     def resume_events(
         self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort
@@ -186,14 +186,31 @@ class ToolLoop:
         (``ValueError``) at once, before the first event is asked for."""
         return self._events(self._resumed(state, decisions, invoker))
 
+    @staticmethod
+    async def _whole(run: _Run) -> ToolRun:
+        try:
+            async with contextlib.aclosing(run.rounds(stream=False)) as rounds:
+                async for _ in rounds:
+                    pass
+        finally:
+            run.spending.settle()
+        return run.result()
+
     async def _events(self, run: _Run) -> AsyncGenerator[RunEvent[ToolRun], None]:
-        async with contextlib.aclosing(run.rounds(stream=True)) as rounds:
-            async for event in rounds:
-                yield event
+        try:
+            async with contextlib.aclosing(run.rounds(stream=True)) as rounds:
+                async for event in rounds:
+                    yield event
+        finally:
+            run.spending.settle()
         yield RunFinished(run.result())
 
     def _start(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None, invoker: ToolInvokerPort
+        self,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        invoker: ToolInvokerPort,
+        ledger: Ledger | None = None,
     ) -> _Run:
         decided = DecidedCalls(invoker)
         guard = GuardedToolInvoker(decided)
@@ -201,7 +218,7 @@ class ToolLoop:
         for decorate in self._decorators:
             chain = decorate(chain)
         policy = invoker if isinstance(invoker, ApprovalPolicy) else None
-        return _Run(
+        run = _Run(
             self._chat,
             self._settings,
             _Chain(guard, decided, chain, policy),
@@ -209,6 +226,9 @@ class ToolLoop:
             options or ChatOptions(),
             self._approver,
         )
+        if ledger is not None:
+            run.spending = Spending(ledger)
+        return run
 
     def _resumed(self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort) -> _Run:
         decided = checked_decisions((request.call_id for request in state.pending), decisions)
@@ -333,6 +353,10 @@ class _Run:
             self.responses.append(partial)
             self.produced.extend(partial.messages)
             self.spending.answered(partial.usage, len(self.messages) + len(self.produced))
+            not_run = self._not_run(partial.function_calls, range(len(partial.function_calls)))
+            if not_run:
+                self.records.extend(not_run)
+                self.produced.append(ChatMessage("tool", tuple(record.result for record in not_run)))
         return True
 
     async def rounds(self, *, stream: bool) -> AsyncGenerator[_LoopEvent, None]:
@@ -394,7 +418,6 @@ class _Run:
             self.stop_reason = self.spending.before_tool_call()
             if self.stop_reason is not None:
                 break
-            self.spending.tool_calls += 1
             admitted.append(call)
             if call.call_id in self.answered:
                 answering.answered[position] = ToolCallRecord(call, _duplicate(call), guarded=True)
@@ -469,7 +492,12 @@ class _Run:
             async for position, record in answers:
                 answering.answered[position] = record
                 yield ToolCallFinished(record)
-        # In call order; a deadline that came first leaves the calls after it unanswered.
+        # A stop (the budget, or a deadline that came first) answers the calls it left unrun.
+        calls = answering.response.function_calls
+        unanswered = [position for position in range(len(calls)) if position not in answering.answered]
+        for position, record in zip(unanswered, self._not_run(calls, unanswered), strict=False):
+            answering.answered[position] = record
+            yield ToolCallFinished(record)
         records = tuple(answering.answered[position] for position in sorted(answering.answered))
         if records:
             self.produced.append(ChatMessage("tool", tuple(record.result for record in records)))
@@ -568,6 +596,18 @@ class _Run:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    def _not_run(
+        self, calls: Sequence[FunctionCallContent], positions: Iterable[int]
+    ) -> list[ToolCallRecord]:
+        """Once the run has stopped, each call at ``positions`` that it did not run, answered with a
+        ``budget_exceeded`` error of the same call id: a history with a call and no result is not one
+        the Responses API takes back."""
+        if self.stop_reason is None:
+            return []
+        return [
+            ToolCallRecord(calls[p], _not_run(calls[p], self.stop_reason), guarded=True) for p in positions
+        ]
+
     def _record(self, call: FunctionCallContent, result: FunctionResultContent) -> ToolCallRecord:
         # The guard holds the tools to the call's id already; a decorator outside it might not.
         if result.call_id != call.call_id:
@@ -588,7 +628,7 @@ def _spent(settings: LoopSettings, state: RunState) -> Spending:
     for response in state.responses:
         spending.answered(response.usage, 0)
     spending.last_length = len(state.messages) + len(state.produced)
-    spending.tool_calls = len(state.tool_calls) + len(state.held)
+    spending.ledger.tool_calls = len(state.tool_calls) + len(state.held)
     return spending
 
 
@@ -603,6 +643,12 @@ async def _close(pieces: AsyncIterator[ChatResponseUpdate]) -> None:
     aclose = getattr(pieces, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+def _not_run(call: FunctionCallContent, reason: StopReason) -> FunctionResultContent:
+    return error_result(
+        call.call_id, BUDGET_EXCEEDED, f"The tool was not run: the run stopped at its limit ({reason})."
+    )
 
 
 def _duplicate(call: FunctionCallContent) -> FunctionResultContent:

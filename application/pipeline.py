@@ -9,6 +9,7 @@ from typing import TypeVar
 import attrs
 
 from application.approval import Approver, Decisions
+from application.budget import Ledger
 from application.events import RunEvent, RunFinished
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
 from application.run import RunState, ToolRun
@@ -46,9 +47,12 @@ class ToolPipeline:
     def settings(self) -> LoopSettings:
         return self._loop.settings
 
-    async def _run(self, prompt: str, instructions: str, registry: ToolRegistry) -> ToolRun:
+    async def _run(
+        self, prompt: str, instructions: str, registry: ToolRegistry, ledger: Ledger | None = None
+    ) -> ToolRun:
+        """One guarded run; ``ledger`` shares a budget and deadline with other runs (else its own)."""
         options = attrs.evolve(self._options, instructions=instructions, tools=registry.specs)
-        return await self._loop.run((ChatMessage.user(prompt),), options, registry)
+        return await self._loop.run((ChatMessage.user(prompt),), options, registry, ledger=ledger)
 
     async def _resume(self, state: RunState, decisions: Decisions, registry: ToolRegistry) -> ToolRun:
         return await self._loop.resume(state, decisions, registry)

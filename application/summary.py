@@ -9,7 +9,7 @@ from typing import Final, TypeVar
 
 import attrs
 
-from application.budget import StopReason
+from application.budget import Ledger, StopReason
 from application.chunking import Chunk, ChunkSettings, chunk_transcript, decision_key, merged_items, task_key
 from application.events import ChunkFinished, RunEvent, RunFinished, TextDelta
 from application.framing import FRAMING_RULE, NUMBERING_RULE, frame_numbered
@@ -92,8 +92,10 @@ class MeetingSummary:
     Every item and decision cites the lines that show it and was checked against them before it was
     recorded (:mod:`application.grounding`). ``complete`` is False when the model's final answer was
     cut short (``status == "incomplete"``, e.g. it ran out of output tokens), when the run stopped at
-    its budget or deadline (``stop_reason``), or when a part of a long meeting failed: ``failed_chunks``
-    then names the line ranges (first, last) that are not covered. ``usage`` is the whole run's.
+    its budget or deadline (``stop_reason``), or when a part of a long meeting failed or never ran:
+    ``failed_chunks`` then names the line ranges (first, last) that are not covered. A long meeting's
+    chunks share one budget and deadline; once it stops them, the chunks not yet started are not
+    started, and are named there too. ``usage`` is the whole run's.
     """
 
     text: str
@@ -256,10 +258,13 @@ class SummaryAgent(ToolPipeline):
 
     # ------------------------------------------------------------ long meetings
 
-    async def _summarize_chunk(self, chunk: Chunk, participants: Sequence[str]) -> MeetingSummary:
-        """One chunk through the same guarded, grounded tools; a subclass may wrap it (a span)."""
+    async def _summarize_chunk(
+        self, chunk: Chunk, participants: Sequence[str], ledger: Ledger
+    ) -> MeetingSummary:
+        """One chunk through the same guarded, grounded tools, spending from the meeting's ``ledger``;
+        a subclass may wrap it (a span)."""
         notes, registry = self._tools(chunk, participants)
-        run = await self._run(_message(chunk.lines, chunk.first), INSTRUCTIONS, registry)
+        run = await self._run(_message(chunk.lines, chunk.first), INSTRUCTIONS, registry, ledger)
         return _summary(notes, run)
 
     async def _summarize_chunks(
@@ -268,20 +273,40 @@ class SummaryAgent(ToolPipeline):
         participants: Sequence[str],
         report: Callable[[ChunkFinished], Awaitable[None]] | None,
     ) -> MeetingSummary:
+        """Every chunk, at most ``chunk_concurrency`` at once, all drawing from one :class:`Ledger`: the
+        meeting's ``run_budget`` and ``run_deadline_seconds`` bound the whole call, not each chunk.
+
+        Concurrent chunks stay within the budget because each request reserves what it can at most
+        add before it is sent (see :class:`Ledger`). A cost limit needs a price, which only an answer
+        tells: under a cost budget the first chunk runs alone, and the rest start once it has ended
+        (with the price it learned). Once the ledger has stopped (a limit, or the deadline), a chunk
+        not yet started is not started: it is named in ``failed_chunks`` and the summary carries the
+        ledger's ``stop_reason``.
+        """
+        settings = self.settings
+        ledger = Ledger.start(settings.run_budget, settings.run_deadline_seconds)
         gate = asyncio.Semaphore(self.chunking.chunk_concurrency)
 
-        async def one(chunk: Chunk) -> MeetingSummary | ChatError:
+        async def one(chunk: Chunk) -> _Outcome:
             async with gate:
-                try:
-                    outcome: MeetingSummary | ChatError = await self._summarize_chunk(chunk, participants)
-                except ChatError as error:
-                    outcome = error
+                stopped = ledger.stopped or ("deadline" if ledger.out_of_time() else None)
+                outcome: _Outcome
+                if stopped is not None:
+                    outcome = _NotStarted(stopped)
+                else:
+                    try:
+                        outcome = await self._summarize_chunk(chunk, participants, ledger)
+                    except ChatError as error:
+                        outcome = error
             if report is not None:
                 await report(_chunk_event(chunk, len(chunks), outcome))
             return outcome
 
-        outcomes = await _all(one(chunk) for chunk in chunks)
-        return _merged(chunks, outcomes)
+        first: list[_Outcome] = []
+        if settings.run_budget.cost_usd is not None:
+            first = await _all([one(chunks[0])])
+        outcomes = first + await _all(one(chunk) for chunk in chunks[len(first) :])
+        return _merged(chunks, outcomes, ledger)
 
     async def _chunk_events(
         self, chunks: Sequence[Chunk], participants: Sequence[str]
@@ -307,9 +332,19 @@ class SummaryAgent(ToolPipeline):
         yield RunFinished(summary)
 
 
-async def _all(
-    runs: Iterable[Awaitable[MeetingSummary | ChatError]],
-) -> list[MeetingSummary | ChatError]:
+@attrs.frozen
+class _NotStarted:
+    """A chunk the meeting's budget or deadline stopped before it started."""
+
+    reason: StopReason
+
+
+_Outcome = MeetingSummary | ChatError | _NotStarted
+NOT_STARTED: Final = "not_started"
+"""``ChunkFinished.failed`` for a chunk the meeting's budget or deadline stopped before it started."""
+
+
+async def _all(runs: Iterable[Awaitable[_Outcome]]) -> list[_Outcome]:
     """Every run to its end, cancelled together when the caller is."""
     tasks = [asyncio.ensure_future(run) for run in runs]
     try:
@@ -320,32 +355,35 @@ async def _all(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _chunk_event(chunk: Chunk, count: int, outcome: MeetingSummary | ChatError) -> ChunkFinished:
+def _chunk_event(chunk: Chunk, count: int, outcome: _Outcome) -> ChunkFinished:
+    if isinstance(outcome, _NotStarted):
+        return ChunkFinished(chunk.index, count, (chunk.first, chunk.last), (), NOT_STARTED)
     if isinstance(outcome, ChatError):
         return ChunkFinished(chunk.index, count, (chunk.first, chunk.last), (), type(outcome).__name__)
     failed = None if outcome.complete else "incomplete"
     return ChunkFinished(chunk.index, count, (chunk.first, chunk.last), outcome.tool_calls, failed)
 
 
-def _merged(chunks: Sequence[Chunk], outcomes: Sequence[MeetingSummary | ChatError]) -> MeetingSummary:
+def _merged(chunks: Sequence[Chunk], outcomes: Sequence[_Outcome], ledger: Ledger) -> MeetingSummary:
     """One summary of the whole meeting from its chunks' (lines always those of the whole file)."""
     done = [outcome for outcome in outcomes if isinstance(outcome, MeetingSummary)]
-    if not done:
+    errors = [outcome for outcome in outcomes if isinstance(outcome, ChatError)]
+    if not done and errors:
         # Nothing was summarized: the run fails as a one-chunk run would, with the first chunk's error.
-        first = outcomes[0]
-        assert isinstance(first, ChatError)  # every outcome is an error here
-        raise first
+        raise errors[0]
     failed = tuple(
         (chunk.first, chunk.last)
         for chunk, outcome in zip(chunks, outcomes, strict=True)
         if not isinstance(outcome, MeetingSummary) or not outcome.complete
     )
+    stop_reason = _stop_reason(outcomes, ledger)
     runs = [summary.run for summary in done]
     run = ToolRun(
         messages=tuple(message for run in runs for message in run.messages),
         responses=tuple(response for run in runs for response in run.responses),
         tool_calls=tuple(record for run in runs for record in run.tool_calls),
         iterations=sum(run.iterations for run in runs),
+        stop_reason=stop_reason,
     )
     items = merged_items(
         (item for summary in done for item in summary.action_items),
@@ -364,9 +402,22 @@ def _merged(chunks: Sequence[Chunk], outcomes: Sequence[MeetingSummary | ChatErr
         complete=not failed,
         tool_calls=run.tool_calls,
         run=run,
-        stop_reason=next((summary.stop_reason for summary in done if summary.stop_reason), None),
+        stop_reason=stop_reason,
         failed_chunks=failed,
     )
+
+
+def _stop_reason(outcomes: Sequence[_Outcome], ledger: Ledger) -> StopReason | None:
+    """The first limit the meeting met: the ledger's, else (a run's own deadline stop is not noted in
+    the ledger) the first chunk's that stopped."""
+    if ledger.stopped is not None:
+        return ledger.stopped
+    for outcome in outcomes:
+        if isinstance(outcome, _NotStarted):
+            return outcome.reason
+        if isinstance(outcome, MeetingSummary) and outcome.stop_reason is not None:
+            return outcome.stop_reason
+    return None
 
 
 def _in_meeting_order(items: Iterable[_ItemT]) -> tuple[_ItemT, ...]:

@@ -21,6 +21,8 @@ INVALID_TOOL_ARGUMENTS: Final = "invalid_tool_arguments"
 UNKNOWN_TOOL: Final = "unknown_tool"
 TOOL_FAILED: Final = "tool_failed"
 DUPLICATE_CALL_ID: Final = "duplicate_call_id"
+BUDGET_EXCEEDED: Final = "budget_exceeded"
+"""The code of a call the model made but the run did not run: its budget or deadline stopped it first."""
 
 # One converter per purpose: this one turns parsed arguments into parameter objects, strictly.
 _ARGUMENTS: Final = strict_converter()

@@ -26,6 +26,7 @@ from application import (
     WorkflowEdit,
     WorkflowEditorAgent,
 )
+from application.budget import Ledger
 from application.chunking import Chunk
 from application.pipeline import ToolPipeline
 from application.tools import DUPLICATE_CALL_ID
@@ -231,7 +232,9 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
     def summarize_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
         return self._traced_events(super().summarize_events(transcript), _run_of_summary)
 
-    async def _summarize_chunk(self, chunk: Chunk, participants: Sequence[str]) -> MeetingSummary:
+    async def _summarize_chunk(
+        self, chunk: Chunk, participants: Sequence[str], ledger: Ledger
+    ) -> MeetingSummary:
         """A long meeting's chunk as a ``chunk L<first>-<last>`` span inside the run's, holding the
         chunk's chat and tool spans; a chunk that fails or ends incomplete marks it."""
         attributes: dict[str, AttributeValue] = {
@@ -248,7 +251,7 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
             set_status_on_exception=False,
         ) as span:
             try:
-                summary = await super()._summarize_chunk(chunk, participants)
+                summary = await super()._summarize_chunk(chunk, participants, ledger)
             except BaseException as exc:
                 span.set_attribute(c.ERROR_TYPE, type(exc).__name__)
                 span.set_status(trace.StatusCode.ERROR, type(exc).__name__)

@@ -26,6 +26,8 @@ from application import (
     estimate_tokens,
 )
 from application.budget import MIN_OUTPUT_TOKENS
+from application.run import ToolCallRecord
+from application.tools import BUDGET_EXCEEDED
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -129,6 +131,16 @@ def _spent(run: ToolRun) -> Usage:
     return run.usage or Usage()
 
 
+def _ran(run: ToolRun) -> list[ToolCallRecord]:
+    """The calls the run answered itself: not those it answered ``budget_exceeded`` once it had stopped."""
+    return [record for record in run.tool_calls if _code(record) != BUDGET_EXCEEDED]
+
+
+def _code(record: ToolCallRecord) -> object:
+    result = record.result.result
+    return result.get("error") if isinstance(result, dict) else None
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     scripts,
@@ -156,7 +168,7 @@ async def test_a_run_never_passes_a_limit_of_its_budget(
     if budget.requests is not None:
         assert len(chat.requests) <= budget.requests
     if budget.tool_calls is not None:
-        assert len(run.tool_calls) <= budget.tool_calls
+        assert len(_ran(run)) <= budget.tool_calls
     if budget.input_tokens is not None:
         assert (spent.input_tokens or 0) <= budget.input_tokens
     if budget.output_tokens is not None:
@@ -207,7 +219,7 @@ async def test_the_run_stops_at_the_first_request_or_call_that_would_pass_a_limi
     run = await _run(chat, LoopSettings(run_budget=budget), _options(max_output))
 
     reason, requests, calls = _expected_stop(script, budget, max_output)
-    assert (run.stop_reason, len(chat.requests), len(run.tool_calls)) == (reason, requests, calls)
+    assert (run.stop_reason, len(chat.requests), len(_ran(run))) == (reason, requests, calls)
     # What the run had stays: every answer it got, every call it answered.
     assert len(run.responses) == requests
 
@@ -330,7 +342,11 @@ async def test_the_run_deadline_ends_a_tool_call_that_runs_past_it(concurrent: b
     run = await asyncio.wait_for(loop.run(USER, _options(), tools), 30)  # type: ignore[arg-type]  # duck-typed tools
 
     assert run.stop_reason == "deadline"
-    assert run.tool_calls == ()
+    # Neither call finished: both are answered budget_exceeded, so the history holds a result for each.
+    assert [(record.call.call_id, _code(record)) for record in run.tool_calls] == [
+        ("c1", BUDGET_EXCEEDED),
+        ("c2", BUDGET_EXCEEDED),
+    ]
     assert len(chat.requests) == 1
     assert tools.started == (2 if concurrent else 1)
 
