@@ -32,9 +32,16 @@ JsonValue: TypeAlias = (
 
 @attrs.frozen
 class TextContent:
-    """Plain text written by a person or by the model."""
+    """Plain text written by a person or by the model.
+
+    ``provider_item`` is set on text the provider sent: its output item as JSON (an object, without
+    the texts of its parts, which the item's contents hold), with the item's id, status, phase and
+    each part's annotations. Every part of one item carries the same string; the item goes back to
+    the provider in history as it came. Text a host writes has None and goes as a plain message.
+    """
 
     text: str
+    provider_item: str | None = None
 
 
 # Between the parts of one reasoning item in ``ReasoningContent.text``.
@@ -47,12 +54,15 @@ class ReasoningContent:
 
     ``summary`` keeps the summary parts as they arrived so that the reasoning item can be sent back
     unchanged; ``text`` is what a person reads (the summary parts, then any reasoning text).
+    ``provider_item`` is the output item as the provider sent it (JSON, without its encrypted
+    content, which ``encrypted_content`` holds); None when unknown.
     """
 
     text: str
     item_id: str | None = None
     encrypted_content: str | None = None
     summary: tuple[str, ...] = ()
+    provider_item: str | None = None
 
     @classmethod
     def from_parts(
@@ -62,9 +72,16 @@ class ReasoningContent:
         *,
         item_id: str | None = None,
         encrypted_content: str | None = None,
+        provider_item: str | None = None,
     ) -> ReasoningContent:
         """One reasoning item from its summary parts and its reasoning-text parts, in order."""
-        return cls(REASONING_SEPARATOR.join((*summary, *texts)), item_id, encrypted_content, tuple(summary))
+        return cls(
+            REASONING_SEPARATOR.join((*summary, *texts)),
+            item_id,
+            encrypted_content,
+            tuple(summary),
+            provider_item,
+        )
 
 
 @attrs.frozen
@@ -73,7 +90,8 @@ class FunctionCallContent:
 
     ``raw_arguments`` is exactly the string the model wrote and is what goes back in history.
     ``arguments`` and ``parse_error`` are derived from it; build instances with :meth:`parse`.
-    Equality covers every field; the hash covers the identity fields only.
+    ``provider_item`` is the output item as the provider sent it (JSON, without the arguments);
+    None for a call a host built. Equality covers every field; the hash covers the identity fields only.
     """
 
     call_id: str
@@ -82,6 +100,7 @@ class FunctionCallContent:
     arguments: Mapping[str, object] | None = attrs.field(default=None, hash=False)
     parse_error: ArgumentsParseError | None = attrs.field(default=None, hash=False)
     item_id: str | None = None
+    provider_item: str | None = attrs.field(default=None, hash=False)
 
     @classmethod
     def parse(
@@ -91,12 +110,13 @@ class FunctionCallContent:
         name: str,
         raw_arguments: str,
         item_id: str | None = None,
+        provider_item: str | None = None,
     ) -> FunctionCallContent:
         """Build a call from the model's raw argument string; never raises for bad arguments."""
         parsed = parse_arguments(raw_arguments)
         if isinstance(parsed, ArgumentsParseError):
-            return cls(call_id, name, raw_arguments, None, parsed, item_id)
-        return cls(call_id, name, raw_arguments, parsed, None, item_id)
+            return cls(call_id, name, raw_arguments, None, parsed, item_id, provider_item)
+        return cls(call_id, name, raw_arguments, parsed, None, item_id, provider_item)
 
     @property
     def is_valid(self) -> bool:

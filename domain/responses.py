@@ -82,12 +82,14 @@ class ChatResponseUpdate(HasContents):
     item and part, in any number of updates, fold into one content.
 
     - A ``TextContent`` piece continues the text part (``item_index``, ``part_index``); every part
-      becomes one ``TextContent``, the parts of one item in ``part_index`` order.
+      becomes one ``TextContent``, the parts of one item in ``part_index`` order. A piece's
+      ``provider_item``, when set, becomes the part's (usually the part's last piece brings it).
     - A ``ReasoningContent`` piece continues part ``part_index`` of the reasoning item
       ``item_index``: a summary part when the piece's ``summary`` is ``(piece_text,)``, a reasoning
       text part when it is ``()``. The whole item becomes one ``ReasoningContent``
       (:meth:`ReasoningContent.from_parts`). A piece with ``part_index`` None adds no part, only
-      its ``item_id`` and ``encrypted_content`` (which usually arrive when the item is done).
+      its ``item_id``, ``encrypted_content`` and ``provider_item`` (which usually arrive when the
+      item is done).
     - With ``item_index`` None, and for any other content (function calls, provider items, a
       ``ReasoningContent`` whose ``summary`` is neither ``()`` nor ``(text,)``), each content is
       whole and stands alone. A ``TextContent`` piece with ``part_index`` None belongs to part 0.
@@ -119,32 +121,43 @@ class ChatResponseUpdate(HasContents):
 
 
 class _TextItem:
-    """The text parts of one item, each a list of pieces until the fold is done."""
+    """The text parts of one item, each a list of pieces until the fold is done, and the provider's
+    item each part came with."""
 
-    __slots__ = ("parts",)
+    __slots__ = ("parts", "provider")
 
     def __init__(self) -> None:
         self.parts: dict[int, list[str]] = {}
+        self.provider: dict[int, str] = {}
+
+    def add(self, piece: TextContent, part: int) -> None:
+        self.parts.setdefault(part, []).append(piece.text)
+        if piece.provider_item is not None:
+            self.provider[part] = piece.provider_item
 
     def contents(self) -> list[Content]:
-        return [TextContent("".join(self.parts[index])) for index in sorted(self.parts)]
+        provider = self.provider
+        return [TextContent("".join(self.parts[index]), provider.get(index)) for index in sorted(self.parts)]
 
 
 class _ReasoningItem:
     """One reasoning item: its summary parts, its text parts, and the item's id and encrypted state."""
 
-    __slots__ = ("encrypted_content", "item_id", "summary", "texts")
+    __slots__ = ("encrypted_content", "item_id", "provider_item", "summary", "texts")
 
     def __init__(self) -> None:
         self.summary: dict[int, list[str]] = {}
         self.texts: dict[int, list[str]] = {}
         self.item_id: str | None = None
         self.encrypted_content: str | None = None
+        self.provider_item: str | None = None
 
     def add(self, piece: ReasoningContent, part_index: int | None) -> None:
         self.item_id = piece.item_id if piece.item_id is not None else self.item_id
         if piece.encrypted_content is not None:
             self.encrypted_content = piece.encrypted_content
+        if piece.provider_item is not None:
+            self.provider_item = piece.provider_item
         if part_index is not None:
             parts = self.summary if piece.summary else self.texts
             parts.setdefault(part_index, []).append(piece.text)
@@ -156,6 +169,7 @@ class _ReasoningItem:
                 ["".join(self.texts[index]) for index in sorted(self.texts)],
                 item_id=self.item_id,
                 encrypted_content=self.encrypted_content,
+                provider_item=self.provider_item,
             )
         ]
 
@@ -197,7 +211,7 @@ class _Fold:
                 if text is None:
                     text = self.texts[item] = _TextItem()
                     self.slots.append((role, text))
-                text.parts.setdefault(part or 0, []).append(content.text)
+                text.add(content, part or 0)
             elif item is not None and isinstance(content, ReasoningContent) and _is_piece(content):
                 reasoning = self.reasonings.get(item)
                 if reasoning is None:
@@ -309,8 +323,10 @@ def _reasoning_text_parts(content: ReasoningContent) -> list[str] | None:
 
 def _content_updates(content: Content, role: Role, item: int, pieces: int) -> Iterator[ChatResponseUpdate]:
     if isinstance(content, TextContent):
-        for piece in _pieces(content.text, pieces):
+        *first, last = _pieces(content.text, pieces)
+        for piece in first:
             yield ChatResponseUpdate((TextContent(piece),), role, item, 0)
+        yield ChatResponseUpdate((TextContent(last, content.provider_item),), role, item, 0)
         return
     texts = _reasoning_text_parts(content) if isinstance(content, ReasoningContent) else None
     if not isinstance(content, ReasoningContent) or texts is None:
@@ -325,5 +341,8 @@ def _content_updates(content: Content, role: Role, item: int, pieces: int) -> It
     for index, text in enumerate(texts):
         for piece in _pieces(text, pieces):
             yield ChatResponseUpdate((ReasoningContent(piece, content.item_id),), role, item, index)
-    # The item's id and encrypted state arrive with the finished item, after its parts.
-    yield ChatResponseUpdate((ReasoningContent("", content.item_id, content.encrypted_content),), role, item)
+    # The item's id, encrypted state and provider item arrive with the finished item, after its parts.
+    closing = ReasoningContent(
+        "", content.item_id, content.encrypted_content, provider_item=content.provider_item
+    )
+    yield ChatResponseUpdate((closing,), role, item)

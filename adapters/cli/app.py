@@ -29,6 +29,7 @@ from adapters.cli.report import (
     summary_text,
     usage_line,
 )
+from adapters.cli.run_document import save_run
 from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError
 from adapters.offline.scenarios import parse_model
 from adapters.redaction import Redactor
@@ -45,6 +46,7 @@ from application import (
     RunEvent,
     RunFinished,
     SummaryAgent,
+    ToolRunError,
     WorkflowEdit,
     WorkflowEditorAgent,
     WorkflowJsonError,
@@ -104,6 +106,7 @@ class _Work:
     workflow: Workflow | None = None
     instruction: str = ""
     output: AtomicOutput | None = None
+    save_run: AtomicOutput | None = None
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -160,6 +163,16 @@ def _stdin() -> BinaryIO:
     return stream  # type: ignore[no-any-return]  # sys.stdin.buffer is a BinaryIO; getattr loses it
 
 
+def _save_run(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> AtomicOutput | None:
+    """--save-run, checked and opened before any request (like --output, never over an input file)."""
+    if args.save_run is None:
+        return None
+    output = getattr(args, "output", None)
+    if output is not None and os.path.realpath(output) == os.path.realpath(args.save_run):
+        raise InputError(f"--save-run {str(args.save_run)!r}: is the --output file; name another")
+    return AtomicOutput.open(args.save_run, inputs=inputs, option="--save-run")
+
+
 def _work(args: argparse.Namespace, settings: Settings) -> _Work:
     limit = settings.agent.max_transcript_bytes
     if args.command == "summarize":
@@ -167,7 +180,7 @@ def _work(args: argparse.Namespace, settings: Settings) -> _Work:
         if not text.strip():
             where = "(stdin)" if args.transcript == "-" else repr(args.transcript)
             raise InputError(f"TRANSCRIPT_FILE {where}: empty; there is nothing to summarize")
-        return _Work(settings, text)
+        return _Work(settings, text, save_run=_save_run(args, [("TRANSCRIPT_FILE", args.transcript)]))
     text = read_text(args.workflow, "WORKFLOW_JSON", _stdin(), limit=limit)
     try:
         workflow = workflow_from_json(text)
@@ -179,7 +192,13 @@ def _work(args: argparse.Namespace, settings: Settings) -> _Work:
     output = None
     if args.output is not None:
         output = AtomicOutput.open(args.output, inputs=[("WORKFLOW_JSON", args.workflow)], force=args.force)
-    return _Work(settings, text, workflow, args.instruction, output)
+    try:
+        save_run = _save_run(args, [("WORKFLOW_JSON", args.workflow)])
+    except InputError:
+        if output is not None:
+            output.discard()
+        raise
+    return _Work(settings, text, workflow, args.instruction, output, save_run)
 
 
 @contextlib.contextmanager
@@ -327,6 +346,12 @@ def _finish(
         else:
             console.result(edit_text(work.workflow, result))
     console.info("\n" + usage_line(result.usage, len(result.run.responses)))
+    if work.save_run is not None:
+        unsaved = save_run(work.save_run, result, console.redactor)
+        if unsaved is not None:
+            console.error(unsaved)
+            return EXIT_USAGE
+        console.info(f"Saved the run to {work.save_run.target}")
     if isinstance(result, WorkflowEdit) and result.pending:
         return _waiting(result, work, console)
     if isinstance(result, MeetingSummary) and result.failed_chunks:
@@ -387,7 +412,7 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
     except (ConfigurationError, InputError) as exc:
         console.error(str(exc))
         return EXIT_USAGE
-    with work.output or contextlib.nullcontext():
+    with work.output or contextlib.nullcontext(), work.save_run or contextlib.nullcontext():
         length = len(work.text)
         limit = settings.agent.transcript_warning_chars
         if args.command == "summarize" and length > limit:
@@ -429,6 +454,13 @@ async def _session(
             except ChatError as exc:
                 console.error(describe_failure(exc, running.agent))
                 console.details(failure_details(exc))
+                if work.save_run is not None and isinstance(exc, ToolRunError):
+                    # The run up to the failure: what a host would need to look into it.
+                    unsaved = save_run(work.save_run, exc.run, console.redactor)
+                    if unsaved is not None:
+                        console.error(unsaved)
+                    else:
+                        console.info(f"Saved the run so far to {work.save_run.target}")
                 return EXIT_MODEL_FAILED
         return _finish(args, work, result, console, streamed=live.text.shown_any)
     finally:

@@ -91,16 +91,24 @@ class AtomicOutput:
         self._mode = mode
 
     @classmethod
-    def open(cls, path: Path, *, inputs: Sequence[tuple[str, str]] = (), force: bool = False) -> Self:
+    def open(
+        cls,
+        path: Path,
+        *,
+        inputs: Sequence[tuple[str, str]] = (),
+        force: bool = False,
+        option: str = "--output",
+    ) -> Self:
         """Check ``path`` and make the temporary file beside it.
 
         ``inputs`` are ``(name, argument)`` pairs of the command's input files: replacing one of them
-        needs ``force``. Raises :class:`InputError` for a folder, a missing folder, something that
-        is not a regular file, a folder that cannot be written, or an input file without ``force``.
+        needs ``force``; ``option`` names the path in errors. Raises :class:`InputError` for a folder,
+        a missing folder, something that is not a regular file, a folder that cannot be written, or
+        an input file without ``force``.
         Like ``mv``, replacing needs the folder to be writable, not the file; the file's permissions
         carry over to its replacement.
         """
-        where = f"--output {str(path)!r}"
+        where = f"{option} {str(path)!r}"
         # Writing through a symbolic link is what the user asked for; replacing the link would not be.
         target = Path(os.path.realpath(path))
         if target.is_dir():

@@ -142,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the transcript lines each action item and decision cites under it (--format text)",
     )
+    _add_save_run(summarize)
     _add_global_options(summarize, copy=True)
 
     edit = commands.add_parser(
@@ -175,6 +176,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=APPROVE_CHOICES,
         help="decide the edits that wait for approval without asking: all run, or none does",
     )
+    _add_save_run(edit)
     _add_global_options(edit, copy=True)
     _add_batch_commands(commands)
     return parser
@@ -250,6 +252,18 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="this worker's executor id (default worker@HOSTNAME); restarted with it, it resumes its runs",
     )
     _add_global_options(worker, copy=True)
+
+
+def _add_save_run(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--save-run",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "write the whole run here, atomically, as a run document that application.loads reads back "
+            "(checked before any request; written whenever the run ends, a failed one included)"
+        ),
+    )
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:

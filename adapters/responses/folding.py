@@ -21,6 +21,7 @@ from adapters.responses.to_domain import (
     items_of,
     mend_surrogates,
     provider_failure,
+    provider_item,
     raise_if_failed,
     reasoning_content,
     text,
@@ -165,6 +166,7 @@ class _Item:
         "kind",
         "name",
         "order",
+        "provider",
         "reasoning",
         "sequence",
         "summary",
@@ -191,6 +193,8 @@ class _Item:
         # A reasoning item's id and encrypted state, as its end gave them; None until it ends.
         self.closed: tuple[str | None, str | None] | None = None
         self.encrypted: str | None = None
+        # The finished item as the provider sent it (see to_domain.provider_item); None until it finishes.
+        self.provider: str | None = None
 
     @property
     def identity(self) -> str | None:
@@ -265,8 +269,19 @@ class _Item:
         if self.order is None:
             self.order = next(folder.orders)
         if folder.out is not None:
-            closing = ReasoningContent("", item_id, encrypted)
+            closing = ReasoningContent("", item_id, encrypted, provider_item=self.provider)
             folder.out.append(ChatResponseUpdate((closing,), "assistant", self.sequence))
+
+    def provide(self) -> None:
+        """Hand the finished message item to each of its text parts (an empty piece that carries it)."""
+        out, provider = self.folder.out, self.provider
+        if out is None or provider is None:
+            return
+        for index in sorted(self.texts):
+            if self.texts[index].seen:
+                out.append(
+                    ChatResponseUpdate((TextContent("", provider),), "assistant", self.sequence, index)
+                )
 
     def is_reasoning(self) -> bool:
         return self.kind == "reasoning" or (self.kind is None and bool(self.summary or self.reasoning))
@@ -282,6 +297,7 @@ class _Item:
             name=self.name or "",
             raw_arguments=self.arguments.value(),
             item_id=self.item_id,
+            provider_item=self.provider,
         )
 
     def finish(self, final: Any) -> None:
@@ -292,12 +308,15 @@ class _Item:
             return
         self.describe(final)
         kind = text(field(final, "type"))
+        if kind in ("function_call", "message", "reasoning"):
+            self.provider = provider_item(final)
         if kind == "function_call":
             self.arguments.settle(field(final, "arguments"))
             self.emit_whole([self.call()])
         elif kind == "message":
             self._settle_message(final)
             self.kind = "message-done"
+            self.provide()
         elif kind == "reasoning":
             self._settle_reasoning(final)
             self.close_reasoning(self.item_id, text(field(final, "encrypted_content")))
@@ -313,6 +332,8 @@ class _Item:
         # A repeat of a finished item: what went out whole stands; text parts may still grow.
         if self.kind == "message-done" and text(field(final, "type")) == "message":
             self._settle_message(final)
+            # A part the repeat added takes the item as it first finished, as the others did.
+            self.provide()
 
     def _settle_message(self, final: Any) -> None:
         for position, part in enumerate(items_of(field(final, "content"))):
@@ -355,11 +376,12 @@ class _Item:
             return self.whole
         if self.is_reasoning() or self.closed is not None:
             item_id, encrypted = self.closed or (self.item_id, text(field(self.added, "encrypted_content")))
-            return [reasoning_content(item_id, _joined(self.summary), _joined(self.reasoning), encrypted)]
+            summary, texts = _joined(self.summary), _joined(self.reasoning)
+            return [reasoning_content(item_id, summary, texts, encrypted, self.provider)]
         if self.is_call():
             return [self.call()]
         if self.kind in ("message", "message-done", None):
-            return [TextContent(part) for part in _joined(self.texts)]
+            return [TextContent(part, self.provider) for part in _joined(self.texts)]
         return item_contents(self.added) if self.added is not None else []
 
 

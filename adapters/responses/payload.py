@@ -68,6 +68,45 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _is_object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+def _provider_object(text: str | None) -> dict[str, Any] | None:
+    """The provider's item a content kept (see ``to_domain.provider_item``), as a new dict; None when
+    there is none or it is not a JSON object."""
+    if text is None:
+        return None
+    try:
+        item = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    return item if isinstance(item, dict) else None
+
+
+# Where a message part holds its text, by part type (the parts the contents' texts go back into).
+_TEXT_KEYS: Final = {"output_text": "text", "refusal": "refusal"}
+
+
+def _provider_message(provider: str, texts: list[TextContent]) -> dict[str, Any] | None:
+    """The provider's message item with each text part's text the content's, in order: its id, status,
+    phase, annotations and anything else it sent go back as they came. None when the item is not
+    usable or its text parts are not the contents' (a host joined or dropped some)."""
+    item = _provider_object(provider)
+    parts = item.get("content") if item is not None else None
+    if item is None or not isinstance(parts, list):
+        return None
+    slots = [
+        index for index, part in enumerate(parts) if isinstance(part, dict) and part.get("type") in _TEXT_KEYS
+    ]
+    if len(slots) != len(texts):
+        return None
+    for index, content in zip(slots, texts, strict=True):
+        part = parts[index]
+        parts[index] = {**part, _TEXT_KEYS[part["type"]]: content.text}
+    return item
+
+
 def _plain(value: object) -> Any:
     """A JSON-ready copy: read-only mappings become dicts, tuples become lists."""
     if isinstance(value, Mapping):
@@ -204,28 +243,40 @@ class ResponsesPayloadBuilder:
         return [item for message in messages for item in self._message_items(message)]
 
     def _message_items(self, message: ChatMessage) -> Iterator[dict[str, Any]]:
-        part_type = "output_text" if message.role == "assistant" else "input_text"
-        parts: list[dict[str, Any]] = []
+        # Text parts side by side make one message item: those of one provider item, or those a host wrote.
+        texts: list[TextContent] = []
         for content in message.contents:
             if isinstance(content, TextContent):
-                part: dict[str, Any] = {"type": part_type, "text": content.text}
-                if part_type == "output_text":
-                    part["annotations"] = []
-                parts.append(part)
+                if texts and texts[-1].provider_item != content.provider_item:
+                    yield self._message(message, texts)
+                    texts = []
+                texts.append(content)
                 continue
-            if parts:
-                yield self._message(message, parts)
-                parts = []
+            if texts:
+                yield self._message(message, texts)
+                texts = []
             item = self._item(content)
             if item is not None:
                 yield item
-        if parts:
-            yield self._message(message, parts)
+        if texts:
+            yield self._message(message, texts)
 
     @staticmethod
-    def _message(message: ChatMessage, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    def _message(message: ChatMessage, texts: list[TextContent]) -> dict[str, Any]:
         if message.role == "tool":
             raise ValueError("a tool message carries function results only, not text")
+        provider = texts[0].provider_item
+        if provider is not None and message.role == "assistant":
+            item = _provider_message(provider, texts)
+            if item is not None:
+                return item
+        part_type = "output_text" if message.role == "assistant" else "input_text"
+        parts: list[dict[str, Any]] = []
+        for content in texts:
+            part: dict[str, Any] = {"type": part_type, "text": content.text}
+            if part_type == "output_text":
+                part["annotations"] = []
+            parts.append(part)
         # Without "type" some SDKs and gateways re-read the item as an unknown type and reject it.
         return {"type": "message", "role": message.role, "content": parts}
 
@@ -258,13 +309,18 @@ class ResponsesPayloadBuilder:
         return item
 
     def function_call(self, call: FunctionCallContent) -> dict[str, Any]:
-        """A call in history; its arguments are the model's own string unless the wrap policy applies."""
+        """A call in history, as the provider sent it (its item id and status included); its arguments
+        are the model's own string unless the wrap policy applies."""
         arguments = _json_text_encodable(call.raw_arguments)
         if call.parse_error is not None and self._settings.malformed_arguments_in_history == "wrap":
             arguments = _json_text_encodable(
                 json.dumps({"INVALID_JSON": call.raw_arguments}, ensure_ascii=False)
             )
-        return {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": arguments}
+        item = _provider_object(call.provider_item) or {}
+        item.update(type="function_call", call_id=call.call_id, name=call.name, arguments=arguments)
+        if call.item_id is not None:
+            item["id"] = call.item_id
+        return item
 
     def reasoning_item(self, reasoning: ReasoningContent) -> dict[str, Any] | None:
         """The reasoning item to send back, or None when the provider could not use it.
@@ -274,10 +330,13 @@ class ResponsesPayloadBuilder:
         """
         if reasoning.encrypted_content is None and (reasoning.item_id is None or not self._settings.store):
             return None
-        item: dict[str, Any] = {
-            "type": "reasoning",
-            "summary": [{"type": "summary_text", "text": text} for text in reasoning.summary],
-        }
+        item = _provider_object(reasoning.provider_item) or {}
+        given = item.get("summary")
+        if isinstance(given, list) and len(given) == len(reasoning.summary) and all(map(_is_object, given)):
+            summary = [{**part, "text": text} for part, text in zip(given, reasoning.summary, strict=True)]
+        else:
+            summary = [{"type": "summary_text", "text": text} for text in reasoning.summary]
+        item.update(type="reasoning", summary=summary)
         if reasoning.item_id is not None:
             item["id"] = reasoning.item_id
         if reasoning.encrypted_content is not None:

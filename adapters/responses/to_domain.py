@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import types
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -43,6 +44,7 @@ __all__ = [
     "items_of",
     "mend_surrogates",
     "provider_failure",
+    "provider_item",
     "raise_if_failed",
     "reasoning_content",
     "response_contents",
@@ -57,6 +59,12 @@ _INCOMPLETE_REASONS: Final[dict[str, FinishReason]] = {
     "content_filter": "content_filter",
 }
 _TEXT_PARTS: Final = frozenset({"output_text", "refusal"})
+# Where a message part holds its text, by part type; the text is the content's, not the provider item's.
+_TEXT_KEYS: Final[Mapping[str, str]] = types.MappingProxyType({"output_text": "text", "refusal": "refusal"})
+# What a call or a reasoning item's contents hold apart from the provider item (large, and held once).
+_HELD_APART: Final[Mapping[str, str]] = types.MappingProxyType(
+    {"function_call": "arguments", "reasoning": "encrypted_content"}
+)
 _SCALARS: Final = (str, bytes, int, float, bool, list, tuple, type(None))
 REASONING_SEPARATOR: Final = "\n\n"
 # Statuses of a response that has not finished: as the final word on an answer, it is incomplete.
@@ -158,17 +166,51 @@ def _raw_json(item: Any) -> str | None:
         return None
 
 
+def _without(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``data`` without ``key`` when it holds a string there (a value the contents keep instead)."""
+    return {name: value for name, value in data.items() if name != key or not isinstance(value, str)}
+
+
+def _part_without_text(part: object) -> object:
+    if isinstance(part, Mapping):
+        kind = part.get("type")
+        key = _TEXT_KEYS.get(kind) if isinstance(kind, str) else None
+        if key is not None:
+            return _without(part, key)
+    return part
+
+
+def provider_item(item: Any) -> str | None:
+    """What a content keeps of the output item it came from: the item as the provider sent it, as
+    JSON (keys sorted, so one item always reads the same), without what the contents hold apart (a
+    message's part texts, a call's arguments, a reasoning item's encrypted content). None when it
+    cannot be written back as a JSON object."""
+    to_dict = getattr(item, "to_dict", None)
+    try:
+        data = to_dict(mode="json", warnings=False) if callable(to_dict) else dict(item)
+        kind = data.get("type")
+        if kind == "message" and isinstance(data.get("content"), list):
+            data = {**data, "content": [_part_without_text(part) for part in data["content"]]}
+        elif isinstance(kind, str) and kind in _HELD_APART:
+            data = _without(data, _HELD_APART[kind])
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 def reasoning_content(
     item_id: str | None,
     summary: Sequence[str],
     texts: Sequence[str],
     encrypted_content: str | None,
+    provider: str | None = None,
 ) -> ReasoningContent:
     return ReasoningContent(
         text=REASONING_SEPARATOR.join((*summary, *texts)),
         item_id=item_id,
         encrypted_content=encrypted_content,
         summary=tuple(summary),
+        provider_item=provider,
     )
 
 
@@ -198,7 +240,8 @@ def item_contents(item: Any) -> list[Content]:
     kind = field(item, "type")
     item_id = text(field(item, "id"))
     if kind == "message":
-        return [TextContent(part) for part in _part_texts(field(item, "content"), _TEXT_PARTS)]
+        provider = provider_item(item)
+        return [TextContent(part, provider) for part in _part_texts(field(item, "content"), _TEXT_PARTS)]
     if kind == "function_call":
         return [
             FunctionCallContent.parse(
@@ -206,12 +249,14 @@ def item_contents(item: Any) -> list[Content]:
                 name=text(field(item, "name")) or "",
                 raw_arguments=text(field(item, "arguments")) or "",
                 item_id=item_id,
+                provider_item=provider_item(item),
             )
         ]
     if kind == "reasoning":
         summary = _part_texts(field(item, "summary"), frozenset({"summary_text"}))
         texts = _part_texts(field(item, "content"), frozenset({"reasoning_text"}))
-        return [reasoning_content(item_id, summary, texts, text(field(item, "encrypted_content")))]
+        encrypted = text(field(item, "encrypted_content"))
+        return [reasoning_content(item_id, summary, texts, encrypted, provider_item(item))]
     raw_json = _raw_json(item) if isinstance(kind, str) and kind else None
     if raw_json is None:
         # Without a type the provider cannot read the item back; without JSON it cannot be sent.

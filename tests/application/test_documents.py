@@ -89,7 +89,8 @@ def test_a_call_loads_with_its_arguments_parsed_again_from_the_raw_string() -> N
     bad = FunctionCallContent.parse(call_id="c2", name="f", raw_arguments='{"a": ')
     stored = json.loads(dumps((ChatMessage("assistant", (good, bad)),)))
 
-    assert set(stored["value"][0]["contents"][0]) == {"kind", "call_id", "name", "raw_arguments", "item_id"}
+    assert "arguments" not in stored["value"][0]["contents"][0]
+    assert "parse_error" not in stored["value"][0]["contents"][0]
     (message,) = loads(json.dumps(stored))
     assert message.contents == (good, bad)
     assert message.contents[0].arguments == {"a": [1, 2]}
@@ -306,5 +307,6 @@ def test_a_thousand_mutated_documents_give_only_document_errors_that_name_a_path
         # siblings wrong), or an object around the change.
         assert refusal.path.startswith(holder) or mutated.startswith(refusal.path), (refusal.path, mutated)
         assert str(refusal).startswith(refusal.path)
-    # Most changes break the document; some (a null where null is allowed) leave it valid.
-    assert len(refusals) > 700
+    # Most changes break the document; some leave it valid (a null where null is allowed, a field with a
+    # default left out).
+    assert len(refusals) > 600

@@ -90,13 +90,20 @@ def surrogate_pair_arguments(draw: st.DrawFn) -> str:
 _ids = st.none() | st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=8)
 _model_text = st.text(max_size=30) | any_text.filter(lambda s: len(s) <= 30)
 
-text_contents = st.builds(TextContent, _model_text)
+# What an adapter keeps of a provider's output item: an opaque JSON object, or nothing.
+_provider_items = st.none() | st.builds(
+    lambda status, n: json.dumps({"id": f"it_{n}", "status": status}, sort_keys=True),
+    st.sampled_from(["completed", "incomplete"]),
+    st.integers(min_value=0, max_value=9),
+)
+text_contents = st.builds(TextContent, _model_text, _provider_items)
 reasoning_contents = st.builds(
     ReasoningContent.from_parts,
     st.lists(_model_text, max_size=3),
     st.lists(_model_text, max_size=2),
     item_id=_ids,
     encrypted_content=st.none() | st.text(alphabet="ABCDEFabcdef0123456789+/=", min_size=1, max_size=20),
+    provider_item=_provider_items,
 )
 call_contents = st.builds(
     FunctionCallContent.parse,
@@ -104,6 +111,7 @@ call_contents = st.builds(
     name=st.sampled_from(["record_decision", "list_steps", ""]),
     raw_arguments=st.text(max_size=30) | st.just('{"a": 1}'),
     item_id=_ids,
+    provider_item=_provider_items,
 )
 provider_contents = st.builds(
     ProviderItemContent,
@@ -156,7 +164,7 @@ def _reasoning_parts(content: ReasoningContent) -> tuple[list[str], list[str]]:
 @st.composite
 def streamed_updates(draw: st.DrawFn, response: ChatResponse) -> list[ChatResponseUpdate]:
     """``response`` as a stream might deliver it: random pieces, several pieces per update, text
-    parts of one item or of several, the item's id and encrypted state early or late, and
+    parts of one item or of several, the item's id, encrypted state and provider item early or late, and
     metadata spread over the updates (with placeholders the later values overwrite).
     """
     updates = [
@@ -179,14 +187,20 @@ def streamed_updates(draw: st.DrawFn, response: ChatResponse) -> list[ChatRespon
                 else:
                     item, part = item + 1, draw(st.integers(min_value=0, max_value=2))
                 texts = [TextContent(piece) for piece in _cut(draw, content.text)]
+                if content.provider_item is not None:
+                    # The provider's item comes with any one piece, or after them all in an empty one.
+                    at = draw(st.integers(min_value=0, max_value=len(texts)))
+                    piece = texts[at].text if at < len(texts) else ""
+                    texts[at : at + 1] = [TextContent(piece, content.provider_item)]
                 updates.extend(_batched(draw, texts, message.role, item, part))
             elif isinstance(content, ReasoningContent):
                 item += 1
                 summary, reasoning_texts = _reasoning_parts(content)
                 item_id = content.item_id
-                done = ChatResponseUpdate(
-                    (ReasoningContent("", item_id, content.encrypted_content),), message.role, item
+                closing = ReasoningContent(
+                    "", item_id, content.encrypted_content, provider_item=content.provider_item
                 )
+                done = ChatResponseUpdate((closing,), message.role, item)
                 if draw(st.booleans()):
                     updates.append(done)
                 for index, text in enumerate(summary):

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.offline.render import call_item, message_item, reasoning_item, sse, stream_events
+from adapters.responses.to_domain import provider_item as provided
 from domain import (
     ChatMessage,
     ChatPort,
@@ -96,18 +97,19 @@ def three_kinds() -> dict[str, Any]:
 async def test_text_only_answer_folds_the_same_every_way(dialect: str) -> None:
     litellm = dialect == "litellm"
     response_id = "resp_" + "x" * 395 if litellm else "resp_abc"
-    document = response_document(
-        [message_item("msg_1", "The team agreed ", "to ship on Friday.")],
-        response_id=response_id,
-        litellm=litellm,
-    )
+    message = message_item("msg_1", "The team agreed ", "to ship on Friday.", litellm=litellm)
+    document = response_document([message], response_id=response_id, litellm=litellm)
 
     results = await fold_all_ways(document, litellm=litellm)
 
     expected_usage = Usage(11, 7, 18, None if litellm else 3, None if litellm else 2)
+    # Both parts keep the message item they came in, to send it back as it was.
+    item = provided(message)
     for result in results:
         assert result.messages == (
-            ChatMessage("assistant", (TextContent("The team agreed "), TextContent("to ship on Friday."))),
+            ChatMessage(
+                "assistant", (TextContent("The team agreed ", item), TextContent("to ship on Friday.", item))
+            ),
         )
         assert result.text == "The team agreed to ship on Friday."
         assert (result.response_id, result.model_id, result.status) == (
@@ -124,13 +126,9 @@ async def test_text_only_answer_folds_the_same_every_way(dialect: str) -> None:
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_reasoning_summary_and_encrypted_content_come_before_the_text(dialect: str) -> None:
-    document = response_document(
-        [
-            reasoning_item("rs_1", summary=("First I read", " the notes."), encrypted="gAAAA-opaque=="),
-            message_item("msg_1", "Two decisions were made."),
-        ],
-        litellm=dialect == "litellm",
-    )
+    reasoning = reasoning_item("rs_1", summary=("First I read", " the notes."), encrypted="gAAAA-opaque==")
+    said = message_item("msg_1", "Two decisions were made.", litellm=dialect == "litellm")
+    document = response_document([reasoning, said], litellm=dialect == "litellm")
 
     results = await fold_all_ways(document, litellm=dialect == "litellm")
 
@@ -142,8 +140,9 @@ async def test_reasoning_summary_and_encrypted_content_come_before_the_text(dial
                 item_id="rs_1",
                 encrypted_content="gAAAA-opaque==",
                 summary=("First I read", " the notes."),
+                provider_item=provided(reasoning),
             ),
-            TextContent("Two decisions were made."),
+            TextContent("Two decisions were made.", provided(said)),
         )
 
 
@@ -287,7 +286,8 @@ async def test_provider_items_keep_their_json_and_order() -> None:
     compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque-state"}
     search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}}
     unknown = {"type": "mystery_item", "id": "my_1", "payload": {"nested": [1, "two", None]}, "flag": True}
-    document = response_document([compaction, search, unknown, message_item("msg_1", "Found it.")])
+    found = message_item("msg_1", "Found it.")
+    document = response_document([compaction, search, unknown, found])
 
     results = await fold_all_ways(document, litellm=False)
 
@@ -299,7 +299,7 @@ async def test_provider_items_keep_their_json_and_order() -> None:
         assert (first.type, first.item_id, json.loads(first.raw_json)) == ("compaction", "cmp_1", compaction)
         assert (second.type, json.loads(second.raw_json)) == ("web_search_call", search)
         assert (third.type, json.loads(third.raw_json)) == ("mystery_item", unknown)
-        assert fourth == TextContent("Found it.")
+        assert fourth == TextContent("Found it.", provided(found))
     assert all(result == results[0] for result in results)
 
     recorder = Recorder([answer(json.dumps(response_document([])), JSON)])
@@ -524,7 +524,7 @@ async def test_a_repeated_done_event_is_one_item_not_two() -> None:
 
     for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
         result = await ask(adapter)
-        assert result.messages == (ChatMessage("assistant", (TextContent("once"),)),)
+        assert result.messages == (ChatMessage("assistant", (TextContent("once", provided(done["item"])),)),)
 
 
 async def test_an_item_that_never_finished_keeps_what_it_had_when_another_takes_its_index() -> None:
@@ -539,8 +539,9 @@ async def test_an_item_that_never_finished_keeps_what_it_had_when_another_takes_
     for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
         result = await ask(adapter)
         assert [c for m in result.messages for c in m.contents] == [
+            # The first never finished: there is no item of the provider's to send back, only its text.
             TextContent("first, cut"),
-            TextContent("second"),
+            TextContent("second", provided(message_item("msg_2", "second"))),
         ]
 
 
@@ -574,7 +575,10 @@ async def test_a_repeated_done_without_ids_is_one_item_and_a_different_one_is_tw
 
     result = await ask_streamed(events)
 
-    assert result.messages[0].contents == (TextContent("same"), TextContent("other"))
+    assert result.messages[0].contents == (
+        TextContent("same", provided(bare)),
+        TextContent("other", provided(other)),
+    )
 
 
 async def test_late_part_events_of_a_finished_item_change_nothing() -> None:
@@ -743,10 +747,11 @@ async def test_a_surrogate_pair_split_across_two_deltas_is_one_character_and_nev
 
 
 async def test_a_json_answer_streams_its_contents_once_read() -> None:
-    document = response_document([message_item("msg_1", "whole"), call_item("fc", "c", "f", "{}")])
+    message = message_item("msg_1", "whole")
+    document = response_document([message, call_item("fc", "c", "f", "{}")])
 
     for response, updates in await answered_and_streamed(json.dumps(document), JSON):
-        assert next(c for u in updates for c in u.contents) == TextContent("whole")
+        assert next(c for u in updates for c in u.contents) == TextContent("whole", provided(message))
         assert_folds_to(updates, response)
 
 

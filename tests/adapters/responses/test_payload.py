@@ -92,6 +92,7 @@ async def test_function_calls_go_back_with_their_raw_arguments_byte_for_byte(raw
         item = body["input"][1]
         assert item == {
             "type": "function_call",
+            "id": "fc_1",
             "call_id": "call_1",
             "name": "record_action_item",
             "arguments": raw,

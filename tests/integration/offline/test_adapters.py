@@ -18,7 +18,9 @@ from domain import (
     ChatTransportError,
     FunctionCallContent,
     MalformedResponseError,
+    ReasoningContent,
     ResponseFailedError,
+    TextContent,
 )
 from tests.integration.offline.support import API_KEY, ECHO, GREETING, ContainerFactory, bounded
 
@@ -67,9 +69,17 @@ async def raised(error: type[E], chat: ChatPort) -> E:
 
 
 def said(response: ChatResponse) -> list[tuple[str, object]]:
-    """What the model said, without the per-request ids the endpoint derives from its request id."""
+    """What the model said, without the per-request ids the endpoint derives from its request id (the
+    provider's item, which holds its id, included)."""
     return [
-        (message.role, attrs.evolve(part, item_id=None) if isinstance(part, FunctionCallContent) else part)
+        (
+            message.role,
+            attrs.evolve(part, item_id=None, provider_item=None)
+            if isinstance(part, FunctionCallContent)
+            else attrs.evolve(part, provider_item=None)
+            if isinstance(part, TextContent | ReasoningContent)
+            else part,
+        )
         for message in response.messages
         for part in message.contents
     ]
