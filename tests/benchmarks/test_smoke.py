@@ -11,6 +11,7 @@ import pytest
 import benchmarks.__main__ as bench_cli
 from benchmarks import profile
 from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
+from benchmarks.documents import document_costs, tool_run
 from benchmarks.harness import WrongOutputError
 from benchmarks.suite import Check, Sizes
 from benchmarks.workloads import PROMPT, Scenario
@@ -153,3 +154,15 @@ def test_the_profiles_run_and_name_what_they_measured(
     printed = capsys.readouterr().out
     assert expected in printed
     assert ("peak" if "--memory" in arguments else "function calls") in printed
+
+
+async def test_the_document_benchmark_reports_both_ratios_for_values_that_load_back_equal() -> None:
+    run = await tool_run(3, 60)
+    checks = await document_costs(calls=3, call_chars=60, deltas=20, runs=1)
+
+    assert len(run.tool_calls) == 3
+    assert [check.name for check in checks] == [
+        "dumps+loads / json.dumps+json.loads, a 3-call run",
+        "dumps+loads / json.dumps+json.loads, the 20-delta answer",
+    ]
+    assert all(check.value > 0 and math.isfinite(check.value) and check.target == "<= 3" for check in checks)

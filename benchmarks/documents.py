@@ -1,0 +1,130 @@
+"""What a run document costs: ``dumps`` + ``loads`` against ``json.dumps`` + ``json.loads`` of the same data.
+
+``python -m benchmarks.documents [--runs N] [--quick]`` prints one line per value: a 200-call tool run (a
+real ``ToolLoop`` run over the JSON adapter) and the 20k-delta answer, each as a ratio (target <= 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import attrs
+
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings
+from application import ToolLoop, ToolRegistry, ToolRun, dumps, loads
+from benchmarks.bodies import make_body, make_calls_body
+from benchmarks.harness import Check, interleaved, paired_ratios, serve, spread
+from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, updates_of
+
+__all__ = ["document_costs", "main"]
+
+QUESTION = (ChatMessage.user("Record every action item of the meeting."),)
+TARGET = 3.0
+
+
+async def _answer(body: bytes) -> ChatResponse:
+    client, http_client = serve(body, "application/json")
+    try:
+        return await ResponsesJsonAdapter(client, ResponsesSettings(model="gpt-bench")).get_response(QUESTION)
+    finally:
+        await http_client.aclose()
+
+
+@attrs.frozen
+class _Answers:
+    """A chat that gives its answers in turn (the calls, then the closing text)."""
+
+    answers: list[ChatResponse]
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        return self.answers.pop(0)
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return updates_of(lambda: self.get_response(messages, options))
+
+
+@attrs.frozen
+class _Item:
+    owner: str
+    item: int
+    due: str
+    notes: str
+
+
+async def tool_run(calls: int, call_chars: int) -> ToolRun:
+    """A run of the tool loop in which the model makes ``calls`` calls in one answer, then closes."""
+    answers = [await _answer(make_calls_body(calls, call_chars).json), await _answer(make_body(20).json)]
+    registry = ToolRegistry()
+
+    @registry.tool(description="Record one action item.")
+    def record_action_item(params: _Item) -> dict[str, Any]:
+        return {"recorded": params.item}
+
+    loop = ToolLoop(_Answers(answers))
+    return await loop.run(QUESTION, ChatOptions(tools=registry.specs), registry)
+
+
+async def _ratio(name: str, value: object, runs: int) -> Check:
+    text = dumps(value)
+    data = json.loads(text)
+    if loads(text) != value:
+        raise AssertionError(f"{name}: the document did not load back equal")
+
+    async def ours() -> None:
+        loads(dumps(value))
+
+    async def plain() -> None:
+        json.loads(json.dumps(data))
+
+    samples = await interleaved({"documents": ours, "json": plain}, runs=runs)
+    ratios = paired_ratios(samples["documents"], samples["json"])
+    ratio = samples["documents"].median / samples["json"].median
+    return Check(
+        name=f"dumps+loads / json.dumps+json.loads, {name}",
+        value=ratio,
+        unit="x",
+        target=f"<= {TARGET:g}",
+        met=ratio <= TARGET,
+        detail=(
+            f"{samples['documents'].median * 1e3:.1f} vs {samples['json'].median * 1e3:.1f} ms CPU "
+            f"(medians of {runs}), a {len(text.encode('utf-8')):,}-byte document"
+        ),
+        spread=spread(ratios),
+    )
+
+
+async def document_costs(
+    *, calls: int = 200, call_chars: int = 600, deltas: int = 20_000, runs: int = 7
+) -> list[Check]:
+    """The two figures: a ``calls``-call run, and an answer of ``deltas`` text deltas."""
+    run = await tool_run(calls, call_chars)
+    answer = await _answer(make_body(deltas).json)
+    return [
+        await _ratio(f"a {calls}-call run", run, runs),
+        await _ratio(f"the {deltas:,}-delta answer", answer, runs),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.documents", description=__doc__)
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per variant (median)")
+    parser.add_argument("--quick", action="store_true", help="tiny values and two runs: a smoke test")
+    args = parser.parse_args(argv)
+    sizes: dict[str, int] = {"calls": 10, "call_chars": 100, "deltas": 200, "runs": 2} if args.quick else {}
+    for check in asyncio.run(document_costs(**{"runs": args.runs, **sizes})):
+        verdict = "-" if check.met is None else ("met" if check.met else "MISSED")
+        print(f"{check.name}: {check.value:.2f} {check.unit} ({check.spread}; {check.detail})")
+        print(f"  target {check.target}: {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
