@@ -108,7 +108,10 @@ def test_the_corpus_holds_what_the_fidelity_test_is_about() -> None:
 # ---------------------------------------------------------------- generated output items, streamed or whole
 
 _ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=10)
-_texts = st.text(max_size=20) | st.text(st.characters(min_codepoint=0x80), max_size=10)
+# Text UTF-8 can carry: an unpaired surrogate in plain text goes out as U+FFFD (architecture.md).
+_texts = st.text(max_size=20) | st.text(
+    st.characters(min_codepoint=0x80, exclude_categories=["Cs"]), max_size=10
+)
 _annotations = st.lists(
     st.fixed_dictionaries(
         {
