@@ -35,7 +35,17 @@ def test_summarize_saves_the_run_it_printed(tmp_path: Path) -> None:
 
 def test_edit_workflow_saves_the_run_beside_its_output(tmp_path: Path) -> None:
     saved, output = tmp_path / "run.json", tmp_path / "edited.json"
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--output", str(output), "--save-run", str(saved))
+    ran = run(
+        "edit-workflow",
+        str(WORKFLOW),
+        REMOVE_QA,
+        "--approve",
+        "all",
+        "--output",
+        str(output),
+        "--save-run",
+        str(saved),
+    )
 
     assert ran.code == EXIT_OK, ran.err
     edit = loads(saved.read_bytes())
