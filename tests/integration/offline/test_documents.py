@@ -110,3 +110,27 @@ async def test_the_next_request_sends_each_output_item_back_whole(
     assert [item["arguments"] for item in calls] == [
         call.raw_arguments for message in summary.run.messages for call in message.function_calls
     ]
+
+
+async def test_the_readme_example_of_storing_a_run_runs_as_written(tmp_path: Path) -> None:
+    readme = (_REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n### Storing a run and loading it again\n") :]
+    code = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+    script = tmp_path / "stored.py"
+    script.write_text(code, encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("AGENT_")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=tmp_path,
+        env={**environment, "PYTHONPATH": str(_REPO)},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+
+    assert process.returncode == 0, err.decode()
+    shown = out.decode("utf-8")
+    assert 'value[0].role: expected one of "system", "developer", "user", "assistant", "tool"' in shown
+    assert '{"format":"meeting-agents","version":1,"kind":"messages"' in shown
+    assert loads((tmp_path / "run.json").read_text(encoding="utf-8")).run.responses
