@@ -57,22 +57,26 @@ _raw_arguments = st.one_of(
     document_texts, valid_argument_strings(), lone_surrogate_arguments(), malformed_argument_strings
 )
 
+# What an adapter keeps of the provider's output item: opaque JSON text, or nothing (a host's content).
+_provider_items = st.none() | st.builds(json.dumps, json_objects)
 function_calls = st.builds(
     FunctionCallContent.parse,
     call_id=document_texts,
     name=document_texts,
     raw_arguments=_raw_arguments,
     item_id=_ids,
+    provider_item=_provider_items,
 )
 function_results = st.builds(FunctionResultContent, document_texts, json_values, st.booleans())
 contents: st.SearchStrategy[Content] = st.one_of(
-    st.builds(TextContent, document_texts),
+    st.builds(TextContent, document_texts, _provider_items),
     st.builds(
         ReasoningContent.from_parts,
         st.lists(document_texts, max_size=2),
         st.lists(document_texts, max_size=2),
         item_id=_ids,
         encrypted_content=st.none() | st.text(alphabet="ABCDEFabcdef0123456789+/=", max_size=30),
+        provider_item=_provider_items,
     ),
     function_calls,
     function_results,
