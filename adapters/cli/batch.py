@@ -38,6 +38,7 @@ __all__ = [
     "Source",
     "batch_command",
     "collect_sources",
+    "durable_engine",
     "prepare_output",
     "worker_command",
 ]
@@ -254,10 +255,11 @@ def _durable() -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _engine(
+async def durable_engine(
     settings: Settings, database_url: str, executor_id: str
 ) -> Any:  # AsyncIterator[Engine]; Any keeps the durable adapter out of this module's imports
-    """The container with the durable decorators, and DBOS launched over it in this event loop."""
+    """The container with the durable decorators, and DBOS launched over it in this event loop: what a
+    batch, a worker or a host's durable edits (:mod:`adapters.durable.approval`) run on."""
     from dependency_injector import providers
 
     from adapters.container import Container
@@ -291,6 +293,7 @@ async def _engine(
         describe=lambda error: describe_failure(error, settings.agent),
         redactor=redactor,
         spending=lambda run: usage_json(run.usage, len(run.responses)),
+        workflow_editor=container.workflow_editor_agent,
     )
     async with container:
         engine = await durable.Engine.launch(engine_settings, runtime)
@@ -367,7 +370,7 @@ async def _batch(
     window = len(by_sha) if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
     waiting = list(by_sha)
     try:
-        async with _engine(settings, database_url, executor_id) as engine:
+        async with durable_engine(settings, database_url, executor_id) as engine:
             pending: set[str] = set()
             while waiting or pending:
                 while waiting and len(pending) < window and not budget.reached(totals):
@@ -451,7 +454,7 @@ def worker_command(args: argparse.Namespace, console: Console, settings: Setting
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         with endpoint(settings, console) as running:
-            async with _engine(running, database_url, executor_id):
+            async with durable_engine(running, database_url, executor_id):
                 console.line(f"worker {executor_id}: taking transcripts (Ctrl-C or SIGTERM stops)")
                 await stop.wait()
         return _EXIT_OK

@@ -1,5 +1,7 @@
 """Durable runs on DBOS (the ``durable`` extra): a transcript is a workflow, a request or tool call a step."""
 
+# Imported for its workflow too: DBOS must know every workflow before launch, to recover it.
+from adapters.durable.approval import Approvals, edit_result, start_edit
 from adapters.durable.engine import (
     DatabaseError,
     Engine,
@@ -13,6 +15,7 @@ from adapters.durable.engine import (
 from adapters.durable.steps import DurableChat, DurableToolInvoker, scrubbed
 
 __all__ = [
+    "Approvals",
     "DatabaseError",
     "DurableChat",
     "DurableToolInvoker",
@@ -21,7 +24,9 @@ __all__ = [
     "Outcome",
     "Runtime",
     "check_database_url",
+    "edit_result",
     "requester",
     "scrubbed",
     "shown_database_url",
+    "start_edit",
 ]

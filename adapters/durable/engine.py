@@ -21,7 +21,7 @@ from opentelemetry import trace
 
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, scrubbed
 from adapters.redaction import Redactor
-from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError
+from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, WorkflowEditorAgent
 from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse
 
 __all__ = [
@@ -34,6 +34,8 @@ __all__ = [
     "Outcome",
     "Runtime",
     "check_database_url",
+    "current_runtime",
+    "serializer",
     "shown_database_url",
 ]
 
@@ -166,6 +168,12 @@ class _RedactingSerializer(Serializer):
         return "meeting_agents_pickle"
 
 
+def serializer(redactor: Redactor) -> Serializer:
+    """What the engine stores values with (``redactor`` cuts secrets out first); a client reading or
+    writing the same database (:class:`~adapters.durable.approval.Approvals`) must use it too."""
+    return _RedactingSerializer(redactor)
+
+
 @attrs.frozen
 class Outcome:
     """What one transcript's workflow returns (and DBOS records): ``status`` ``done``, ``incomplete``
@@ -183,7 +191,8 @@ class Runtime:
     """What a process's workflows run with: the pipeline, how to render a summary and tell a failure.
 
     ``summary_agent`` builds a pipeline whose chat and tools are already the durable decorators';
-    ``chat`` is the plain chat a rate-limited request goes through.
+    ``chat`` is the plain chat a rate-limited request goes through; ``workflow_editor`` (built the
+    same way) runs durable edits (:mod:`adapters.durable.approval`).
     """
 
     summary_agent: Callable[[], SummaryAgent]
@@ -192,6 +201,7 @@ class Runtime:
     describe: Callable[[ChatError], str]
     redactor: Redactor
     spending: Callable[[ToolRun], Mapping[str, Any]]
+    workflow_editor: Callable[[], WorkflowEditorAgent] | None = None
 
 
 _runtime: Runtime | None = None
@@ -201,7 +211,8 @@ _traced = False
 _queues: dict[str, Queue] = {}
 
 
-def _current() -> Runtime:
+def current_runtime() -> Runtime:
+    """What this process's workflows run with; a RuntimeError before :meth:`Engine.launch`."""
     if _runtime is None:
         raise RuntimeError("no durable runtime: Engine.launch() sets it")
     return _runtime
@@ -210,7 +221,7 @@ def _current() -> Runtime:
 @DBOS.workflow(name=SUMMARIZE_WORKFLOW)
 async def summarize_transcript(transcript: str) -> Outcome:
     """One transcript, summarized: the workflow DBOS runs, keyed by the transcript's sha256."""
-    runtime = _current()
+    runtime = current_runtime()
     try:
         summary = await runtime.summary_agent().summarize(transcript)
     except ChatError as error:
@@ -223,7 +234,7 @@ async def summarize_transcript(transcript: str) -> Outcome:
 @DBOS.workflow(name=REQUEST_WORKFLOW)
 async def model_request(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
     """One model request on the rate-limited queue (with ``agent.batch_requests_per_minute``)."""
-    runtime = _current()
+    runtime = current_runtime()
     durable = DurableChat(runtime.chat, runtime.redactor)
     return await DBOS.run_step_async({"name": MODEL_REQUEST_STEP}, durable.send, messages, options)
 
@@ -278,7 +289,7 @@ class Engine:
             "system_database_url": url,
             "application_version": version(),
             "executor_id": settings.executor_id,
-            "serializer": _RedactingSerializer(runtime.redactor),
+            "serializer": serializer(runtime.redactor),
             "log_level": "WARNING",
             "notification_listener_polling_interval_sec": 0.1,
             # No endpoint: DBOS adds no exporter and no provider of its own, it uses the host's.

@@ -1,0 +1,124 @@
+"""The workflow editor's pause as a durable wait on SQLite: decisions sent from another process resume
+the same DBOS workflow, live or after the process that waited was killed; a wait that times out hands
+the paused edit back. Each host is a process of its own (:mod:`tests.integration.durable.editing`)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.cli.support import PROCESS_TIMEOUT, ROOT, clean_environment
+from tests.integration.durable.support import CountingGateway, gateway_environment
+
+pytestmark = pytest.mark.slow
+
+EDIT_ID = "release-edit-1"
+STEPS_BEFORE = ["s1", "s2", "s3"]
+
+
+def _host(*argv: str, environ: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(  # noqa: S603  # our own test host with the test's arguments
+        [sys.executable, "-m", "tests.integration.durable.editing", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_environment(environ),
+    )
+
+
+def _json_line(process: subprocess.Popen[bytes]) -> Any:
+    out, err = process.communicate(timeout=PROCESS_TIMEOUT)
+    assert process.returncode == 0, err.decode("utf-8")
+    return json.loads(out.decode("utf-8").splitlines()[-1])
+
+
+def _started(process: subprocess.Popen[bytes]) -> None:
+    assert process.stdout is not None
+    line = process.stdout.readline()  # bounded: the process ends (EOF) if it cannot start
+    assert line == b"started\n", process.communicate(timeout=PROCESS_TIMEOUT)[1].decode("utf-8")
+
+
+def _steps(edit: dict[str, Any]) -> list[str]:
+    return [step["id"] for step in edit["workflow"]["steps"]]
+
+
+@pytest.mark.parametrize(("choice", "steps_after"), [("approve", ["s1", "s3"]), ("deny", STEPS_BEFORE)])
+def test_a_decision_sent_from_another_process_resumes_the_waiting_edit(
+    tmp_path: Path, choice: str, steps_after: list[str]
+) -> None:
+    database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url)
+        editing = _host("edit", database, EDIT_ID, "host-a", "600", environ=environ)
+        _started(editing)
+        pending = _json_line(_host("decide", database, EDIT_ID, choice, environ=environ))
+        edit = _json_line(editing)
+    assert [(call["name"], call["step_id"]) for call in pending] == [("remove_step", "s2")]
+    assert edit["status"] == "done"
+    assert edit["pending"] == []
+    assert not edit["has_state"]
+    assert _steps(edit) == steps_after
+    assert len(set(gateway.completed)) == len(gateway.completed)
+
+
+def test_killed_while_waiting_a_later_decision_resumes_the_same_edit_when_its_host_starts_again(
+    tmp_path: Path,
+) -> None:
+    database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url)
+        editing = _host("edit", database, EDIT_ID, "host-a", "600", environ=environ)
+        _started(editing)
+        # Paused: the pending call is published; then the host dies while it waits.
+        waited = _json_line(_host("decide", database, EDIT_ID, "none", environ=environ))
+        editing.send_signal(signal.SIGKILL)
+        editing.communicate(timeout=PROCESS_TIMEOUT)
+        sent_before = list(gateway.completed)
+        decided = _json_line(_host("decide", database, EDIT_ID, "approve", environ=environ))
+        # The same host again (the same executor id): DBOS recovers the edit, which finds the decision.
+        edit = _json_line(_host("edit", database, EDIT_ID, "host-a", "600", environ=environ))
+    assert waited == decided
+    assert edit["status"] == "done"
+    assert _steps(edit) == ["s1", "s3"]
+    assert sent_before, "the edit sent no request before it paused"
+    assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
+    assert gateway.completed[: len(sent_before)] == sent_before
+    assert len(gateway.completed) > len(sent_before), "the resumed edit sent nothing"
+
+
+def test_a_wait_that_times_out_hands_back_the_paused_edit_with_its_state(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    with CountingGateway() as gateway:
+        edit = _json_line(
+            _host("edit", database, EDIT_ID, "host-a", "0.5", environ=gateway_environment(gateway.base_url))
+        )
+    assert edit["status"] == "awaiting_approval"
+    assert len(edit["pending"]) == 1
+    assert edit["has_state"]
+    assert _steps(edit) == STEPS_BEFORE
+
+
+def test_the_readme_durable_edit_runs_as_written(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n### Approval that waits for days\n") :]
+    script = tmp_path / "durable_edit.py"
+    script.write_text(section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")])
+    done = subprocess.run(  # noqa: S603  # this interpreter running the README's own example
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=clean_environment(),
+        cwd=tmp_path,
+        timeout=PROCESS_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "waiting for approval: remove_step {'step_id': 's2'}" in done.stdout
+    assert done.stdout.splitlines()[1] == "done {"
+    assert '"name": "Manual QA sign-off"' not in done.stdout
+    assert '"name": "Publish"' in done.stdout
