@@ -12,7 +12,7 @@ from opentelemetry.util.types import AttributeValue
 
 from adapters.telemetry import conventions as c
 from adapters.telemetry.instruments import Telemetry
-from adapters.telemetry.tools import error_code
+from adapters.telemetry.tools import error_code, record_answered_outside
 from application import (
     Decisions,
     LoopSettings,
@@ -29,7 +29,7 @@ from application import (
 from application.budget import Ledger
 from application.chunking import Chunk
 from application.pipeline import ToolPipeline
-from application.tools import DUPLICATE_CALL_ID
+from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID
 from domain import ChatOptions, ChatPort, Workflow
 
 __all__ = [
@@ -79,9 +79,14 @@ class _AgentRun:
             span.set_attribute(c.GEN_AI_USAGE_COST, usage.cost_usd)
         if run.stop_reason is not None:
             span.set_attribute(c.RUN_STOP_REASON, run.stop_reason)
+        parent = trace.set_span_in_context(span)
         for record in run.tool_calls:
+            code = error_code(record.result.result) if record.result.is_error else None
+            if code == BUDGET_EXCEEDED:
+                # A call the run's stop left unrun never reached the tool chain: its span is given here.
+                record_answered_outside(self.telemetry, record.call, record.result, parent)
             # The loop answers a repeated call id itself, before any tool decorator: no tool span shows it.
-            if record.result.is_error and error_code(record.result.result) == DUPLICATE_CALL_ID:
+            if code == DUPLICATE_CALL_ID:
                 span.add_event(
                     DUPLICATE_EVENT,
                     {

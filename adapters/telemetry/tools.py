@@ -12,7 +12,7 @@ from adapters.telemetry.content import tool_result
 from adapters.telemetry.instruments import Telemetry
 from domain import FunctionCallContent, FunctionResultContent, JsonValue, ToolInvokerPort
 
-__all__ = ["InstrumentedToolInvoker", "error_code"]
+__all__ = ["InstrumentedToolInvoker", "error_code", "record_answered_outside"]
 
 
 def error_code(result: JsonValue) -> str:
@@ -30,7 +30,9 @@ class InstrumentedToolInvoker:
     Placed outside the guard, it sees the guard's refusals too: a result with ``is_error`` sets status
     ERROR and ``error.type`` to the result's code (``invalid_tool_arguments``, ``unknown_tool``,
     ``tool_failed``, ...). A repeated call id never reaches it: the loop answers ``duplicate_call_id``
-    itself, and the run's ``invoke_agent`` span carries a ``tool_call.duplicate`` event for it. The
+    itself, and the run's ``invoke_agent`` span carries a ``tool_call.duplicate`` event for it. Nor
+    does a call a budget or deadline stop leaves unrun: the agent span gives it its tool span
+    (:func:`record_answered_outside`, ``error.type`` ``budget_exceeded``) when the run ends. The
     arguments and the result are recorded only when content capture is on.
     """
 
@@ -52,19 +54,7 @@ class InstrumentedToolInvoker:
 
     async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
         telemetry = self._telemetry
-        name = telemetry.text(call.name)
-        attributes: dict[str, AttributeValue] = {
-            c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL,
-            c.GEN_AI_TOOL_NAME: name,
-            c.GEN_AI_TOOL_CALL_ID: telemetry.text(call.call_id),
-            c.GEN_AI_TOOL_TYPE: c.TOOL_TYPE_FUNCTION,
-        }
-        span = telemetry.tracer.start_span(
-            f"{c.OPERATION_EXECUTE_TOOL} {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes
-        )
-        capture = telemetry.capture_content and span.is_recording()
-        if capture:
-            span.set_attribute(c.GEN_AI_TOOL_CALL_ARGUMENTS, telemetry.content(call.raw_arguments))
+        span, capture = _start_tool_span(telemetry, call)
         token = context.attach(trace.set_span_in_context(span))
         try:
             result = await self._inner.invoke(call)
@@ -73,16 +63,63 @@ class InstrumentedToolInvoker:
             raise
         finally:
             context.detach(token)
-        if capture:
-            span.set_attribute(c.GEN_AI_TOOL_CALL_RESULT, telemetry.content(tool_result(result.result)))
-        if result.is_error:
-            self._failed(span, telemetry.text(error_code(result.result)))
-        else:
-            span.end()
+        _end_tool_span(telemetry, span, result, capture=capture)
         return result
 
     @staticmethod
     def _failed(span: trace.Span, error_type: str) -> None:
-        span.set_attribute(c.ERROR_TYPE, error_type)
-        span.set_status(trace.StatusCode.ERROR, error_type)
+        _failed(span, error_type)
+
+
+def record_answered_outside(
+    telemetry: Telemetry,
+    call: FunctionCallContent,
+    result: FunctionResultContent,
+    parent: context.Context | None = None,
+) -> None:
+    """The ``execute_tool {tool}`` span of a call the loop answered without the tool-invoker chain (a
+    call a budget or deadline stop left unrun, answered ``budget_exceeded``): the span a call through
+    :class:`InstrumentedToolInvoker` has, with ``error.type`` the result's code, inside ``parent``."""
+    span, capture = _start_tool_span(telemetry, call, parent)
+    _end_tool_span(telemetry, span, result, capture=capture)
+
+
+def _start_tool_span(
+    telemetry: Telemetry, call: FunctionCallContent, parent: context.Context | None = None
+) -> tuple[trace.Span, bool]:
+    """The call's INTERNAL ``execute_tool`` span (its arguments recorded when capture is on), and
+    whether capture is on for it."""
+    name = telemetry.text(call.name)
+    attributes: dict[str, AttributeValue] = {
+        c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL,
+        c.GEN_AI_TOOL_NAME: name,
+        c.GEN_AI_TOOL_CALL_ID: telemetry.text(call.call_id),
+        c.GEN_AI_TOOL_TYPE: c.TOOL_TYPE_FUNCTION,
+    }
+    span = telemetry.tracer.start_span(
+        f"{c.OPERATION_EXECUTE_TOOL} {name}",
+        context=parent,
+        kind=trace.SpanKind.INTERNAL,
+        attributes=attributes,
+    )
+    capture = telemetry.capture_content and span.is_recording()
+    if capture:
+        span.set_attribute(c.GEN_AI_TOOL_CALL_ARGUMENTS, telemetry.content(call.raw_arguments))
+    return span, capture
+
+
+def _end_tool_span(
+    telemetry: Telemetry, span: trace.Span, result: FunctionResultContent, *, capture: bool
+) -> None:
+    if capture:
+        span.set_attribute(c.GEN_AI_TOOL_CALL_RESULT, telemetry.content(tool_result(result.result)))
+    if result.is_error:
+        _failed(span, telemetry.text(error_code(result.result)))
+    else:
         span.end()
+
+
+def _failed(span: trace.Span, error_type: str) -> None:
+    span.set_attribute(c.ERROR_TYPE, error_type)
+    span.set_status(trace.StatusCode.ERROR, error_type)
+    span.end()
