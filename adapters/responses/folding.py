@@ -65,7 +65,7 @@ class _Text:
     caller the moment it arrives, and still fold to exactly what the whole response says.
     """
 
-    __slots__ = ("chunks", "held", "item", "kind", "part", "seen", "tail")
+    __slots__ = ("chunks", "held", "item", "kind", "part", "provided", "seen", "tail")
 
     def __init__(self, item: _Item, kind: int, part: int) -> None:
         self.chunks: list[str] = []
@@ -77,6 +77,8 @@ class _Text:
         self.seen = False
         # A high surrogate that ended the last piece: its pair may start the next delta.
         self.held = ""
+        # True once ``chunks`` holds the provider's whole string (a ".done" event's, a finished item's).
+        self.provided = False
 
     def add(self, delta: object) -> None:
         if not isinstance(delta, str):
@@ -110,19 +112,36 @@ class _Text:
             return
         if self.kind == _ARGUMENTS:
             # A call goes out whole, once finished, so its final arguments are the ones it has.
-            self.chunks, self.tail = [whole], []
+            self.chunks, self.tail, self.provided = [whole], [], True
             return
-        arrived = self.value() if self.seen else ""
-        if arrived and _high_surrogate(arrived[-1]):
-            # The first half of a pair never went out (it is held back): the whole text says what it became.
-            arrived = arrived[:-1]
-        if not whole.startswith(arrived):
-            return
+        arrived = self._prefix_of(whole) if self.seen else 0
+        if arrived is None:
+            # Not piece by piece (a pair split across two deltas is one character in ``whole``).
+            joined = self.value()
+            if joined and _high_surrogate(joined[-1]):
+                # The first half of a pair never went out (it is held back): the whole text says
+                # what it became.
+                joined = joined[:-1]
+            if not whole.startswith(joined):
+                return
+            arrived = len(joined)
+        elif arrived and _high_surrogate(whole[arrived - 1]):
+            arrived -= 1
         self.held = ""
-        rest = whole[len(arrived) :]
-        self.chunks, self.tail = [whole], []
+        rest = whole[arrived:]
+        self.chunks, self.tail, self.provided = [whole], [], True
         if rest or not self.seen:
             self._emit(rest)
+
+    def _prefix_of(self, whole: str) -> int | None:
+        """How long a start of ``whole`` the pieces that arrived are, compared in place (no joined
+        copy of the text is made while the provider's own is being read); None when they are not."""
+        at = 0
+        for piece in (*self.chunks, *self.tail):
+            if not whole.startswith(piece, at):
+                return None
+            at += len(piece)
+        return at
 
     def flush(self) -> None:
         """The end of the part: a high surrogate held back goes out as it is."""
@@ -143,8 +162,13 @@ class _Text:
             self.item.emit(self.kind, self.part, piece)
 
     def value(self) -> str:
+        chunks, tail = self.chunks, self.tail
+        if self.provided and not tail and len(chunks) == 1:
+            # The provider's own string, as its JSON decoded it (a pair is already one character):
+            # the answer holds it, not a copy, and nothing transient is made while it is asked for.
+            return chunks[0]
         # A surrogate pair split across two deltas is one character once the deltas are joined.
-        return mend_surrogates("".join([*self.chunks, *self.tail]))
+        return mend_surrogates("".join([*chunks, *tail]))
 
 
 class _Item:
