@@ -51,10 +51,14 @@ class _SlowModel:
                 FunctionCallContent.parse(
                     call_id="c2",
                     name="record_action_item",
-                    raw_arguments='{"owner": "Ben", "task": "update the changelog", "due": "Thursday", "lines": [2]}',
+                    raw_arguments=(
+                        '{"owner": "Ben", "task": "update the changelog", "due": "Thursday", "lines": [2]}'
+                    ),
                 ),
                 FunctionCallContent.parse(
-                    call_id="c3", name="record_decision", raw_arguments='{"decision": "Ship the plan", "lines": [1]}'
+                    call_id="c3",
+                    name="record_decision",
+                    raw_arguments='{"decision": "Ship the plan", "lines": [1]}',
                 ),
             )
             finish = "tool_calls"
