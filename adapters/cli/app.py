@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import attrs
 
-from adapters.cli.approval import TerminalApprover, fixed_approver
+from adapters.cli.approval import TerminalApprover, fixed_approver, question
 from adapters.cli.console import Console
 from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
 from adapters.cli.files import AtomicOutput, InputError, read_text
@@ -41,19 +41,29 @@ from adapters.settings import (
     resolve_settings,
 )
 from application import (
+    ApprovalDecision,
+    Approve,
     Approver,
+    Deny,
+    DocumentError,
     MeetingSummary,
     RunEvent,
     RunFinished,
+    RunState,
     SummaryAgent,
     ToolRunError,
     WorkflowEdit,
     WorkflowEditorAgent,
     WorkflowJsonError,
+    dumps,
+    loads,
     workflow_from_json,
     workflow_to_json,
 )
+from application.approval import checked_decisions
+from application.framing import unframe
 from application.grounding import transcript_lines
+from application.workflow_editor import WORKFLOW_EDITOR
 from domain import (
     ChatError,
     ChatMessage,
@@ -107,6 +117,11 @@ class _Work:
     instruction: str = ""
     output: AtomicOutput | None = None
     save_run: AtomicOutput | None = None
+    state_output: AtomicOutput | None = None
+    """``--state``: where a run that waits for approval is written."""
+    state: RunState | None = None
+    """``resume``: the paused run, and the decisions on its pending calls."""
+    decisions: Mapping[str, ApprovalDecision] = attrs.field(factory=dict)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -173,8 +188,10 @@ def _save_run(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> Atomic
     return AtomicOutput.open(args.save_run, inputs=inputs, option="--save-run")
 
 
-def _work(args: argparse.Namespace, settings: Settings) -> _Work:
+def _work(args: argparse.Namespace, settings: Settings, console: Console) -> _Work:
     limit = settings.agent.max_transcript_bytes
+    if args.command == "resume":
+        return _resume_work(args, settings, console)
     if args.command == "summarize":
         text = read_text(args.transcript, "TRANSCRIPT_FILE", _stdin(), limit=limit)
         if not text.strip():
@@ -194,11 +211,93 @@ def _work(args: argparse.Namespace, settings: Settings) -> _Work:
         output = AtomicOutput.open(args.output, inputs=[("WORKFLOW_JSON", args.workflow)], force=args.force)
     try:
         save_run = _save_run(args, [("WORKFLOW_JSON", args.workflow)])
+        state_output = _state_output(args, [("WORKFLOW_JSON", args.workflow)])
     except InputError:
         if output is not None:
             output.discard()
         raise
-    return _Work(settings, text, workflow, args.instruction, output, save_run)
+    return _Work(
+        settings,
+        text,
+        workflow,
+        args.instruction,
+        output,
+        save_run=save_run,
+        state_output=state_output,
+    )
+
+
+def _state_output(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> AtomicOutput | None:
+    if args.state is None:
+        return None
+    return AtomicOutput.open(args.state, inputs=inputs, force=False)
+
+
+def _resume_work(args: argparse.Namespace, settings: Settings, console: Console) -> _Work:
+    """The paused edit STATE_FILE holds, with its original workflow and instruction, and the decisions."""
+    where = f"STATE_FILE {args.state_file!r}" if args.state_file != "-" else "STATE_FILE (stdin)"
+    text = read_text(args.state_file, "STATE_FILE", _stdin(), limit=settings.agent.max_transcript_bytes)
+    try:
+        state = loads(text)
+    except DocumentError as exc:
+        raise InputError(f"{where}: not a stored run ({exc})") from None
+    if not isinstance(state, RunState) or state.pipeline != WORKFLOW_EDITOR or not state.messages:
+        raise InputError(
+            f"{where}: not a workflow edit waiting for approval (edit-workflow --state writes one)"
+        )
+    try:
+        # The edit's first message holds the workflow and the instruction as the run was given them.
+        first = state.messages[0].text
+        workflow = workflow_from_json(unframe(first, "workflow"))
+        instruction = unframe(first, "instruction")
+    except (ValueError, WorkflowJsonError):
+        raise InputError(f"{where}: its first message does not hold a workflow and an instruction") from None
+    decisions = _decisions(args, state, console)
+    output = None
+    if args.output is not None:
+        output = AtomicOutput.open(args.output, inputs=[("STATE_FILE", args.state_file)], force=args.force)
+    try:
+        # Writing the new paused run over the spent one is allowed: the old one must not be resumed again.
+        state_output = _state_output(args, [])
+    except InputError:
+        if output is not None:
+            output.discard()
+        raise
+    return _Work(
+        settings,
+        text,
+        workflow,
+        instruction,
+        output,
+        state_output=state_output,
+        state=state,
+        decisions=decisions,
+    )
+
+
+def _decisions(args: argparse.Namespace, state: RunState, console: Console) -> dict[str, ApprovalDecision]:
+    """--approve and --deny on the pending calls; on a terminal, the ones not named are asked about."""
+    given: list[tuple[str, ApprovalDecision]] = [(call_id, Approve()) for call_id in args.approved]
+    given += [(call_id, Deny(reason="denied with --deny")) for call_id in args.denied]
+    pending = [request.call_id for request in state.pending]
+    named = {call_id for call_id, _ in given}
+    unnamed = [request for request in state.pending if request.call_id not in named]
+    if unnamed and _on_terminal(console):
+        for request in unnamed:
+            console.ask(question(request, state.workflow))
+            yes = sys.stdin.readline().strip().lower() in ("y", "yes")
+            given.append(
+                (request.call_id, Approve() if yes else Deny(reason="the person at the terminal said no"))
+            )
+    try:
+        return checked_decisions(pending, given)
+    except ValueError as exc:
+        decide = " ".join(f"--approve {call_id}" for call_id in pending)
+        raise InputError(f"--approve/--deny: {exc} (pending: {', '.join(pending)}; e.g. {decide})") from None
+
+
+def _on_terminal(console: Console) -> bool:
+    return sys.stdin is not None and sys.stdin.isatty() and console.stderr.isatty()
 
 
 @contextlib.contextmanager
@@ -293,6 +392,9 @@ async def _run(
         if command == "summarize":
             summarizer: SummaryAgent = container.summary_agent()
             run = summarizer.summarize_events(work.text)
+        elif work.state is not None:  # resume
+            resumer: WorkflowEditorAgent = container.workflow_editor_agent()
+            run = resumer.resume_events(work.state, work.decisions)
         else:
             assert work.workflow is not None  # _work reads a workflow for edit-workflow
             editor: WorkflowEditorAgent = container.workflow_editor_agent()
@@ -379,25 +481,40 @@ def _finish(
 
 
 def _waiting(edit: WorkflowEdit, work: _Work, console: Console) -> int:
-    """Say that the edit waits for approval, and how to go on: exit code 5."""
+    """Say that the edit waits for approval, keep it with --state, and say how to go on: exit code 5."""
     count = len(edit.pending)
     ids = ", ".join(request.call_id for request in edit.pending)
     unwritten = "; --output not written" if work.output is not None else ""
+    waits = f"the edit waits for approval of {count} call{'s' if count != 1 else ''} ({ids}){unwritten}"
+    if work.state_output is None or edit.state is None:
+        console.error(
+            f"{waits}; run it on a terminal to be asked, again with --approve all or --approve none, "
+            "or with --state FILE to keep it and go on with resume"
+        )
+        return EXIT_WAITING
+    target = work.state_output.target
+    try:
+        work.state_output.commit(dumps(edit.state) + "\n")
+    except OSError as exc:
+        console.error(f"--state {str(target)!r}: cannot be written ({exc.strerror})")
+        return EXIT_USAGE
+    first = edit.pending[0].call_id
     console.error(
-        f"the edit waits for approval of {count} call{'s' if count != 1 else ''} ({ids}){unwritten}; "
-        "run it on a terminal to be asked, or again with --approve all or --approve none"
+        f"{waits}; kept in {target}: go on with {PROG} resume {target} --approve {first} (or --deny {first})"
     )
     return EXIT_WAITING
 
 
 def _approver(args: argparse.Namespace, work: _Work, console: Console, live: LiveRun) -> Approver | None:
     """Who decides the edits that wait for approval: --approve, the person at the terminal, or nobody."""
-    if args.command != "edit-workflow":
+    if args.command not in ("edit-workflow", "resume"):
         return None
-    if args.approve is not None:
+    if args.command == "edit-workflow" and args.approve is not None:
         return fixed_approver(args.approve)
-    if sys.stdin is not None and sys.stdin.isatty() and console.stderr.isatty():
-        return TerminalApprover(console, live, sys.stdin, work.workflow)
+    if _on_terminal(console):
+        # A resumed edit names its steps as its copy has them now.
+        workflow = work.state.workflow if work.state is not None else work.workflow
+        return TerminalApprover(console, live, sys.stdin, workflow)
     return None
 
 
@@ -407,12 +524,15 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
         console.redactor = Redactor([environ.get("AGENT_API_KEY"), settings.agent.api_key.reveal()])
         if args.command in ("batch", "worker"):
             return _batch_commands(args, console, settings)
-        work = _work(args, settings)
+        work = _work(args, settings, console)
         recorder = _span_recorder(args)
     except (ConfigurationError, InputError) as exc:
         console.error(str(exc))
         return EXIT_USAGE
-    with work.output or contextlib.nullcontext(), work.save_run or contextlib.nullcontext():
+    with contextlib.ExitStack() as outputs:
+        for output in (work.output, work.save_run, work.state_output):
+            if output is not None:
+                outputs.enter_context(output)
         length = len(work.text)
         limit = settings.agent.transcript_warning_chars
         if args.command == "summarize" and length > limit:

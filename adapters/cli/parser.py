@@ -36,8 +36,8 @@ Exit codes:
   3    the model's answer was incomplete: what arrived is printed, stderr says so
   4    edit-workflow: the instruction was not carried out and the workflow is unchanged; stderr
        says why (no such step, several steps match, the model's edits all failed, nothing understood)
-  5    edit-workflow: the run waits for approval of an edit (remove_step by default): not on a
-       terminal and no --approve all|none
+  5    edit-workflow, resume: the run waits for approval of an edit (remove_step by default): not
+       on a terminal and no --approve all|none; --state FILE keeps it for `resume FILE`
   130  interrupted (Ctrl-C)
 
 Without agent.base_url (env AGENT_BASE_URL) the command starts a built-in OFFLINE stand-in:
@@ -157,7 +157,8 @@ def _parser() -> argparse.ArgumentParser:
             "--output is written only on exit code 0.\n"
             "Edits of the tools in agent.approval_required_tools (remove_step by default) wait for "
             "approval: on a terminal the command asks (default No); --approve all or --approve none "
-            "decides without asking; otherwise the command stops with exit code 5."
+            "decides without asking; otherwise the command stops with exit code 5, writing the paused "
+            f"run to --state FILE, and `{PROG} resume FILE --approve CALL_ID --deny CALL_ID` goes on."
         ),
     )
     edit.add_argument("workflow", metavar="WORKFLOW_JSON", help="the workflow file; - reads stdin")
@@ -177,9 +178,56 @@ def _parser() -> argparse.ArgumentParser:
         help="decide the edits that wait for approval without asking: all run, or none does",
     )
     _add_save_run(edit)
+    _add_state_option(edit)
     _add_global_options(edit, copy=True)
+    _add_resume_command(commands)
     _add_batch_commands(commands)
     return parser
+
+
+def _add_state_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state",
+        type=Path,
+        metavar="FILE",
+        help="when the run waits for approval, write it here (a run document) for resume; exit code 5",
+    )
+
+
+def _add_resume_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """``resume``: go on with an edit that stopped for approval, as decided."""
+    resume = commands.add_parser(
+        "resume",
+        help="go on with an edit that waits for approval (written by --state)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Go on with a workflow edit that stopped for approval, from the file edit-workflow --state "
+            "wrote: each waiting call is approved (--approve CALL_ID) or denied (--deny CALL_ID); on a "
+            "terminal the command asks about the ones not named. The file is left as it was: it is spent "
+            "once resumed (resuming it again asks the model again)."
+        ),
+        epilog=(
+            "Exit codes: as edit-workflow: 0 done, 1 model or gateway failed, 2 bad input (a file that "
+            "is not a paused edit; a call id unknown, given twice or left undecided), 3 incomplete "
+            "answer, 4 instruction not carried out, 5 waiting for approval again, 130 Ctrl-C."
+        ),
+    )
+    resume.add_argument("state_file", metavar="STATE_FILE", help="the paused run, as --state wrote it")
+    resume.add_argument(
+        "--approve", dest="approved", action="append", default=[], metavar="CALL_ID", help="run this call"
+    )
+    resume.add_argument(
+        "--deny", dest="denied", action="append", default=[], metavar="CALL_ID", help="do not run this call"
+    )
+    resume.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the edited workflow here, atomically (checked before any request)",
+    )
+    resume.add_argument("--force", action="store_true", help="allow --output to replace STATE_FILE itself")
+    _add_state_option(resume)
+    _add_global_options(resume, copy=True)
 
 
 def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:

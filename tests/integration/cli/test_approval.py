@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli.app import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_WAITING
-from application import workflow_from_json
-from tests.integration.cli.support import WORKFLOW, OnTerminal, run
+from adapters.cli.app import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_USAGE, EXIT_WAITING
+from adapters.offline import OfflineResponsesServer
+from application import RunState, loads, workflow_from_json
+from tests.integration.cli.support import WORKFLOW, OnTerminal, run, run_process
 
 REMOVE_QA = "remove Manual QA sign-off"
 QUESTION = 'Remove step step-4 "Manual QA sign-off"? [y/N] '
@@ -89,3 +90,94 @@ def test_summaries_need_no_approval() -> None:
     ran = run("summarize", str(WORKFLOW.with_name("standup-transcript.txt")), "--format", "json")
     assert ran.code == EXIT_OK, ran.err
     assert ran.json()["status"] == "done"
+
+
+# ---------------------------------------------------------------- --state and resume
+
+
+def paused_to(state: Path) -> str:
+    """Run the removal with nobody to ask, keeping it in ``state``; the call id it waits for."""
+    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--state", str(state), "--format", "json")
+    assert ran.code == EXIT_WAITING, ran.err
+    [pending] = ran.json()["pending"]
+    call_id: str = pending["call_id"]
+    [line] = ran.err_lines
+    assert f"kept in {state}: go on with meeting-agents resume {state} --approve {call_id}" in line
+    return call_id
+
+
+@pytest.mark.parametrize(
+    ("flag", "code", "kept"), [("--approve", EXIT_OK, False), ("--deny", EXIT_NOT_CARRIED_OUT, True)]
+)
+def test_a_paused_edit_is_kept_with_state_and_resume_goes_on(
+    tmp_path: Path, flag: str, code: int, kept: bool
+) -> None:
+    state = tmp_path / "paused.json"
+    call_id = paused_to(state)
+    stored = state.read_text(encoding="utf-8")
+    paused = loads(stored)
+    assert isinstance(paused, RunState)
+    assert [request.call_id for request in paused.pending] == [call_id]
+
+    output = tmp_path / "edited.json"
+    ran = run("resume", str(state), flag, call_id, "--output", str(output), "--format", "json")
+
+    assert ran.code == code, ran.err
+    document = ran.json()
+    assert document["status"] == "done"
+    names = [step["name"] for step in document["workflow"]["steps"]]
+    assert ("Manual QA sign-off" in names) is kept
+    assert output.exists() is (not kept)
+    assert state.read_text(encoding="utf-8") == stored  # the state resumed from is left as it was
+
+
+def test_resume_in_a_new_process_gives_what_approving_at_once_gives(tmp_path: Path) -> None:
+    state = tmp_path / "paused.json"
+    call_id = paused_to(state)
+    resumed = run_process("resume", str(state), "--approve", call_id, "--format", "json")
+    at_once = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--format", "json")
+    assert resumed.code == at_once.code == EXIT_OK, resumed.err
+    # The whole run, the requests before the pause included: the same result, tool calls and usage.
+    assert resumed.json() == at_once.json()
+
+
+@pytest.mark.parametrize(
+    ("decide", "words"),
+    [
+        ([], "no decision given"),
+        (["--approve", "call_nope"], "not waiting for approval: 'call_nope'"),
+        (["--approve", "ID", "--deny", "ID"], "decided more than once"),
+    ],
+)
+def test_bad_decisions_are_refused_before_any_request(tmp_path: Path, decide: list[str], words: str) -> None:
+    state = tmp_path / "paused.json"
+    call_id = paused_to(state)
+    with OfflineResponsesServer() as server:
+        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "offline", "AGENT_API_KEY": "sk-test"}
+        ran = run("resume", str(state), *[call_id if a == "ID" else a for a in decide], environ=environ)
+        assert server.requests == ()
+    assert ran.code == EXIT_USAGE
+    [line] = ran.err_lines
+    assert words in line
+    assert call_id in line
+
+
+def test_a_file_that_is_not_a_paused_edit_is_refused(tmp_path: Path) -> None:
+    not_state = tmp_path / "x.json"
+    not_state.write_text('{"format": "meeting-agents", "version": 1, "kind": "messages", "value": []}')
+    for path in (WORKFLOW, not_state):
+        ran = run("resume", str(path), "--approve", "x")
+        assert ran.code == EXIT_USAGE
+        assert "STATE_FILE" in ran.err_lines[0]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_resume_on_a_terminal_asks_about_the_calls_not_named(tmp_path: Path) -> None:
+    state = tmp_path / "paused.json"
+    paused_to(state)
+    with OnTerminal("resume", str(state), stdout=tmp_path / "out.txt", typing=True) as terminal:
+        terminal.wait_for(lambda: QUESTION.encode() in terminal.written)
+        terminal.answer("y\n")
+        shown = terminal.finish()
+    assert shown.code == EXIT_OK, shown.err
+    assert "  - step-4: Manual QA sign-off (approval)\n" in shown.out
