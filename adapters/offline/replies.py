@@ -12,7 +12,17 @@ import attrs
 from adapters.offline.render import call_item, event_frame, numbered, response_document, stream_events
 from adapters.offline.turns import Item, ModelRequest, digest, respond
 
-__all__ = ["Dialect", "Fault", "Reply", "answer", "error_reply"]
+__all__ = [
+    "COST_HEADER",
+    "INPUT_USD_PER_MILLION_TOKENS",
+    "OUTPUT_USD_PER_MILLION_TOKENS",
+    "Dialect",
+    "Fault",
+    "Reply",
+    "answer",
+    "error_reply",
+    "response_cost",
+]
 
 Dialect = Literal["openai", "litellm"]
 Fault = Literal["stall", "reset"]
@@ -43,6 +53,10 @@ _FAILURES: Final = ("response-failed", "error-event", "error-event-nested")
 _ID_PREFIXES: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
 _GARBAGE: Final = b'data: {"type": "response.output_text.delta", "delta": "unterminated\n\n'
 _SSE: Final = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"))
+COST_HEADER: Final = "x-litellm-response-cost"
+# What the stand-in bills in its litellm dialect, as a LiteLLM proxy would for a small model.
+INPUT_USD_PER_MILLION_TOKENS: Final = 0.15
+OUTPUT_USD_PER_MILLION_TOKENS: Final = 0.60
 
 
 @attrs.frozen
@@ -223,8 +237,20 @@ def answer(
         store=bool(body.get("store", False)),
         **echoed,
     )
+    # LiteLLM says what it billed in a response header; OpenAI itself says nothing of cost.
+    billed = ((COST_HEADER, repr(response_cost(usage))),) if litellm else ()
     streamed = bool(body.get("stream"))
     if (streamed and "json-for-sse" not in names) or (not streamed and "sse-for-json" in names):
-        return Reply(200, _SSE, tuple(_stream(document, names, litellm)))
+        return Reply(200, (*_SSE, *billed), tuple(_stream(document, names, litellm)))
     pieces, length = _json(document, names)
-    return Reply(200, (("content-type", "application/json"), ("content-length", str(length))), tuple(pieces))
+    json_headers = (("content-type", "application/json"), ("content-length", str(length)))
+    return Reply(200, (*json_headers, *billed), tuple(pieces))
+
+
+def response_cost(usage: Mapping[str, Any]) -> float:
+    """What the stand-in bills for a response with ``usage`` (its usage block), in US dollars."""
+    input_tokens: int = usage["input_tokens"]
+    output_tokens: int = usage["output_tokens"]
+    return (
+        input_tokens * INPUT_USD_PER_MILLION_TOKENS + output_tokens * OUTPUT_USD_PER_MILLION_TOKENS
+    ) / 1_000_000

@@ -95,6 +95,11 @@ class OfflineResponsesServer(ThreadedServer):
         return f"OfflineResponsesServer({where}, dialect={self._dialect!r})"
 
     @property
+    def dialect(self) -> Dialect:
+        """The server's stream dialect (``openai`` or ``litellm``); only ``litellm`` reports a cost."""
+        return self._dialect
+
+    @property
     def base_url(self) -> str:
         """The OpenAI SDK's ``base_url``: ``http://127.0.0.1:PORT/v1``."""
         return f"{self.origin}/v1"
