@@ -38,8 +38,11 @@ from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, R
 from adapters.responses.settings import ResponsesSettings
 from adapters.responses.to_domain import (
     chat_response,
+    counting_left_out,
     field,
     final_status,
+    item_contents,
+    items_of,
     provider_failure,
     raise_if_failed,
     response_contents,
@@ -53,6 +56,7 @@ from domain import (
     ChatResponse,
     ChatResponseUpdate,
     ChatTransportError,
+    Content,
     ResponseFailedError,
 )
 
@@ -65,6 +69,15 @@ _BOM: Final = b"\xef\xbb\xbf"
 # The replayed body is already decoded: these headers described the bytes as they came over the wire.
 _WIRE_HEADERS: Final = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 _MAX_LOGGED_ID: Final = 200
+# An event or document that opens more JSON objects and arrays than this is heavy: the SDK would build
+# it in one synchronous step (a millisecond or more per output item), so it is read as the mapping it
+# is, and folded a few hundred output items at a time with the event loop given control in between.
+_HEAVY_BRACKETS: Final = 1024
+# Output items mapped between two pauses of a heavy JSON document.
+_ITEMS_PER_STEP: Final = 256
+# Events folded between two looks at the clock; the loop gets control once a stretch passes _SLICE s.
+_EVENTS_PER_LOOK: Final = 32
+_SLICE: Final = 0.01
 # The secrets of the request being sent in this context, for the libraries' own log records.
 _REDACTOR: Final[ContextVar[Redactor | None]] = ContextVar("responses_redactor", default=None)
 _LIBRARY_LOGGERS: Final = ("openai", "httpx", "httpx2", "httpcore")
@@ -99,6 +112,50 @@ def _guard_library_logs() -> None:
         logger = logging.getLogger(name)
         if _LIBRARY_FILTER not in logger.filters:
             logger.addFilter(_LIBRARY_FILTER)
+
+
+def _brackets(data: str | bytes) -> int:
+    """How many JSON objects and arrays ``data`` opens, at most (brackets inside strings count too)."""
+    if isinstance(data, str):
+        return data.count("{") + data.count("[")
+    return data.count(b"{") + data.count(b"[")
+
+
+class _Decoding:
+    """The SDK's own SSE decoder, noting whether the event it handed over last is heavy."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.heavy = False
+
+    async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[Any]:
+        async for sse in self._inner.aiter_bytes(iterator):
+            self.heavy = _brackets(sse.data) > _HEAVY_BRACKETS
+            yield sse
+
+
+class _StreamingClient:
+    """What ``openai.AsyncStream`` asks of its client: the SSE decoder, and each event built from its
+    data. A heavy event is handed over as the mapping it is (the folder reads mappings too); every
+    other event is built by the SDK itself, as before."""
+
+    def __init__(self, client: openai.AsyncOpenAI) -> None:
+        self._client = client
+        self._decoding = _Decoding(client._make_sse_decoder())
+
+    def _make_sse_decoder(self) -> _Decoding:
+        return self._decoding
+
+    def _process_response_data(self, *, data: object, cast_to: Any, response: Any) -> Any:
+        if self._decoding.heavy and isinstance(data, dict):
+            return data
+        return self._client._process_response_data(data=data, cast_to=cast_to, response=response)
+
+
+def _too_many(limit: int, partial: ChatResponse | None) -> UnreadableResponseError:
+    return UnreadableResponseError(
+        f"the response holds more than agent.max_output_items ({limit}) output items", partial
+    )
 
 
 class _Channel:
@@ -343,16 +400,30 @@ def _is_response_document(data: dict[str, Any]) -> bool:
     return data.get("object") == "response" or "output" in data or "status" in data
 
 
-def _from_document(data: dict[str, Any]) -> ChatResponse:
+async def _from_document(data: dict[str, Any], *, heavy: bool, limit: int) -> ChatResponse:
+    """The ChatResponse of a JSON Response document. A heavy one is read as the mapping it is, its
+    output items mapped a few hundred at a time with the event loop given control in between."""
     if not _is_response_document(data):
         error = data.get("error")
         if isinstance(error, dict):
             raise provider_failure(error, "the provider returned an error object", None)
         raise UnreadableResponseError("the JSON body is not a Responses object (no output, status or object)")
-    response = Response.construct(**data)
+    output = items_of(data.get("output"))
+    if len(output) > limit:
+        raise _too_many(limit, chat_response(data, ()))
+    response: Any = data
+    if heavy:
+        contents: list[Content] = []
+        for start in range(0, len(output), _ITEMS_PER_STEP):
+            for item in output[start : start + _ITEMS_PER_STEP]:
+                contents.extend(item_contents(item))
+            await asyncio.sleep(0)
+    else:
+        response = Response.construct(**data)
+        contents = response_contents(response)
     said = text(field(response, "status"))
     status = final_status(said, response)
-    result = raise_if_failed(chat_response(response, response_contents(response), status=status), response)
+    result = raise_if_failed(chat_response(response, contents, status=status), response)
     if not result.messages:
         unfinished(said, response, result)
     return result
@@ -491,8 +562,9 @@ class _ResponsesAdapter(abc.ABC):
         failure: ChatError | None = None
         cause: BaseException | None = None
         try:
-            async with asyncio.timeout(seconds) as scope:
-                result = await self._exchange_retrying(request, exchange)
+            with counting_left_out(self._logger):
+                async with asyncio.timeout(seconds) as scope:
+                    result = await self._exchange_retrying(request, exchange)
         except Exception as exc:
             # The firewall: whatever the SDK, httpx, json or the folding raised becomes one ChatError.
             raised: Exception = DeadlineExceededError(seconds) if scope.expired() else exc
@@ -603,25 +675,50 @@ class _ResponsesAdapter(abc.ABC):
             raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
         if not isinstance(data, dict):
             raise UnreadableResponseError("the JSON body is not an object")
-        return _from_document(data)
+        heavy = _brackets(body) > _HEAVY_BRACKETS
+        return await _from_document(data, heavy=heavy, limit=self._settings.max_output_items)
 
     async def _fold_stream(self, http: httpx.Response, exchange: _Exchange) -> ChatResponse:
         """An event stream read with the SDK's own stream reader, so that a buffered or re-wrapped
         stream folds exactly like the SDK's live one."""
         stream = openai.AsyncStream(
-            cast_to=cast(Any, ResponseStreamEvent), response=cast(Any, http), client=self._client
+            cast_to=cast(Any, ResponseStreamEvent),
+            response=cast(Any, http),
+            client=cast(Any, _StreamingClient(self._client)),
         )
         folder = exchange.folder
         feed = folder.feed
+        limit = self._settings.max_output_items
         exchange.streamed = True
+        count = 0
+        mark = time.monotonic()
         try:
             async for event in stream:
-                feed(event)
+                if type(event) is dict:
+                    # A heavy event, as the mapping it is: folded in steps, the loop running between.
+                    output = items_of(field(field(event, "response"), "output"))
+                    if len(output) > limit:
+                        raise _too_many(limit, exchange.partial())
+                    for _ in folder.feed_in_steps(event):
+                        await asyncio.sleep(0)
+                    mark = time.monotonic()
+                else:
+                    feed(event)
                 if folder.ended:
                     # The answer is whole: what follows (a stream left open, a bad line) is not read.
                     break
+                count += 1
+                if count % _EVENTS_PER_LOOK == 0:
+                    if folder.item_count > limit:
+                        raise _too_many(limit, exchange.partial())
+                    if time.monotonic() - mark > _SLICE:
+                        # A body already in memory never suspends the reader: the loop's other work runs now.
+                        await asyncio.sleep(0)
+                        mark = time.monotonic()
         finally:
             await stream.close()
+        if folder.item_count > limit:
+            raise _too_many(limit, exchange.partial())
         return folder.result()
 
     def _log_failure(self, error: ChatError, exchange: _Exchange) -> None:

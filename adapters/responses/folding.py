@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import attrs
@@ -42,6 +43,9 @@ __all__ = ["EventFolder"]
 # Deltas are joined this many at a time as they arrive: 80k deltas then leave a few hundred strings
 # behind instead of 80k small ones, and every character is still copied only twice (linear time).
 _CHUNK: Final = 256
+# Output items folded between two steps of a terminal event (see EventFolder.feed_in_steps).
+_STEP: Final = 256
+_MATCH_AT_INDEX: Final = 16
 _TERMINAL_STATUS: Final = {"response.completed": "completed", "response.incomplete": "incomplete"}
 _MESSAGE_PARTS: Final = frozenset({"output_text", "refusal"})
 # What a _Text's pieces become in an update: message text, a reasoning summary part, reasoning text.
@@ -409,6 +413,35 @@ class _Item:
         return item_contents(self.added) if self.added is not None else []
 
 
+def _match(
+    final: Any,
+    position: int,
+    by_identity: dict[str, collections.deque[_Item]],
+    by_index: dict[int, list[_Item]],
+    taken: set[int],
+) -> _Item | None:
+    """The streamed item ``final`` is the finished form of: the first not yet taken with the same id,
+    else the first at the same place with no sign of being another item (of the first
+    ``_MATCH_AT_INDEX`` not taken there: many items streamed on one index cannot make it quadratic)."""
+    identity = item_identity(final)
+    if identity is not None:
+        same = by_identity.get(identity)
+        while same and id(same[0]) in taken:
+            same.popleft()
+        if same:
+            return same[0]
+    looked = 0
+    for item in by_index.get(position, ()):
+        if id(item) in taken:
+            continue
+        if not item.is_other_than(final):
+            return item
+        looked += 1
+        if looked == _MATCH_AT_INDEX:
+            break
+    return None
+
+
 def _joined(parts: dict[int, _Text]) -> list[str]:
     return [parts[index].value() for index in sorted(parts) if parts[index].seen]
 
@@ -448,6 +481,7 @@ class EventFolder:
     """
 
     __slots__ = (
+        "_at",
         "_current",
         "_handlers",
         "_items",
@@ -467,6 +501,8 @@ class EventFolder:
         self._terminal: str | None = None
         self._result: ChatResponse | None = None
         self._items: list[_Item] = []
+        # The items by output_index: what a "done" or a late part at an index is looked up among.
+        self._at: dict[int, list[_Item]] = {}
         self._current: dict[int, _Item] = {}
         self._sequence = itertools.count()
         self.orders = itertools.count()
@@ -502,6 +538,25 @@ class EventFolder:
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(kind, event)
+
+    def feed_in_steps(self, event: Any) -> Iterator[None]:
+        """Fold one event as :meth:`feed` does, pausing (a ``None`` step) every few hundred output
+        items of a terminal event, so that whoever drives it can let other work run in between."""
+        kind = field(event, "type")
+        if kind in _TERMINAL_STATUS and kind in self._handlers:
+            yield from self._terminal_steps(kind, event)
+        else:
+            self.feed(event)
+
+    @property
+    def item_count(self) -> int:
+        """How many output items have arrived so far."""
+        return len(self._items)
+
+    def _add(self, item: _Item) -> _Item:
+        self._items.append(item)
+        self._at.setdefault(item.index, []).append(item)
+        return item
 
     @property
     def ended(self) -> bool:
@@ -556,44 +611,47 @@ class EventFolder:
                 )
             )
 
-    def _finish_all(self) -> None:
+    def _finish_all(self) -> Iterator[None]:
         """At the terminal event: each item takes its final form from the terminal ``output`` (or
-        ends with what it had), then the items only ``output`` holds go out, in its order."""
+        ends with what it had), then the items only ``output`` holds go out, in its order. A step
+        every ``_STEP`` items; the matching is by lookup, so a long output costs its length."""
         output = items_of(field(self._snapshot, "output"))
-        unmatched = sorted(self._items, key=lambda item: (item.index, item.sequence))
+        ordered = sorted(self._items, key=lambda item: (item.index, item.sequence))
+        by_identity: dict[str, collections.deque[_Item]] = {}
+        by_index: dict[int, list[_Item]] = {}
+        for item in ordered:
+            if item.identity is not None:
+                by_identity.setdefault(item.identity, collections.deque()).append(item)
+            by_index.setdefault(item.index, []).append(item)
+        taken: set[int] = set()
         finals: dict[int, Any] = {}
         newcomers = []
         for position, final in enumerate(output):
-            match = self._match(final, position, unmatched)
+            match = _match(final, position, by_identity, by_index, taken)
             if match is None:
                 newcomers.append((position, final))
             else:
-                unmatched.remove(match)
+                taken.add(id(match))
                 finals[id(match)] = final
-        for item in sorted(self._items, key=lambda item: (item.index, item.sequence)):
+            if position % _STEP == _STEP - 1:
+                yield
+        for count, item in enumerate(ordered, 1):
             final = finals.get(id(item))
             if final is not None:
                 item.finish(final)
             item.end()
-        for position, final in newcomers:
-            item = _Item(self, position, next(self._sequence))
-            self._items.append(item)
-            item.finish(final)
-            item.end()
-
-    @staticmethod
-    def _match(final: Any, position: int, candidates: list[_Item]) -> _Item | None:
-        """The streamed item ``final`` is the finished form of: the same id, else the same place
-        and no sign of being another item."""
-        identity = item_identity(final)
-        if identity is not None:
-            for item in candidates:
-                if item.identity == identity:
-                    return item
-        for item in candidates:
-            if item.index == position and not item.is_other_than(final):
-                return item
-        return None
+            if count % _STEP == 0:
+                yield
+        for count, (position, final) in enumerate(newcomers, 1):
+            if is_object(final) and isinstance(field(final, "type"), str):
+                item = self._add(_Item(self, position, next(self._sequence)))
+                item.finish(final)
+                item.end()
+            else:
+                # Nothing the provider could read back: counted as left out, no item kept for it.
+                item_contents(final)
+            if count % _STEP == 0:
+                yield
 
     def _index(self, kind: str, event: Any) -> int:
         index = integer(field(event, "output_index"))
@@ -613,8 +671,7 @@ class EventFolder:
         if item is not None and shape is not None and item.shape() not in (None, shape):
             item = None
         if item is None:
-            item = self._current[index] = _Item(self, index, next(self._sequence))
-            self._items.append(item)
+            item = self._current[index] = self._add(_Item(self, index, next(self._sequence)))
         return item
 
     def _on_lifecycle(self, kind: str, event: Any) -> None:
@@ -624,11 +681,15 @@ class EventFolder:
             self._learn(response)
 
     def _on_terminal(self, kind: str, event: Any) -> None:
+        for _ in self._terminal_steps(kind, event):
+            pass
+
+    def _terminal_steps(self, kind: str, event: Any) -> Iterator[None]:
         self._on_lifecycle(kind, event)
         self._terminal = kind
         # The terminal event is the provider's last word: whatever follows cannot change the answer.
         self._handlers = {}
-        self._finish_all()
+        yield from self._finish_all()
         # Without a usable response object the terminal event's own type still says how it ended;
         # one that still says queued or in_progress did not finish, whatever the event's name.
         snapshot = self._snapshot
@@ -682,16 +743,15 @@ class EventFolder:
         if arriving is None:
             arriving = self._repeated(index, item)
         if arriving is None:
-            arriving = _Item(self, index, next(self._sequence))
-            self._items.append(arriving)
+            arriving = self._add(_Item(self, index, next(self._sequence)))
         arriving.finish(item)
 
     def _repeated(self, index: int, item: Any) -> _Item | None:
         """A repeated "done" for one item (same id, same place) is that item again, not another one.
         Without an id, only the very same contents again tell a repeat from a second item."""
         identity = item_identity(item)
-        for earlier in self._items:
-            if not earlier.finished or earlier.index != index or earlier.identity != identity:
+        for earlier in self._at.get(index, ()):
+            if not earlier.finished or earlier.identity != identity:
                 continue
             if identity is not None or earlier.contents() == item_contents(item):
                 return earlier
@@ -703,8 +763,8 @@ class EventFolder:
         index = self._index(kind, event)
         if index not in self._current:
             named = text(field(event, "item_id"))
-            for item in self._items:
-                if item.index == index and item.finished and named in (None, item.item_id):
+            for item in self._at.get(index, ()):
+                if item.finished and named in (None, item.item_id):
                     return None
         return self._arriving(kind, event, shape)
 

@@ -7,11 +7,14 @@ type reads as absent.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import logging
 import math
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -32,6 +35,7 @@ from domain import (
 
 __all__ = [
     "chat_response",
+    "counting_left_out",
     "created_at",
     "field",
     "final_status",
@@ -42,6 +46,7 @@ __all__ = [
     "item_contents",
     "item_identity",
     "items_of",
+    "left_out",
     "mend_surrogates",
     "provider_failure",
     "provider_item",
@@ -223,6 +228,41 @@ def _part_texts(parts: object, kinds: frozenset[str]) -> list[str]:
     return texts
 
 
+# The items left out while one response is read, by reason: logged once, with the counts, at its end.
+_LEFT_OUT: Final[ContextVar[collections.Counter[str] | None]] = ContextVar("responses_left_out", default=None)
+
+
+def left_out(reason: str, message: str) -> None:
+    """Note an output item left out; outside :func:`counting_left_out`, ``message`` is logged for it."""
+    counter = _LEFT_OUT.get()
+    if counter is None:
+        _LOGGER.warning(message)
+    else:
+        counter[reason] += 1
+
+
+@contextlib.contextmanager
+def counting_left_out(logger: logging.Logger) -> Iterator[None]:
+    """Within the block, items left out are counted; at its end one WARNING on ``logger`` says how
+    many and why, however many there were (10,000 unusable items are one line, not 10,000)."""
+    counter: collections.Counter[str] = collections.Counter()
+    token = _LEFT_OUT.set(counter)
+    try:
+        yield
+    finally:
+        _LEFT_OUT.reset(token)
+        if counter:
+            total = sum(counter.values())
+            reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(counter.items()))
+            logger.warning(
+                "%d output item%s left out of one response (%s)",
+                total,
+                "s were" if total != 1 else " was",
+                reasons,
+                extra={"left_out": total},
+            )
+
+
 def item_identity(item: Any) -> str | None:
     """What tells one output item from another: its id, else a call's call_id."""
     return text(field(item, "id")) or text(field(item, "call_id"))
@@ -235,7 +275,10 @@ def item_contents(item: Any) -> list[Content]:
     is left out (and logged): it could not go back to the provider in the next request.
     """
     if not is_object(item):
-        _LOGGER.warning("An output item that is not a JSON object (%s) was left out", type(item).__name__)
+        left_out(
+            "not a JSON object",
+            f"An output item that is not a JSON object ({type(item).__name__}) was left out",
+        )
         return []
     kind = field(item, "type")
     item_id = text(field(item, "id"))
@@ -260,7 +303,10 @@ def item_contents(item: Any) -> list[Content]:
     raw_json = _raw_json(item) if isinstance(kind, str) and kind else None
     if raw_json is None:
         # Without a type the provider cannot read the item back; without JSON it cannot be sent.
-        _LOGGER.warning("An output item without a type, or not writable back as JSON, was left out")
+        left_out(
+            "without a type or not writable back as JSON",
+            "An output item without a type, or not writable back as JSON, was left out",
+        )
         return []
     return [ProviderItemContent(type=kind, raw_json=raw_json, item_id=item_id)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -10,7 +11,8 @@ import pytest
 from openai.types.responses import ResponseFunctionToolCall, ResponseUsage
 
 from adapters.responses.to_domain import created_at, field, finish_reason, has_surrogate, item_contents, usage
-from domain import FunctionCallContent, ProviderItemContent, Usage
+from domain import ChatMessage, FunctionCallContent, ProviderItemContent, Usage
+from tests.support.gateway import JSON, Recorder, adapters_for, answer
 
 
 def test_a_call_item_missing_its_name_and_arguments_maps_to_empty_strings() -> None:
@@ -128,3 +130,28 @@ def test_a_field_is_read_from_whatever_shape_the_sdk_handed_over(obj: object, ex
 )
 def test_has_surrogate_finds_exactly_the_code_points_utf8_cannot_carry(value: str, holds: bool) -> None:
     assert has_surrogate(value) is holds
+
+
+async def test_ten_thousand_unusable_items_are_one_warning_with_their_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    output: list[object] = [{}] * 9_999 + [5]
+    document = {"object": "response", "id": "resp_1", "status": "completed", "output": output}
+    adapter = adapters_for(Recorder([answer(json.dumps(document), JSON)]))[1]
+
+    with caplog.at_level(logging.DEBUG, logger="adapters"):
+        response = await adapter.get_response([ChatMessage.user("hi")])
+
+    assert response.messages == ()
+    (record,) = [r for r in caplog.records if "left out" in r.getMessage()]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == (
+        "10000 output items were left out of one response "
+        "(1 not a JSON object, 9999 without a type or not writable back as JSON)"
+    )
+
+
+def test_the_package_logger_has_a_null_handler_so_a_host_without_logging_sees_nothing() -> None:
+    import adapters
+
+    assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger(adapters.__name__).handlers)
