@@ -196,7 +196,10 @@ async def test_closing_leaves_no_open_connection(server: OfflineResponsesServer,
         summary = await container.summary_agent().summarize("Ana: I'll write the notes by Friday.\n")
         http_client = container.http_client()
         assert summary.action_items
-        assert server.open_connections >= 1
+        if not streaming:
+            # A streamed answer's connection is closed at response.completed (what follows is never read),
+            # so only the JSON path leaves a kept-alive connection for the container to close.
+            assert server.open_connections >= 1
     assert http_client.is_closed
     assert server.wait_for_connections(0, timeout=5.0), f"{server.open_connections} connections still open"
 
