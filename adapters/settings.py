@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import tomllib
@@ -20,18 +21,23 @@ from application.workflow_editor import WORKFLOW_TOOLS
 from domain.options import ReasoningEffort, ReasoningSummary
 
 __all__ = [
+    "ENV_NESTING",
     "ENV_PREFIX",
     "AgentSettings",
     "ConfigurationError",
     "MalformedArgumentsPolicy",
     "Secret",
     "Settings",
+    "environment_variables",
     "load_config_file",
     "parse_bool",
     "resolve_settings",
 ]
 
 ENV_PREFIX: Final = "AGENT_"
+# A key inside a nested section (agent.run_budget.cost_usd) is AGENT_RUN_BUDGET__COST_USD: a double
+# underscore cannot occur inside one key's name, so every variable names exactly one key path.
+ENV_NESTING: Final = "__"
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
 _BOOL_SPELLINGS: Final = "true/false/1/0/yes/no"
@@ -296,12 +302,22 @@ def _expected(name: str, exc: BaseException) -> str:
     return "a string"
 
 
+def _did_you_mean(name: str, known: typing.Iterable[str], prefix: str = "") -> str:
+    """``did you mean <the closest known name>? `` when one is close, compared without ``prefix``."""
+    names = {candidate.removeprefix(prefix): candidate for candidate in known}
+    close = difflib.get_close_matches(name.removeprefix(prefix), list(names), n=1, cutoff=0.6)
+    return f"did you mean {names[close[0]]}? " if close else ""
+
+
 def _structure_agent(section: Mapping[str, Any]) -> AgentSettings:
     known = attrs.fields_dict(AgentSettings)
     values: dict[str, Any] = {}
     for name, value in section.items():
         if name not in known:
-            raise ConfigurationError(f"agent.{name}: unknown key; known keys are {', '.join(sorted(known))}")
+            raise ConfigurationError(
+                f"agent.{name}: unknown key; {_did_you_mean(name, known)}"
+                f"the known keys are {', '.join(sorted(known))}"
+            )
         if value is None:
             continue
         try:
@@ -324,24 +340,53 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-_NESTED: Final = "__"
-"""Between a nested section's name and its key in an environment variable: ``AGENT_RUN_BUDGET__COST_USD``."""
+def _section_class(field_type: Any) -> type[Any] | None:
+    """The attrs class a field holds (``RunBudget`` for ``RunBudget | None``), if it holds one."""
+    for candidate in (field_type, *typing.get_args(field_type)):
+        if isinstance(candidate, type) and attrs.has(candidate):
+            return candidate
+    return None
+
+
+def _variables(cls: type[Any], prefix: str, path: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    names: dict[str, tuple[str, ...]] = {}
+    hints = typing.get_type_hints(cls)
+    for field in attrs.fields(cls):
+        key = field.alias or field.name
+        nested = _section_class(hints[field.name])
+        if nested is not None and nested is not Secret:
+            names |= _variables(nested, f"{prefix}{key.upper()}{ENV_NESTING}", (*path, key))
+        else:
+            names[prefix + key.upper()] = (*path, key)
+    return names
+
+
+def environment_variables(section: type[Any] = AgentSettings) -> dict[str, tuple[str, ...]]:
+    """Every ``AGENT_*`` variable the settings read, with the key path it sets (``("base_url",)``).
+
+    Derived from the ``agent`` section's class itself: a new field is a new variable, and a field
+    holding an attrs class is a section whose keys are ``AGENT_<FIELD>__<KEY>`` (so
+    ``agent.run_budget.cost_usd`` is ``AGENT_RUN_BUDGET__COST_USD``).
+    """
+    return _variables(section, ENV_PREFIX, ())
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    known = environment_variables()
     section: dict[str, Any] = {}
-    for name, field_type in typing.get_type_hints(AgentSettings).items():
-        variable = ENV_PREFIX + name.upper()
-        if variable in environ:
-            section[name] = environ[variable]
-        elif attrs.has(field_type):
-            nested = {
-                key: environ[variable + _NESTED + key.upper()]
-                for key in attrs.fields_dict(field_type)
-                if variable + _NESTED + key.upper() in environ
-            }
-            if nested:
-                section[name] = nested
+    for variable in sorted(name for name in environ if name.startswith(ENV_PREFIX)):
+        path = known.get(variable)
+        if path is None:
+            # AGENT_ belongs to this package: a misspelt variable would otherwise be silently ignored.
+            raise ConfigurationError(
+                f"{variable}: unknown environment variable; {_did_you_mean(variable, known, ENV_PREFIX)}"
+                f"the known ones are {', '.join(sorted(known))}"
+            )
+        *sections, key = path
+        place = section
+        for name in sections:
+            place = place.setdefault(name, {})
+        place[key] = environ[variable]
     return {"agent": section} if section else {}
 
 

@@ -99,6 +99,10 @@ EXIT_INTERRUPTED: Final = 130
 
 # The offline stand-in accepts any key; the SDK insists on one.
 _OFFLINE_KEY: Final = "sk-offline-stand-in"
+_OFFLINE_NOTE: Final = (
+    f"{PROG}: no gateway is configured (AGENT_BASE_URL): the offline stand-in answers, "
+    "a rule-based model, not a language model"
+)
 # About four characters of English per token: good enough to say how big a transcript is.
 _CHARS_PER_TOKEN: Final = 4
 _FINISH_REASONS: Final = {
@@ -140,10 +144,30 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"agent": agent} if agent else {}
 
 
+# The keys that say "this gateway": any of them given means the stand-in must not answer instead.
+_GATEWAY_KEYS: Final = ("base_url", "api_key", "model")
+
+
+def _gateway_keys_given(config: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+    """Where each gateway key was given, the config file's ``agent`` section or an ``AGENT_*`` variable."""
+    section = config.get("agent")
+    section = section if isinstance(section, Mapping) else {}
+    given = [f"agent.{key} in --config" for key in _GATEWAY_KEYS if section.get(key) is not None]
+    return given + [f"AGENT_{key.upper()}" for key in _GATEWAY_KEYS if f"AGENT_{key.upper()}" in environ]
+
+
 def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     config = load_config_file(args.config) if args.config is not None else {}
     settings = resolve_settings(config, environ, _overrides(args))
     agent = settings.agent
+    given = _gateway_keys_given(config, environ)
+    if not agent.base_url and given:
+        # A misspelt AGENT_BASE_URL must not end in a plausible answer from the rule-based stand-in.
+        raise ConfigurationError(
+            f"agent.base_url: not set, but {' and '.join(given)} {'is' if len(given) == 1 else 'are'}; "
+            "set AGENT_BASE_URL (or agent.base_url in --config) to the gateway's URL, or unset "
+            f"{'it' if len(given) == 1 else 'them'} to run the offline stand-in"
+        )
     if agent.offline_scenario:
         try:
             parse_model(f"{OFFLINE_MODEL}:{agent.offline_scenario}")
@@ -310,6 +334,9 @@ def _endpoint(settings: Settings, console: Console) -> Iterator[Settings]:
         return
     model = OFFLINE_MODEL + (f":{agent.offline_scenario}" if agent.offline_scenario else "")
     with OfflineResponsesServer(dialect=agent.offline_dialect) as server:
+        if not console.chatty:
+            # Even a script is told, in one line, that no language model answers (the banner says more).
+            console.line(_OFFLINE_NOTE)
         console.info(
             f"Endpoint: OFFLINE stand-in at {server.base_url} (model {model})\n"
             "  A deterministic rule-based model, not a language model. To use a LiteLLM proxy\n"

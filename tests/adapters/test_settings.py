@@ -5,12 +5,14 @@ from __future__ import annotations
 import typing
 from pathlib import Path
 
+import attrs
 import pytest
 
 from adapters.settings import (
     AgentSettings,
     ConfigurationError,
     Secret,
+    environment_variables,
     load_config_file,
     parse_bool,
     resolve_settings,
@@ -84,7 +86,8 @@ def test_environment_values_are_typed() -> None:
             "agent.reasoning_effort: expected one of none/minimal/low",
         ),
         ({"agent": {"malformed_arguments_in_history": "fix"}}, "expected one of verbatim/wrap"),
-        ({"agent": {"modle": "x"}}, "agent.modle: unknown key"),
+        ({"agent": {"modle": "x"}}, "agent.modle: unknown key; did you mean model?"),
+        ({"agent": {"zzz": "x"}}, "agent.zzz: unknown key; the known keys are api_key, "),
         ({"agnet": {}}, "agnet: unknown section"),
         ({"agent": "x"}, "agent: expected a mapping"),
         (
@@ -102,6 +105,54 @@ def test_a_bad_value_is_one_line_naming_the_key(config: dict[str, object], messa
         resolve_settings(config, environ={})
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_a_misspelt_environment_variable_is_an_error_that_names_the_right_one() -> None:
+    environ = {"AGENT_API_KEY": API_KEY, "AGENT_MODEL": "gpt-test", "AGENT_BASEURL": "http://127.0.0.1:4000"}
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings(environ=environ)
+    message = str(info.value)
+    assert message.startswith("AGENT_BASEURL: unknown environment variable; did you mean AGENT_BASE_URL? ")
+    assert "\n" not in message
+    assert API_KEY not in message
+    with pytest.raises(ConfigurationError, match=r"^AGENT_ZZZ: unknown environment variable; the known"):
+        resolve_settings(environ={"AGENT_ZZZ": "1"})
+
+
+def test_every_key_has_its_variable_and_every_variable_its_key() -> None:
+    variables = environment_variables()
+    assert set(variables.values()) >= {("base_url",), ("api_key",), ("model",), ("use_streaming",)}
+    assert variables["AGENT_RUN_BUDGET__COST_USD"] == ("run_budget", "cost_usd")
+    assert "AGENT_RUN_BUDGET" not in variables  # a section, not a value
+    assert {path[0] for path in variables.values()} == set(attrs.fields_dict(AgentSettings))
+    assert all(name == "AGENT_" + "__".join(path).upper() for name, path in variables.items())
+    budget = resolve_settings(environ={"AGENT_RUN_BUDGET__COST_USD": "0.5"}).agent.run_budget
+    assert budget.cost_usd == 0.5
+    # Each one is read: set to a value the key accepts, it arrives in that key.
+    agent = resolve_settings(environ={"AGENT_TRANSCRIPT_WARNING_CHARS": "17"}).agent
+    assert agent.transcript_warning_chars == 17
+
+
+@attrs.frozen
+class _Budget:
+    cost_usd: float | None = None
+    tool_calls: int | None = None
+
+
+@attrs.frozen
+class _Nested:
+    model: str = "m"
+    run_budget: _Budget | None = None
+    api_key: Secret = attrs.field(factory=lambda: Secret(""))
+
+
+def test_a_nested_section_has_a_variable_per_key_joined_by_a_double_underscore() -> None:
+    assert environment_variables(_Nested) == {
+        "AGENT_MODEL": ("model",),
+        "AGENT_RUN_BUDGET__COST_USD": ("run_budget", "cost_usd"),
+        "AGENT_RUN_BUDGET__TOOL_CALLS": ("run_budget", "tool_calls"),
+        "AGENT_API_KEY": ("api_key",),  # a Secret is a value, not a section
+    }
 
 
 def test_api_key_never_shows_in_reprs_or_errors() -> None:

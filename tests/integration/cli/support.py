@@ -25,6 +25,11 @@ TRANSCRIPT: Final = ROOT / "examples" / "standup-transcript.txt"
 WORKFLOW: Final = ROOT / "examples" / "release-workflow.json"
 SCRIPT: Final = Path(sys.executable).with_name("meeting-agents")
 PLANTED_KEY: Final = "sk-PLANTED-cli-9911"
+# What a run on the offline stand-in writes to stderr even when no one watches: it, and only it.
+OFFLINE_NOTE: Final = (
+    "meeting-agents: no gateway is configured (AGENT_BASE_URL): the offline stand-in answers, "
+    "a rule-based model, not a language model\n"
+)
 # Generous: a subprocess start costs about a second on this machine; this only bounds a hang.
 PROCESS_TIMEOUT: Final = 120.0
 
@@ -39,7 +44,8 @@ class Ran:
 
     @property
     def err_lines(self) -> list[str]:
-        return self.err.splitlines()
+        """stderr's lines but the stand-in's note (its own tests read ``err`` itself)."""
+        return self.err.removeprefix(OFFLINE_NOTE).splitlines()
 
     def json(self) -> dict[str, Any]:
         document: dict[str, Any] = json.loads(self.out)

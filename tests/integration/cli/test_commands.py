@@ -28,7 +28,7 @@ from adapters.cli import app as cli_app
 from adapters.cli.files import AtomicOutput
 from adapters.offline import OfflineResponsesServer
 from application import workflow_from_json
-from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run
+from tests.integration.cli.support import OFFLINE_NOTE, PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run
 from tests.support.upstreams import FakeServer, echo_route
 
 REMOVE_QA = "remove Manual QA sign-off"
@@ -60,6 +60,7 @@ def gateway_environment(server: OfflineResponsesServer, model: str = "offline") 
 
 
 def one_error_line(ran: Ran) -> str:
+    """The one line on stderr, besides the stand-in's note when the stand-in answered."""
     assert len(ran.err_lines) == 1, ran.err
     line = ran.err_lines[0]
     assert line.startswith("meeting-agents: error: "), line
@@ -72,7 +73,7 @@ def one_error_line(ran: Ran) -> str:
 def test_summary_text_shows_the_guarded_call_its_error_kind_and_its_replacement() -> None:
     ran = run("summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments")
     assert ran.code == EXIT_OK, ran.err
-    assert ran.err == ""  # not a terminal and no -v: no banner, no usage line
+    assert ran.err == OFFLINE_NOTE  # not a terminal and no -v: no banner, no usage line
     assert "Action items (6)" in ran.out
     assert "  1. Tom: fix the flaky checkout test (due Wednesday) [L13]" in ran.out
     assert "Decisions (3)" in ran.out
@@ -108,7 +109,7 @@ def test_the_demo_shows_an_ungrounded_call_cited_again_and_quote_prints_the_cite
 def test_summary_json_is_exactly_the_contract_shape() -> None:
     ran = run("summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments", "--format", "json")
     assert ran.code == EXIT_OK, ran.err
-    assert ran.err == ""
+    assert ran.err == OFFLINE_NOTE
     document = ran.json()
     assert set(document) == SUMMARY_KEYS
     assert document["complete"] is True
@@ -391,6 +392,57 @@ def test_bad_configuration_is_one_line_before_the_banner(environ: dict[str, str]
     assert message in one_error_line(ran)  # -v, yet not even the banner came first
 
 
+def test_a_misspelt_gateway_variable_is_refused_naming_the_right_one(
+    gateway: OfflineResponsesServer,
+) -> None:
+    environ = {"AGENT_API_KEY": PLANTED_KEY, "AGENT_MODEL": "offline", "AGENT_BASEURL": gateway.base_url}
+    ran = run("summarize", str(TRANSCRIPT), environ=environ)
+    assert ran.code == EXIT_USAGE
+    line = one_error_line(ran)  # no summary from the stand-in, and no other line
+    assert line.startswith(
+        "meeting-agents: error: AGENT_BASEURL: unknown environment variable; did you mean AGENT_BASE_URL? "
+    )
+    assert PLANTED_KEY not in line
+    assert ran.out == ""
+    assert gateway.requests == ()
+
+
+@pytest.mark.parametrize(
+    ("environ", "config", "named"),
+    [
+        ({"AGENT_API_KEY": PLANTED_KEY}, "", "but AGENT_API_KEY is; "),
+        ({"AGENT_MODEL": "gpt-test"}, "", "but AGENT_MODEL is; "),
+        (
+            {"AGENT_MODEL": "gpt-test"},
+            f'api_key = "{PLANTED_KEY}"\n',
+            "but agent.api_key in --config and AGENT_MODEL are; ",
+        ),
+    ],
+)
+def test_a_gateway_setting_without_a_base_url_is_refused_instead_of_running_the_stand_in(
+    tmp_path: Path, environ: dict[str, str], config: str, named: str
+) -> None:
+    path = tmp_path / "agents.toml"
+    path.write_text("[agent]\n" + config, encoding="utf-8")
+    ran = run("summarize", str(TRANSCRIPT), "--config", str(path), environ=environ)
+    assert ran.code == EXIT_USAGE
+    line = one_error_line(ran)
+    assert line.startswith("meeting-agents: error: agent.base_url: not set, " + named)
+    assert "set AGENT_BASE_URL (or agent.base_url in --config)" in line
+    assert PLANTED_KEY not in line
+    assert ran.out == ""
+
+
+def test_without_any_gateway_setting_the_stand_in_says_so_in_one_line() -> None:
+    ran = run("summarize", str(TRANSCRIPT), environ={"AGENT_USE_STREAMING": "false"})
+    assert ran.code == EXIT_OK
+    assert ran.err == (
+        "meeting-agents: no gateway is configured (AGENT_BASE_URL): the offline stand-in answers, "
+        "a rule-based model, not a language model\n"
+    )
+    assert ran.out.startswith("Summary\n")
+
+
 def test_a_scenario_flag_against_a_real_gateway_is_refused(gateway: OfflineResponsesServer) -> None:
     ran = run("summarize", str(TRANSCRIPT), "--scenario", "http-500", environ=gateway_environment(gateway))
     assert ran.code == EXIT_USAGE
@@ -449,7 +501,8 @@ def test_empty_stdin_is_an_empty_transcript() -> None:
 def test_a_long_transcript_gets_one_warning_with_its_size() -> None:
     ran = run("summarize", str(TRANSCRIPT), environ={"AGENT_TRANSCRIPT_WARNING_CHARS": "1000"})
     assert ran.code == EXIT_OK
-    [warning] = ran.err_lines
+    [warning, note] = ran.err.splitlines()  # the warning before the stand-in starts
+    assert note + "\n" == OFFLINE_NOTE
     size = len(TRANSCRIPT.read_text(encoding="utf-8"))
     assert warning.startswith(f"meeting-agents: warning: the transcript is {size:,} characters (about ")
     assert "over agent.transcript_warning_chars=1000" in warning
@@ -759,7 +812,8 @@ def test_a_bug_of_ours_is_still_one_line(monkeypatch: pytest.MonkeyPatch, verbos
 
     monkeypatch.setattr(cli_app, "_work", broken)
     verbosity = ["-v"] if verbose else []
-    ran = run("summarize", str(TRANSCRIPT), *verbosity, environ={"AGENT_API_KEY": PLANTED_KEY})
+    environ = {"AGENT_BASE_URL": "http://127.0.0.1:9/v1", "AGENT_MODEL": "m", "AGENT_API_KEY": PLANTED_KEY}
+    ran = run("summarize", str(TRANSCRIPT), *verbosity, environ=environ)
     assert ran.code == EXIT_MODEL_FAILED
     assert PLANTED_KEY not in ran.err
     lines = [line for line in ran.err_lines if line.startswith("meeting-agents: ")]
@@ -825,7 +879,8 @@ def test_a_budget_stop_exits_3_with_the_reason_on_stderr_and_what_arrived_printe
         1,
     )
     assert result["tool_calls"]  # the first round's calls were answered before the stop
-    assert ran.err.strip().splitlines() == [
+    assert ran.err.removeprefix(OFFLINE_NOTE).strip().splitlines() == [
         "meeting-agents: error: the run stopped early at its limit "
         "(budget.requests: agent.run_budget.requests); what arrived is printed"
     ]
+

@@ -21,7 +21,15 @@ from adapters.offline import OfflineResponsesServer
 from adapters.redaction import Redactor
 from application import RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished, ToolCallRecord
 from domain import ChatResponse, FunctionCallContent, FunctionResultContent
-from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run, screen_lines
+from tests.integration.cli.support import (
+    OFFLINE_NOTE,
+    PLANTED_KEY,
+    TRANSCRIPT,
+    WORKFLOW,
+    Ran,
+    run,
+    screen_lines,
+)
 from tests.support.upstreams import FakeServer, echo_route
 
 LIVE = "meeting-agents: round"
@@ -72,7 +80,7 @@ def test_a_pipe_sees_no_live_line_with_or_without_stream() -> None:
     for extra in ([], ["--stream"]):
         ran = run("summarize", str(TRANSCRIPT), "--scenario", "http-500*1", *extra)
         assert ran.code == EXIT_OK
-        assert ran.err == ""
+        assert ran.err == OFFLINE_NOTE
 
 
 def test_the_last_attempt_says_no_attempts_are_left() -> None:

@@ -13,6 +13,7 @@ import pytest
 from adapters.cli import EXIT_INTERRUPTED, EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
 from adapters.offline import OfflineResponsesServer
 from tests.integration.cli.support import (
+    OFFLINE_NOTE,
     PLANTED_KEY,
     PROCESS_TIMEOUT,
     ROOT,
@@ -34,7 +35,7 @@ def test_options_before_or_after_the_command_and_stdin_give_the_same_json() -> N
     piped = run_process(*OPTIONS, "summarize", "-", stdin=b"\xef\xbb\xbf" + TRANSCRIPT.read_bytes())
     for ran in (before, after, piped):
         assert ran.code == EXIT_OK, ran.err
-        assert ran.err == ""  # no banner, no log line: stderr is not a terminal and there is no -v
+        assert ran.err == OFFLINE_NOTE  # no banner, no log line: stderr is not a terminal and there is no -v
     document = before.json()  # the whole of stdout is one JSON object
     assert after.json() == document
     assert piped.json() == document
@@ -52,8 +53,14 @@ def test_bad_configuration_is_one_line_and_exit_2() -> None:
 
 
 def test_verbose_failure_logs_each_request_once_and_never_the_key() -> None:
-    environ = {"AGENT_API_KEY": PLANTED_KEY, "AGENT_MAX_RETRIES": "0"}
-    ran = run_process("-v", "summarize", str(TRANSCRIPT), "--scenario", "http-401", environ=environ)
+    with OfflineResponsesServer() as server:
+        environ = {
+            "AGENT_BASE_URL": server.base_url,
+            "AGENT_MODEL": "offline:http-401",
+            "AGENT_API_KEY": PLANTED_KEY,
+            "AGENT_MAX_RETRIES": "0",
+        }
+        ran = run_process("-v", "summarize", str(TRANSCRIPT), environ=environ)
     assert ran.code == EXIT_MODEL_FAILED
     assert PLANTED_KEY not in ran.out + ran.err
     assert len([line for line in ran.err_lines if "HTTP Request: POST" in line]) == 1
@@ -122,7 +129,7 @@ def test_a_terminal_shows_the_live_line_and_a_pipe_does_not(tmp_path: Path) -> N
     assert "tool calls answered (1 refused by the guard)" in shown.err
     assert f"\r\x1b[K{LIVE} 2, " in shown.err
     assert not [line for line in screen_lines(shown.err) if line.startswith(LIVE)]  # erased at the end
-    assert piped.err == ""
+    assert piped.err == OFFLINE_NOTE
     assert shown.out == piped.out
     assert shown.out.startswith("Meeting with ")
 
@@ -168,3 +175,4 @@ def test_the_readme_host_example_runs_as_written(tmp_path: Path) -> None:
     assert "- Ben: update the changelog (due Thursday)" in done.stdout
     assert '"name": "Manual QA sign-off"' not in done.stdout
     assert '"name": "Publish"' in done.stdout
+

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
+from adapters.offline import OfflineResponsesServer
 from tests.integration.cli.support import PLANTED_KEY, ROOT, TRANSCRIPT, run
 
 HEADER = "Trace (span, duration, tokens, error):"
@@ -65,12 +66,14 @@ def test_a_retried_request_shows_its_attempts_and_a_failed_run_its_error() -> No
 
 
 def test_trace_switches_the_telemetry_on_and_never_shows_the_key() -> None:
-    ran = run(
-        "summarize",
-        str(TRANSCRIPT),
-        "--trace",
-        environ={"AGENT_TELEMETRY": "false", "AGENT_API_KEY": PLANTED_KEY},
-    )
+    with OfflineResponsesServer() as server:
+        environ = {
+            "AGENT_TELEMETRY": "false",
+            "AGENT_BASE_URL": server.base_url,
+            "AGENT_MODEL": "offline",
+            "AGENT_API_KEY": PLANTED_KEY,
+        }
+        ran = run("summarize", str(TRANSCRIPT), "--trace", environ=environ)
 
     assert ran.code == EXIT_OK
     assert tree(ran.err)[0].startswith("invoke_agent meeting_summary")
