@@ -13,6 +13,7 @@ from application import (
     ApprovalRequest,
     MeetingSummary,
     ToolCallRecord,
+    ToolRun,
     WorkflowEdit,
     workflow_to_json,
 )
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 _SHOWN_ARGUMENTS = 100
+# Argument strings are compared on their first characters only: enough to tell calls apart, and cheap.
+_COMPARED_ARGUMENTS = 2_000
 
 
 def error_code(record: ToolCallRecord) -> str | None:
@@ -130,14 +133,51 @@ def _same_item(refused: ToolCallRecord, candidate: ToolCallRecord) -> bool:
     return bool(raw) and candidate.call.raw_arguments.startswith(raw)
 
 
-def _replacements(records: Sequence[ToolCallRecord]) -> dict[int, ToolCallRecord]:
-    """For each guarded or ungrounded call (by position), the later call of the same tool that ran in
-    its place: the same item when one is found, else the next call of that tool not yet claimed."""
+def _rounds(records: Sequence[ToolCallRecord], run: ToolRun) -> list[int | None]:
+    """The round of each record (the index of the answer that made the call), None where unknown."""
+    made_in: dict[str, list[int]] = {}
+    for number, response in enumerate(run.responses):
+        for call in response.function_calls:
+            made_in.setdefault(call.call_id, []).append(number)
+    # A call id the model repeated is answered once per time it was made, in order.
+    return [queue.pop(0) if (queue := made_in.get(record.call.call_id)) else None for record in records]
+
+
+def _likeness(refused: str, candidate: str) -> tuple[int, int]:
+    """How much of what a refused call asked for a candidate asks for too: the characters of
+    ``refused`` found in order in ``candidate``, then their common start (a truncated string is all
+    found, from the start, in the whole it was cut from)."""
+    refused, candidate = refused[:_COMPARED_ARGUMENTS], candidate[:_COMPARED_ARGUMENTS]
+    matcher = difflib.SequenceMatcher(None, refused, candidate, autojunk=False)
+    found = sum(block.size for block in matcher.get_matching_blocks())
+    start = next(
+        (index for index, (a, b) in enumerate(zip(refused, candidate, strict=False)) if a != b),
+        min(len(refused), len(candidate)),
+    )
+    return found, start
+
+
+def _after(later: int | None, earlier: int | None) -> bool:
+    """Whether a call of round ``later`` can answer a refusal in round ``earlier`` (unknown: it can)."""
+    return later is None or earlier is None or later > earlier
+
+
+def _replacements(records: Sequence[ToolCallRecord], run: ToolRun) -> dict[int, ToolCallRecord]:
+    """For each guarded or ungrounded call (by position), the call the model re-issued it as, if it did.
+
+    That is a later call of the same tool that ran, from the round after (the model reads the refusal
+    only then; any later round if that one has none); of those, the same item when one is found
+    (:func:`_same_item`), and the one whose arguments are nearest the refused call's, so that the
+    truncated ``{"owner": "Maya", "task": "upd`` pairs with Maya's call and not with the next
+    ``record_action_item`` in line. Each call replaces at most one.
+    """
+    rounds = _rounds(records, run)
     replaced: dict[int, ToolCallRecord] = {}
     claimed: set[int] = set()
     for index, record in enumerate(records):
         if not (record.guarded or _ungrounded(record)):
             continue
+        made_in = rounds[index]
         later = [
             at
             for at in range(index + 1, len(records))
@@ -145,21 +185,27 @@ def _replacements(records: Sequence[ToolCallRecord]) -> dict[int, ToolCallRecord
             and not records[at].guarded
             and not records[at].result.is_error
             and records[at].call.name == record.call.name
+            and _after(rounds[at], made_in)
         ]
-        same = [at for at in later if _same_item(record, records[at])]
-        chosen = next(iter(same or later), None)
-        if chosen is not None:
-            replaced[index] = records[chosen]
-            claimed.add(chosen)
+        if made_in is not None:
+            later = [at for at in later if rounds[at] == made_in + 1] or later
+        candidates = [at for at in later if _same_item(record, records[at])] or later
+        if not candidates:
+            continue
+        raw = record.call.raw_arguments
+        # max keeps the first of equals: the earliest call when two are as near.
+        best = max(candidates, key=lambda at: _likeness(raw, records[at].call.raw_arguments))
+        replaced[index] = records[best]
+        claimed.add(best)
     return replaced
 
 
-def _tool_lines(records: Sequence[ToolCallRecord]) -> list[str]:
+def _tool_lines(records: Sequence[ToolCallRecord], run: ToolRun) -> list[str]:
     guarded = sum(1 for record in records if record.guarded)
     ungrounded = sum(1 for record in records if _ungrounded(record))
     refused = f", {ungrounded} ungrounded" if ungrounded else ""
     lines = [f"Tool calls ({len(records)}, {guarded} guarded{refused})"]
-    replacements = _replacements(records)
+    replacements = _replacements(records, run)
     for index, record in enumerate(records):
         call = record.call
         if record.guarded:
@@ -258,7 +304,7 @@ def summary_details(summary: MeetingSummary, transcript: Sequence[str] | None = 
     if summary.failed_chunks:
         missing = ", ".join(f"L{first}-{last}" for first, last in summary.failed_chunks)
         lines += ["", f"Not covered: {missing} (those parts of the meeting failed; see stderr)"]
-    lines += ["", *_tool_lines(summary.tool_calls)]
+    lines += ["", *_tool_lines(summary.tool_calls, summary.run)]
     return "\n".join(lines) + "\n"
 
 
@@ -282,7 +328,7 @@ def edit_details(before: Workflow, edit: WorkflowEdit) -> str:
             for line in difflib.ndiff(_step_lines(before), _step_lines(edit.workflow))
             if not line.startswith("?")
         ]
-    lines += ["", *_tool_lines(edit.tool_calls)]
+    lines += ["", *_tool_lines(edit.tool_calls, edit.run)]
     if edit.pending:
         lines += ["", f"Waiting for approval ({len(edit.pending)})"]
         lines += [

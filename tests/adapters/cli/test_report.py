@@ -5,7 +5,24 @@ from __future__ import annotations
 from adapters.cli.report import error_code, line_label, summary_details, summary_text, usage_json, usage_line
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, MeetingSummary, SummaryAgent, ToolCallRecord, ToolRun
-from domain import FunctionCallContent, FunctionResultContent, JsonValue, Usage
+from domain import ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, Usage
+
+BAD = {"error": "invalid_tool_arguments", "message": "m"}
+
+
+def record(call_id: str, name: str, raw: str, *, guarded: bool = False) -> ToolCallRecord:
+    call = FunctionCallContent.parse(call_id=call_id, name=name, raw_arguments=raw)
+    result = FunctionResultContent(call_id, BAD if guarded else {"recorded": 1}, is_error=guarded)
+    return ToolCallRecord(call, result, guarded=guarded)
+
+
+def answer(*records: ToolCallRecord) -> ChatResponse:
+    """The model answer that made ``records``' calls."""
+    return ChatResponse(messages=(ChatMessage("assistant", tuple(r.call for r in records)),))
+
+
+def summary_of(records: tuple[ToolCallRecord, ...], run: ToolRun) -> MeetingSummary:
+    return MeetingSummary(text="", action_items=(), decisions=(), tool_calls=records, run=run, complete=True)
 
 
 async def test_a_refused_duplicate_call_is_shown_as_refused_with_its_code() -> None:
@@ -27,20 +44,12 @@ async def test_a_refused_duplicate_call_is_shown_as_refused_with_its_code() -> N
 
 
 def test_a_guarded_call_is_matched_only_to_a_later_call_of_the_same_tool() -> None:
-    def record(call_id: str, name: str, raw: str, *, guarded: bool, result: JsonValue) -> ToolCallRecord:
-        call = FunctionCallContent.parse(call_id=call_id, name=name, raw_arguments=raw)
-        return ToolCallRecord(call, FunctionResultContent(call_id, result, is_error=guarded), guarded=guarded)
-
-    bad = {"error": "invalid_tool_arguments", "message": "m"}
     records = (
-        record("a", "record_decision", '{"decision": ', guarded=True, result=bad),
-        record("b", "list_participants", "{}", guarded=False, result={"participants": []}),
-        record("c", "record_decision", '{"decision": "Ship"}', guarded=False, result={"recorded": 1}),
+        record("a", "record_decision", '{"decision": ', guarded=True),
+        record("b", "list_participants", "{}"),
+        record("c", "record_decision", '{"decision": "Ship"}'),
     )
-    summary = MeetingSummary(
-        text="", action_items=(), decisions=(), tool_calls=records, run=ToolRun(), complete=True
-    )
-    text = summary_text(summary)
+    text = summary_text(summary_of(records, ToolRun()))  # no answers: rounds unknown, any later call
     assert (
         "[a]: arguments rejected (invalid_json, 13 chars); not run, the model got invalid_tool_arguments; "
         in text
@@ -109,3 +118,36 @@ def test_items_show_their_lines_quote_them_and_name_what_was_not_covered() -> No
         "       L3 | Tom: I'll fix it by Friday.",
     ]
     assert quoted[quoted.index("  1. Ship on Monday [L4]") + 1] == "       L4 | Ana: we ship on Monday."
+
+
+def test_a_refused_call_pairs_with_the_call_of_the_next_round_that_asked_for_the_same_thing() -> None:
+    maya = '{"owner": "Maya", "task": "update the release notes", "due": "Thursday noon"}'
+    # Not JSON (single quotes), so not a prefix of the call sent again, yet plainly the same item.
+    refused = record("bad", "record_action_item", maya.replace('"', "'"), guarded=True)
+    same_round = record("dev", "record_action_item", '{"owner": "Dev", "task": "pair with Alex"}')
+    first_round = (refused, same_round)
+    # In the next round the model records someone else's item first, then re-issues Maya's.
+    second_round = (
+        record(
+            "priya", "record_action_item", '{"owner": "Priya", "task": "book the retro room", "due": null}'
+        ),
+        record("maya", "record_action_item", maya),
+        record("note", "record_decision", maya),  # as near, but another tool
+    )
+    run = ToolRun(responses=(answer(*first_round), answer(*second_round), ChatResponse()))
+    text = summary_text(summary_of((*first_round, *second_round), run))
+    [guarded] = [line for line in text.splitlines() if "GUARDED" in line]
+    assert guarded.endswith(
+        '; re-issued as [maya] record_action_item(owner="Maya", '
+        'task="update the release notes", due="Thursday noon")'
+    )
+
+
+def test_a_refused_call_pairs_with_a_later_round_when_the_next_has_no_call_of_its_tool() -> None:
+    refused = record("bad", "record_decision", '{"decision": "Sh', guarded=True)
+    other = record("who", "list_participants", "{}")
+    later = record("ship", "record_decision", '{"decision": "Ship it"}')
+    run = ToolRun(responses=(answer(refused), answer(other), answer(later), ChatResponse()))
+    text = summary_text(summary_of((refused, other, later), run))
+    assert "[bad]: arguments rejected" in text
+    assert '; re-issued as [ship] record_decision(decision="Ship it")' in text
