@@ -282,8 +282,9 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     and the last outermost:
 
     - ``chat`` is ``chat_adapter`` (the Responses adapter ``agent.use_streaming`` selects) wrapped by
-      each callable of ``chat_decorators`` (``ChatPort -> ChatPort``). Every pipeline and
-      ``tool_loop`` talk to the model through it. A decorator's ``get_streaming_response`` should
+      each callable of ``chat_decorators`` (``ChatPort -> ChatPort``), and by the telemetry decorator
+      outermost when telemetry is on. Every pipeline, ``tool_loop`` and a host's own calls talk to
+      the model through it. A decorator's ``get_streaming_response`` should
       delegate to the inner chat's, or run events (``summarize_events``, ``run_events``) get each
       answer whole (``domain.updates_of(lambda: self.get_response(...))`` streams it so).
     - ``tool_invoker_decorators`` (``ToolInvokerPort -> ToolInvokerPort``) wrap the tools of every
@@ -293,23 +294,23 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
 
     Extend a chain with ``container.chat_decorators.add_args(decorator)`` (for the container's
     lifetime) or, in tests, ``with container.tool_invoker_decorators.override(providers.List(...))``
-    (this replaces the list). Overriding ``chat_adapter`` swaps the model and keeps the decorators;
-    overriding ``chat`` swaps the whole chain. ``await container.tool_loop().run(messages, options,
-    tools)`` runs a host's own tools (an :class:`application.ToolRegistry`, say) through the same
-    chains and guard as the pipelines and returns an :class:`application.ToolRun`.
+    (this replaces the list). Overriding ``chat_adapter`` swaps the model and keeps the decorators
+    and the telemetry; overriding ``chat`` swaps the whole chain, telemetry included. ``await
+    container.tool_loop().run(messages, options, tools)`` runs a host's own tools (an
+    :class:`application.ToolRegistry`, say) through the same chains and guard as the pipelines and
+    returns an :class:`application.ToolRun`.
 
     Approval: ``approver`` (default none) is an async callable ``ApprovalRequest -> Approve | Deny``
     that ``tool_loop`` and ``workflow_editor_agent`` ask about each call needing approval, instead of
     stopping the run (``status == "awaiting_approval"``, then ``resume``). The workflow editor's
     tools that need it are ``agent.approval_required_tools`` (default ``["remove_step"]``).
 
-    Telemetry (``agent.telemetry``, on by default): ``summary_agent``, ``workflow_editor_agent`` and
-    ``tool_loop`` talk through ``traced_chat`` and ``traced_tool_invoker_decorators``, the two chains
-    with the OpenTelemetry decorators outermost, and the pipelines are their ``Instrumented``
-    subclasses (one ``invoke_agent`` span per run). ``chat`` itself stays the chain as configured.
-    Spans and metrics go to the global providers unless ``tracer_provider``/``meter_provider`` are
-    overridden; content is captured only with ``agent.telemetry_capture_content``. With telemetry
-    off, nothing is added anywhere.
+    Telemetry (``agent.telemetry``, on by default): ``chat`` and ``traced_tool_invoker_decorators``
+    (what ``summary_agent``, ``workflow_editor_agent`` and ``tool_loop`` run their tools with) have
+    the OpenTelemetry decorators outermost, and the pipelines are their ``Instrumented`` subclasses
+    (one ``invoke_agent`` span per run). Spans and metrics go to the global providers unless
+    ``tracer_provider``/``meter_provider`` are overridden; content is captured only with
+    ``agent.telemetry_capture_content``. With telemetry off, nothing is added anywhere.
     """
 
     instance_type = _ContainerInstance
@@ -348,10 +349,12 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     # Chains
     chat_decorators = providers.List()
     tool_invoker_decorators = providers.List()
-    chat = providers.Callable(_chat_chain, chat_adapter, chat_decorators)
-    # What the pipelines and tool_loop use: the chains, with telemetry outermost when it is on.
+    # The chat: the adapter, the host's decorators, and telemetry outermost when it is on. Everything
+    # talks through it (the pipelines, tool_loop, a host's direct calls), so every request is traced.
     model = providers.Callable(_model, settings)
-    traced_chat = providers.Callable(_traced_chat, chat, telemetry, model)
+    chat = providers.Callable(
+        _traced_chat, providers.Callable(_chat_chain, chat_adapter, chat_decorators), telemetry, model
+    )
     traced_tool_invoker_decorators = providers.Callable(
         _traced_tool_decorators, tool_invoker_decorators, telemetry
     )
@@ -363,7 +366,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     loop_settings = providers.Callable(_loop_settings, settings)
     tool_loop = providers.Factory(
         ToolLoop,
-        chat=traced_chat,
+        chat=chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
         approver=approver,
@@ -371,7 +374,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     chunk_settings = providers.Callable(_chunk_settings, settings)
     summary_agent = providers.Factory(
         _summary_agent,
-        chat=traced_chat,
+        chat=chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
         telemetry=telemetry,
@@ -382,7 +385,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         _pipeline,
         WorkflowEditorAgent,
         InstrumentedWorkflowEditorAgent,
-        chat=traced_chat,
+        chat=chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
         telemetry=telemetry,

@@ -44,7 +44,6 @@ WORKFLOW_EDITOR: Final = "workflow_editor"
 ResultT = TypeVar("ResultT")
 # A run its caller stopped reading before it finished: not an error, but the span says why it is short.
 ABANDONED_EVENT: Final = "run.abandoned"
-DUPLICATE_EVENT: Final = "tool_call.duplicate"
 # Where a long meeting's chunk sits in the whole file (the project's own attributes: GenAI has none).
 CHUNK_INDEX: Final = "meeting_agents.chunk.index"
 CHUNK_FIRST_LINE: Final = "meeting_agents.chunk.first_line"
@@ -82,19 +81,10 @@ class _AgentRun:
         parent = trace.set_span_in_context(span)
         for record in run.tool_calls:
             code = error_code(record.result.result) if record.result.is_error else None
-            if code == BUDGET_EXCEEDED:
-                # A call the run's stop left unrun never reached the tool chain: its span is given here.
+            if code in (BUDGET_EXCEEDED, DUPLICATE_CALL_ID):
+                # A call the loop answered itself (a repeated call id, or one a budget or deadline stop
+                # left unrun) never reached the tool chain: its tool span is given here.
                 record_answered_outside(self.telemetry, record.call, record.result, parent)
-            # The loop answers a repeated call id itself, before any tool decorator: no tool span shows it.
-            if code == DUPLICATE_CALL_ID:
-                span.add_event(
-                    DUPLICATE_EVENT,
-                    {
-                        c.GEN_AI_TOOL_NAME: text(record.call.name),
-                        c.GEN_AI_TOOL_CALL_ID: text(record.call.call_id),
-                        c.ERROR_TYPE: DUPLICATE_CALL_ID,
-                    },
-                )
 
     def failed(self, error: BaseException) -> None:
         error_type = type(error).__name__

@@ -29,10 +29,9 @@ class InstrumentedToolInvoker:
 
     Placed outside the guard, it sees the guard's refusals too: a result with ``is_error`` sets status
     ERROR and ``error.type`` to the result's code (``invalid_tool_arguments``, ``unknown_tool``,
-    ``tool_failed``, ...). A repeated call id never reaches it: the loop answers ``duplicate_call_id``
-    itself, and the run's ``invoke_agent`` span carries a ``tool_call.duplicate`` event for it. Nor
-    does a call a budget or deadline stop leaves unrun: the agent span gives it its tool span
-    (:func:`record_answered_outside`, ``error.type`` ``budget_exceeded``) when the run ends. The
+    ``tool_failed``, ...). A call the loop answers itself never reaches it: a repeated call id
+    (``duplicate_call_id``) and a call a budget or deadline stop leaves unrun (``budget_exceeded``);
+    the agent span gives each its tool span (:func:`record_answered_outside`) when the run ends. The
     arguments and the result are recorded only when content capture is on.
     """
 

@@ -80,22 +80,22 @@ def test_chat_selects_the_adapter_for_every_spelling(
     container: Container, spelling: object, adapter: type[object]
 ) -> None:
     container.config.from_dict({"agent": {**GATEWAY, "use_streaming": spelling}})
-    chat = container.chat()
+    chat = container.chat_adapter()
     assert isinstance(chat, adapter)
-    assert chat is container.chat()
+    assert chat is container.chat_adapter()
 
 
 def test_streaming_is_the_default(container: Container) -> None:
     container.config.from_dict({"agent": GATEWAY})
     assert chat_key(container.settings()) == "streaming"
-    assert isinstance(container.chat(), ResponsesSseAdapter)
+    assert isinstance(container.chat_adapter(), ResponsesSseAdapter)
 
 
 @pytest.mark.parametrize("spelling", ["false", "0", "no", "NO"])
 def test_environment_beats_the_config(container: Container, spelling: str) -> None:
     container.config.from_dict({"agent": {**GATEWAY, "use_streaming": True, "model": "from-config"}})
     container.environ.override(providers.Object({"AGENT_USE_STREAMING": spelling, "AGENT_MODEL": "from-env"}))
-    assert isinstance(container.chat(), ResponsesJsonAdapter)
+    assert isinstance(container.chat_adapter(), ResponsesJsonAdapter)
     assert container.settings().agent.model == "from-env"
 
 
@@ -107,7 +107,7 @@ def test_yaml_file_and_defaults(container: Container, tmp_path: Path) -> None:
     )
     container.config.from_yaml(path)
     agent = container.settings().agent
-    assert isinstance(container.chat(), ResponsesJsonAdapter)
+    assert isinstance(container.chat_adapter(), ResponsesJsonAdapter)
     assert (agent.model, agent.max_tool_iterations) == ("offline", 40)
 
 
@@ -239,7 +239,7 @@ def test_a_toml_file_configures_the_container(container: Container, tmp_path: Pa
         encoding="utf-8",
     )
     container.config.from_dict(load_config_file(path))
-    assert isinstance(container.chat(), ResponsesJsonAdapter)
+    assert isinstance(container.chat_adapter(), ResponsesJsonAdapter)
     assert container.settings().agent.api_key.reveal() == "sk-toml"
 
 
@@ -339,8 +339,8 @@ async def test_overriding_chat_replaces_the_whole_chain(container: Container) ->
     assert log == []
 
 
-def test_without_decorators_chat_is_the_selected_adapter_itself(container: Container) -> None:
-    container.config.from_dict({"agent": GATEWAY})
+def test_without_decorators_or_telemetry_chat_is_the_selected_adapter_itself(container: Container) -> None:
+    container.config.from_dict({"agent": {**GATEWAY, "telemetry": False}})
     assert container.chat() is container.chat_adapter()
     assert isinstance(container.chat(), ResponsesSseAdapter)
 
@@ -511,7 +511,7 @@ async def test_with_telemetry_off_there_is_no_span_no_metric_and_no_decorator(
     assert telemetry_key(container.settings()) == "off"
     assert type(container.summary_agent()) is SummaryAgent
     assert type(container.workflow_editor_agent()) is WorkflowEditorAgent
-    assert container.traced_chat() is container.chat()
+    assert container.chat() is container.chat_adapter()
     assert otel.spans() == ()
     assert otel.metric_names() == set()
     async with httpx.AsyncClient() as client:
@@ -521,15 +521,25 @@ async def test_with_telemetry_off_there_is_no_span_no_metric_and_no_decorator(
             assert client.event_hooks == {"request": [], "response": []}
 
 
-async def test_chat_stays_the_configured_chain_while_the_pipelines_talk_through_the_traced_one(
-    container: Container,
+async def test_chat_is_the_traced_chain_and_overriding_the_adapter_keeps_the_decorators_and_telemetry(
+    container: Container, otel: Otel
 ) -> None:
+    log: list[str] = []
+    script = ScriptedChat(ScriptedTurn(text="direct", response_id="resp_direct"))
     container.config.from_dict({"agent": TRACED})
+    container.chat_decorators.add_args(RequestLog("decorator", log))
 
-    assert isinstance(container.chat(), ResponsesSseAdapter)
-    traced = container.traced_chat()
-    assert isinstance(traced, InstrumentedChat)
-    assert traced.inner is container.chat()
+    traced = container.chat()
+    assert isinstance(traced, InstrumentedChat)  # telemetry outermost, the host's decorator inside it
+    with container.chat_adapter.override(script):
+        response = await container.chat().get_response([ChatMessage.user("hi")])
+
+    assert response.text == "direct"
+    assert log == ["decorator"]
+    [span] = otel.spans()  # a host's direct call is traced like the pipelines' calls
+    assert span.name == "chat gpt-configured"
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.response.id"] == "resp_direct"
     assert isinstance(container.workflow_editor_agent(), InstrumentedWorkflowEditorAgent)
 
 

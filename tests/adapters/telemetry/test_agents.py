@@ -175,27 +175,32 @@ async def test_a_run_whose_final_answer_names_nothing_still_ends_its_span(otel: 
     )
 
 
-async def test_a_repeated_call_id_answered_by_the_loop_is_an_event_on_the_run(otel: Otel) -> None:
+async def test_a_repeated_call_id_has_a_tool_span_with_its_refusal(otel: Otel) -> None:
     chat = ScriptedChat(
         ScriptedTurn(calls=(("c1", "list_participants", "{}"), ("c1", "list_participants", "{}"))),
+        ScriptedTurn(calls=(("c1", "list_participants", "{}"),)),  # and again in the next round
         ScriptedTurn(text="Done."),
     )
 
     summary = await traced_summary_agent(chat, otel.telemetry()).summarize(TRANSCRIPT)
 
-    assert [record.result.is_error for record in summary.tool_calls] == [False, True]
+    assert [record.result.is_error for record in summary.tool_calls] == [False, True, True]
     (run,) = otel.named("invoke_agent")
-    assert [(event.name, dict(event.attributes or {})) for event in run.events] == [
-        (
-            "tool_call.duplicate",
-            {
-                "gen_ai.tool.name": "list_participants",
-                "gen_ai.tool.call.id": "c1",
-                "error.type": "duplicate_call_id",
-            },
-        )
+    tools = otel.named("execute_tool ")
+    common = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "list_participants",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function",
+    }
+    # In the order they ended: the call that ran, then the two repeats, given their spans as the run ends.
+    assert [dict(span.attributes or {}) for span in tools] == [
+        common,
+        {**common, "error.type": "duplicate_call_id"},
+        {**common, "error.type": "duplicate_call_id"},
     ]
-    assert len(otel.named("execute_tool ")) == 1
+    assert all(span.parent is not None and span.parent.span_id == run.context.span_id for span in tools)
+    assert list(run.events) == []
 
 
 # ---------------------------------------------------------------- a run read as events

@@ -58,7 +58,7 @@ async def test_the_summary_pipeline_records_items_and_guards_the_malformed_call(
         "Ana: Agreed.\n"
     )
     expected_adapter = ResponsesSseAdapter if container.config.agent.use_streaming() else ResponsesJsonAdapter
-    assert isinstance(container.chat(), expected_adapter)
+    assert isinstance(container.chat_adapter(), expected_adapter)
 
     summary = await container.summary_agent().summarize(transcript)
 

@@ -104,7 +104,7 @@ def test_every_scenario_has_an_expected_outcome() -> None:
 def test_the_container_builds_the_adapter_the_setting_asks_for(
     containers: ContainerFactory, streaming: bool
 ) -> None:
-    chat = containers("offline", streaming=streaming).chat()
+    chat = containers("offline", streaming=streaming).chat_adapter()
     assert type(chat) is (ResponsesSseAdapter if streaming else ResponsesJsonAdapter)
     assert API_KEY not in repr(chat)
 
