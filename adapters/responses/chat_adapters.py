@@ -57,6 +57,7 @@ from domain import (
     ChatResponseUpdate,
     ChatTransportError,
     Content,
+    FunctionCallContent,
     ResponseFailedError,
 )
 
@@ -169,7 +170,9 @@ class _Channel:
     __slots__ = ("ended", "handed", "held", "waiter")
 
     def __init__(self) -> None:
-        # Updates without content (the ids of ``response.created``) held until the first with content.
+        # Updates a caller cannot show yet (the ids of ``response.created``, whole function calls,
+        # which a caller acts on only once the answer is complete) are held until the first text or
+        # reasoning, or the end: while nothing is handed over, a broken body is asked for again.
         self.held: list[ChatResponseUpdate] = []
         # True once the caller has been handed an update: from then on nothing is asked for again.
         self.handed = False
@@ -310,6 +313,11 @@ class _Exchange:
                 "stream": self.stream,
             },
         )
+
+
+def _shows(update: ChatResponseUpdate) -> bool:
+    """Whether ``update`` has something a caller may show as it arrives: text or reasoning."""
+    return any(not isinstance(content, FunctionCallContent) for content in update.contents)
 
 
 def _broke_in_transit(error: Exception) -> bool:
@@ -480,7 +488,10 @@ class _ResponsesAdapter(abc.ABC):
           (within ``max_response_bytes``), so a slow caller neither stalls the connection nor
           stretches the request past its deadline.
         - A body broken in transit is asked for again only while the caller has been handed
-          nothing; after that the break is raised as the ChatError it is, with what arrived.
+          nothing; after that the break is raised as the ChatError it is, with what arrived. Until
+          the first text or reasoning arrives, nothing is handed over (function calls are whole
+          only once the answer is, so a caller acts on them at the end anyway): an answer of calls
+          alone is asked for again like an answer read whole.
         - Failures raise ChatError subclasses from the iterator, with ``partial``. Leaving the
           iteration early (``break`` then ``aclose()``, or cancellation) closes the HTTP response.
         """
@@ -496,7 +507,7 @@ class _ResponsesAdapter(abc.ABC):
                 if updates:
                     folder.out = []
                     if not channel.handed:
-                        if not any(update.contents for update in updates):
+                        if not any(map(_shows, updates)):
                             channel.held.extend(updates)
                             continue
                         updates = [*channel.held, *updates]

@@ -8,8 +8,15 @@ from typing import Final
 
 import pytest
 
-from adapters.offline.render import message_item, sse, stream_events
-from domain import ChatMessage, ChatPort, ChatResponse, ChatResponseUpdate, ChatTransportError
+from adapters.offline.render import call_item, message_item, sse, stream_events
+from domain import (
+    ChatMessage,
+    ChatPort,
+    ChatResponse,
+    ChatResponseUpdate,
+    ChatTransportError,
+    FunctionCallContent,
+)
 from tests.support.gateway import response_document
 from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
 
@@ -171,3 +178,39 @@ async def test_a_stream_that_stalls_after_its_first_update_ends_at_the_deadline_
     assert caught.value.partial.text == ChatResponse.from_updates(seen).text
     assert caught.value.partial.text
     assert len(server.received) == 1
+
+
+class CallsThenBreak:
+    """An answer of two function calls; the first time it is cut right after the first call is whole."""
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    async def __call__(self, request: Received, sender: Sender) -> None:
+        document = response_document(
+            [call_item("fc_1", "c1", "list_steps", "{}"), call_item("fc_2", "c2", "list_steps", "{}")]
+        )
+        events = stream_events(document)
+        await sender.start(200, STREAM_HEADERS)
+        if self.broken:
+            await sender.body(sse(events).encode(), more=False)
+            return
+        self.broken = True
+        first_call = next(i for i, e in enumerate(events) if e["type"] == "response.output_item.done")
+        await sender.body(sse(events[: first_call + 1]).encode())
+        # Returning mid-body makes the server drop the connection.
+
+
+@ADAPTERS
+async def test_a_break_after_whole_calls_but_before_any_text_is_asked_for_again(
+    adapter_type: AdapterType,
+) -> None:
+    # A caller acts on calls only once the answer is complete (and --stream shows none of them), so
+    # nothing was handed over yet: the broken body is asked for again, as when read whole.
+    handler = CallsThenBreak()
+    async with serve(handler) as server, adapter_on(server.base_url, adapter_type, max_retries=2) as chat:
+        updates = [update async for update in chat.get_streaming_response(MESSAGES)]
+
+    calls = [c.call_id for u in updates for c in u.contents if isinstance(c, FunctionCallContent)]
+    assert calls == ["c1", "c2"]  # each once: nothing of the broken attempt reached the caller
+    assert len(server.received) == 2

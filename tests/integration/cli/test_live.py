@@ -274,16 +274,29 @@ def test_a_log_line_that_cannot_be_written_is_reported_by_logging_not_raised(
     assert "OSError: stderr is gone" in capsys.readouterr().err
 
 
-def test_stream_over_a_broken_event_stream_fails_and_over_json_asks_again() -> None:
-    clean = run("summarize", str(TRANSCRIPT), "--stream", "--no-streaming")
-    # An event stream's pieces go out as they arrive: once any has, a break is not asked for again.
-    broken = run("summarize", str(TRANSCRIPT), "--stream", "--scenario", "connection-reset*1", "--streaming")
-    assert broken.code == EXIT_MODEL_FAILED
-    [line] = broken.err_lines
-    assert line.startswith("meeting-agents: error: the gateway request failed: ")
-    # A JSON document is handed over once read whole, so its break is asked for again, as without --stream.
-    whole = run(
-        "summarize", str(TRANSCRIPT), "--stream", "--scenario", "connection-reset*1", "--no-streaming"
+@pytest.mark.parametrize("scenario", ["connection-reset*1", "truncated-stream*1"])
+@pytest.mark.parametrize("mode", ["--streaming", "--no-streaming"])
+def test_stream_asks_again_for_a_body_broken_before_anything_was_printed(scenario: str, mode: str) -> None:
+    # The first answer is calls alone: a break in it, before any text went out, is asked for again
+    # as when each answer is read whole, so the run ends as if nothing had broken.
+    clean = run("summarize", str(TRANSCRIPT), "--stream", mode)
+    broken = run("summarize", str(TRANSCRIPT), "--stream", "--scenario", scenario, mode)
+    assert broken.code == EXIT_OK, broken.err
+    assert broken.out == clean.out
+    assert broken.err == OFFLINE_NOTE
+
+
+def test_stream_gives_up_when_every_attempt_breaks() -> None:
+    broken = run(
+        "summarize",
+        str(TRANSCRIPT),
+        "--stream",
+        "--scenario",
+        "connection-reset",
+        environ={"AGENT_MAX_RETRIES": "1"},
     )
-    assert whole.code == EXIT_OK, whole.err
-    assert whole.out == clean.out
+    assert broken.code == EXIT_MODEL_FAILED
+    assert broken.out == ""
+    line = broken.err.removeprefix(OFFLINE_NOTE)
+    assert line.startswith("meeting-agents: error: the gateway request failed: ")
+    assert "2 attempts" in line
