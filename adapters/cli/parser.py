@@ -28,6 +28,11 @@ tool calls answered and refused, the time, a failed attempt being retried), eras
 script's stderr gets none of it. --stream prints the model's text on stdout as it arrives, then the
 rest of the result; it cannot be combined with --format json (exit 2).
 
+--stream and --streaming are two different things: --stream is how the result is printed (text as
+it arrives); --streaming/--no-streaming is how each answer travels from the gateway (an SSE event
+stream, the default, or one JSON document), which changes nothing in the result. --stream works
+with either.
+
 Exit codes:
   0    done
   1    the model or the gateway failed (one line naming what failed and where; -v for details)
@@ -80,7 +85,8 @@ def _add_global_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
         "--streaming",
         action=argparse.BooleanOptionalAction,
         default=default(None),
-        help="the SSE adapter (the default) or, with --no-streaming, the JSON adapter",
+        help="answers travel as an SSE event stream (the SSE adapter, the default) or, with "
+        "--no-streaming, as one JSON document (the JSON adapter); not --stream, which is about printing",
     )
     parser.add_argument(
         "--scenario",
@@ -111,7 +117,8 @@ def _add_global_options(parser: argparse.ArgumentParser, *, copy: bool) -> None:
         "--stream",
         action="store_true",
         default=default(False),
-        help="print the model's text on stdout as it arrives, then the rest of the result (--format text)",
+        help="print the model's text on stdout as it arrives, then the rest of the result (--format text); "
+        "not --streaming, which is about how answers travel",
     )
 
 
