@@ -30,7 +30,7 @@ from adapters.cli.report import (
     usage_line,
 )
 from adapters.cli.run_document import save_run
-from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError
+from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError, uvicorn_missing
 from adapters.offline.scenarios import parse_model
 from adapters.redaction import Redactor
 from adapters.settings import (
@@ -161,6 +161,12 @@ def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     settings = resolve_settings(config, environ, _overrides(args))
     agent = settings.agent
     given = _gateway_keys_given(config, environ)
+    if not agent.base_url and not given and (missing := uvicorn_missing()) is not None:
+        # A plain `pip install` has no stand-in server: say what to install, before anything starts.
+        raise ConfigurationError(
+            f"the offline stand-in (no agent.base_url is set) cannot start: {missing}; "
+            "or point AGENT_BASE_URL at a gateway"
+        )
     if not agent.base_url and given:
         # A misspelt AGENT_BASE_URL must not end in a plausible answer from the rule-based stand-in.
         raise ConfigurationError(
@@ -389,6 +395,13 @@ class _WholeAnswers:
         return updates_of(lambda: self.get_response(messages, options))
 
 
+def _import_the_runtime() -> None:
+    """Import the SDK and the container now, once the input is checked and before the run's clock
+    starts: they take seconds on a busy machine, which would otherwise read as the first round's
+    (--help, --version and every bad-input error need neither)."""
+    import adapters.container  # noqa: F401  # imported for its cost, used in _run
+
+
 async def _run(
     command: str,
     work: _Work,
@@ -398,8 +411,7 @@ async def _run(
     approver: Approver | None = None,
 ) -> MeetingSummary | WorkflowEdit:
     """One run through the container's pipeline, each event shown by ``live``; the run's result."""
-    # Imported only now: the SDK and the container take seconds to import on a busy machine, and
-    # --help, --version and every bad-input error need neither.
+    # Imported by _import_the_runtime before the run's clock started; cached here.
     from dependency_injector import providers
 
     from adapters.container import Container
@@ -567,6 +579,7 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
                 f"the transcript is {length:,} characters (about {length // _CHARS_PER_TOKEN:,} tokens), "
                 f"over agent.transcript_warning_chars={limit}; the model may cut it short or refuse it"
             )
+        _import_the_runtime()
         # The endpoint, the run and the report all happen in one event-loop run: nothing is left for
         # this frame to do afterwards (coverage's tracer loses frames that wait across real socket I/O).
         return asyncio.run(_session(args, work, console, recorder))

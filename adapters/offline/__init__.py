@@ -2,5 +2,13 @@
 
 from adapters.offline.scenarios import OFFLINE_MODEL, SCENARIOS, UnknownScenarioError
 from adapters.offline.server import OfflineResponsesServer, RecordedRequest
+from adapters.offline.threaded import uvicorn_missing
 
-__all__ = ["OFFLINE_MODEL", "SCENARIOS", "OfflineResponsesServer", "RecordedRequest", "UnknownScenarioError"]
+__all__ = [
+    "OFFLINE_MODEL",
+    "SCENARIOS",
+    "OfflineResponsesServer",
+    "RecordedRequest",
+    "UnknownScenarioError",
+    "uvicorn_missing",
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import logging
 import socket
@@ -67,6 +68,11 @@ async def read_request(scope: Scope, receive: Receive) -> Request:
     path = scope["path"] + (f"?{query}" if query else "")
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
     return Request(scope["method"], path, headers, bytes(body))
+
+
+def uvicorn_missing() -> str | None:
+    """What to install when uvicorn is not there (found without importing it), else None."""
+    return _MISSING_UVICORN if importlib.util.find_spec("uvicorn") is None else None
 
 
 def listening(

@@ -884,3 +884,14 @@ def test_a_budget_stop_exits_3_with_the_reason_on_stderr_and_what_arrived_printe
         "(budget.requests: agent.run_budget.requests); what arrived is printed"
     ]
 
+
+def test_without_uvicorn_the_stand_in_is_exit_2_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as after a plain `pip install`, without the extra
+    ran = run("summarize", str(TRANSCRIPT))
+    assert ran.code == EXIT_USAGE
+    line = one_error_line(ran)
+    assert "pip install 'meeting-assistant-agents[offline]'" in line
+    assert "internal error" not in line
+    assert ran.out == ""

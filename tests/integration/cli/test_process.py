@@ -176,3 +176,29 @@ def test_the_readme_host_example_runs_as_written(tmp_path: Path) -> None:
     assert '"name": "Manual QA sign-off"' not in done.stdout
     assert '"name": "Publish"' in done.stdout
 
+
+def test_the_sdk_is_imported_before_the_run_s_clock_starts() -> None:
+    # In a fresh process, as a user's first run: the live line's clock starts when LiveRun is built.
+    probe = f"""
+import sys
+from adapters.cli import progress
+from adapters.cli.app import main
+imported = []
+built = progress.LiveRun.__init__
+def noting(self, *args, **kwargs):
+    imported.append(all(name in sys.modules for name in ("openai", "adapters.container", "httpx")))
+    built(self, *args, **kwargs)
+progress.LiveRun.__init__ = noting
+code = main(["summarize", {str(TRANSCRIPT)!r}, "--format", "json"], environ={{}})
+print(code, imported)
+"""
+    done = subprocess.run(  # noqa: S603  # our own interpreter and probe
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+        cwd=ROOT,
+        env=clean_environment(),
+        check=False,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 [True]", done.stderr
