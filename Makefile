@@ -12,6 +12,7 @@ TEST_STAMP := $(VENV)/.installed-dev-gateway
 # Hypothesis tries the same examples on every run and keeps no example database (tests/conftest.py),
 # so a fresh clone's `make test` passes or fails the same way each time; CI=1 tries three times as many.
 export HYPOTHESIS_PROFILE ?= $(if $(CI),ci,fixed)
+CHECK_PROFILE ?= quick
 # pytest-xdist on every core; the gateway tier stays on one worker (one LiteLLM proxy per run).
 WORKERS ?= auto
 XDIST := -n $(WORKERS) --dist loadgroup
@@ -53,8 +54,9 @@ pytest:
 # The inner loop, under a minute: everything but the adapter, conformance and integration tiers.
 check: $(STAMP) lint types imports unit
 
+# The unit tiers with a quarter of the Hypothesis examples (the quick profile); `make test` runs them all.
 unit:
-	$(BIN)/pytest $(XDIST) -q $(UNIT)
+	HYPOTHESIS_PROFILE=$(CHECK_PROFILE) $(BIN)/pytest $(XDIST) -q $(UNIT)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
