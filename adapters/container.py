@@ -212,8 +212,11 @@ def _pipeline(
     )
 
 
-def _loop_settings(settings: Settings) -> LoopSettings:
-    return _section(settings, LoopSettings)
+def _loop_settings(settings: Settings, responses_settings: ResponsesSettings | None = None) -> LoopSettings:
+    # The secrets the adapters cut from errors, cut from a failed run's ToolRunError.run too.
+    headers = responses_settings.extra_headers.values() if responses_settings is not None else ()
+    redactor = Redactor([settings.agent.api_key.reveal(), *headers])
+    return attrs.evolve(_section(settings, LoopSettings), redact=redactor.redact)
 
 
 def _chunk_settings(settings: Settings) -> ChunkSettings:
@@ -363,7 +366,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     approver: providers.Object[Approver | None] = providers.Object(None)
 
     # Pipelines
-    loop_settings = providers.Callable(_loop_settings, settings)
+    loop_settings = providers.Callable(_loop_settings, settings, responses_settings)
     tool_loop = providers.Factory(
         ToolLoop,
         chat=chat,

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 __all__ = ["REDACTED", "RedactingFilter", "Redactor"]
 
 REDACTED: Final = "[REDACTED]"
 _ELLIPSIS: Final = "..."
+# A base64 spelling shorter than this would match ordinary text by chance.
+_MIN_ENCODED: Final = 8
 # Python strings can hold code points UTF-8 cannot encode; a log handler or a terminal would then
 # raise while showing an error, so shown text never carries them.
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
@@ -23,8 +26,25 @@ _RECORD_FIELDS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None,
 }
 
 
+def _base64_spellings(secret: str) -> set[str]:
+    """The characters of ``secret``'s base64 (standard and URL-safe) that do not depend on what comes
+    before or after it, for each of the three ways it can line up with base64's 3-byte groups."""
+    data = secret.encode("utf-8", "surrogatepass")
+    spellings = set()
+    for offset in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(b"\0" * offset + data).decode("ascii")
+            # Character k covers bits [6k, 6k+6): keep those wholly inside the secret's bits.
+            first, last = -(-8 * offset // 6), 8 * (offset + len(data)) // 6
+            stable = encoded[first:last]
+            if len(stable) >= _MIN_ENCODED:
+                spellings.add(stable)
+    return spellings
+
+
 def _spellings(secret: str) -> set[str]:
-    """The ways a provider's echo can spell ``secret``: as is, JSON-escaped, repr-escaped, URL-quoted."""
+    """The ways a provider's echo can spell ``secret``: as is, JSON-escaped, repr-escaped, URL-quoted,
+    base64-encoded (alone or inside a longer base64 text); matched in any letter case."""
     return {
         secret,
         json.dumps(secret)[1:-1],
@@ -32,6 +52,7 @@ def _spellings(secret: str) -> set[str]:
         repr(secret)[1:-1],
         urllib.parse.quote(secret, safe=""),
         urllib.parse.quote_plus(secret, safe=""),
+        *_base64_spellings(secret),
     }
 
 
@@ -39,8 +60,9 @@ class Redactor:
     """Replaces every known secret in a text with ``[REDACTED]``, longest first.
 
     Built from the secrets themselves (empty strings and None are ignored). Besides the secret as
-    it is, the spellings an echo produces (JSON or repr escaping, URL quoting) are cut too, so a
-    secret quoted inside a provider's error body or an exception's repr is found as well.
+    it is, the spellings an echo produces (JSON or repr escaping, URL quoting, base64, any letter
+    case) are cut too, so a secret quoted inside a provider's error body or an exception's repr is
+    found as well. :meth:`redact_parts` finds one split across neighbouring texts.
     """
 
     __slots__ = ("_count", "_longest", "_pattern")
@@ -53,7 +75,8 @@ class Redactor:
         # Regex alternation takes the first alternative that matches, so longest first means a
         # secret that contains another is cut whole rather than leaving its remainder behind.
         ordered = sorted(spellings, key=lambda spelling: (-len(spelling), spelling))
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        # Any letter case: a gateway that upper-cases an echo still echoes the key.
+        self._pattern = re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE) if ordered else None
 
     @classmethod
     def none(cls) -> Redactor:
@@ -84,6 +107,31 @@ class Redactor:
         if limit is not None and len(value) > limit:
             value = value[:limit] + _ELLIPSIS
         return value
+
+    def redact_parts(self, parts: Sequence[str]) -> list[str]:
+        """Each of ``parts`` redacted, a secret split across neighbouring parts included (half a key in
+        an error's code, the rest in its message): the parts are searched as one text, written one
+        after another, and each keeps its own share of the cut."""
+        if self._pattern is None:
+            return [self.redact(part) for part in parts]
+        joined = "".join(parts)
+        spans = [match.span() for match in self._pattern.finditer(joined)]
+        shown = []
+        start = 0
+        for part in parts:
+            end = start + len(part)
+            pieces: list[str] = []
+            position = start
+            for first, last in spans:
+                if last <= start or first >= end:
+                    continue
+                first, last = max(first, start), min(last, end)
+                pieces += [joined[position:first], REDACTED]
+                position = last
+            pieces.append(joined[position:end])
+            shown.append(_SURROGATES.sub("\ufffd", "".join(pieces)))
+            start = end
+        return shown
 
     def redact_settled(self, text: str) -> tuple[str, str]:
         """For text that arrives in pieces: ``(shown, held)``, where ``shown`` is the start of ``text``

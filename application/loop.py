@@ -32,6 +32,7 @@ from application.events import (
 )
 from application.guard import GuardedToolInvoker, parsed
 from application.run import RunState, ToolCallRecord, ToolRun, ToolRunError
+from application.scrubbing import scrubbed
 from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID, error_result
 from domain import (
     ChatError,
@@ -78,6 +79,9 @@ class LoopSettings:
     max_output_tokens: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
+    redact: Callable[[str], str] | None = attrs.field(default=None, eq=False, repr=False)
+    """Cuts secrets out of a text (the container's: the API key, header values): a failed run's
+    :class:`ToolRunError` carries the run with every string in it passed through it."""
 
 
 class ToolLoop:
@@ -547,7 +551,12 @@ class _Run:
         except ChatError as error:
             partial = ChatResponse.from_updates(updates) if updates else error.partial
             if not self._stopped_by_deadline(partial):
-                raise ToolRunError.from_error(error, self.result()) from error
+                raise ToolRunError.from_error(error, self._scrubbed(self.result())) from error
+
+    def _scrubbed(self, run: ToolRun) -> ToolRun:
+        # A gateway can echo a secret into an answer; the error a host logs must not carry it.
+        redact = self.settings.redact
+        return run if redact is None else scrubbed(run, redact)
 
     def _bound(self) -> float | None:
         """How long the loop itself waits for the chat: the run's time left and a grace for the chat to

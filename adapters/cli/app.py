@@ -63,6 +63,7 @@ from application import (
 from application.approval import checked_decisions
 from application.framing import unframe
 from application.grounding import transcript_lines
+from application.scrubbing import scrubbed
 from application.workflow_editor import WORKFLOW_EDITOR
 from domain import (
     ChatError,
@@ -469,6 +470,8 @@ def _finish(
     streamed: bool,
 ) -> int:
     """Print the result and say how it went: the exit code. ``streamed``: the text is out already."""
+    # Secrets out before anything is cut to length for the report or written to --output.
+    result = scrubbed(result, console.redact)
     as_json = args.format == "json"
     if isinstance(result, MeetingSummary):
         quoted = transcript_lines(work.text) if args.quote else None
@@ -612,8 +615,8 @@ async def _session(
                 async with live:
                     result = await _run(args.command, work, running, live, recorder, approver)
             except ChatError as exc:
-                console.error(describe_failure(exc, running.agent))
-                console.details(failure_details(exc))
+                console.error(describe_failure(exc, running.agent, console.redact))
+                console.details(failure_details(exc, console.redact))
                 if work.save_run is not None and isinstance(exc, ToolRunError):
                     # The run up to the failure: what a host would need to look into it.
                     unsaved = save_run(work.save_run, exc.run, console.redactor)
@@ -655,5 +658,5 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
         except Exception as exc:
             # A bug of ours, not the model's or the user's: still one line, the traceback with -v.
             console.error(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
-            console.details(failure_details(exc))
+            console.details(failure_details(exc, console.redact))
             return EXIT_MODEL_FAILED

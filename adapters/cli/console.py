@@ -6,6 +6,7 @@ import codecs
 import io
 import json
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TextIO
@@ -13,11 +14,25 @@ from typing import Any, Final, TextIO
 from adapters.cli.parser import PROG
 from adapters.redaction import Redactor
 
-__all__ = ["Console"]
+__all__ = ["Console", "printable"]
 
 # Carriage return, then erase to the end of the line: the live line is redrawn where it stands.
 _REDRAW: Final = "\r\x1b[K"
 _FALLBACK_COLUMNS: Final = 80
+# Escape sequences whole (OSC up to its terminator, CSI up to its final byte, any other ESC and the
+# character after it), then any C0 control but tab and newline, DEL and C1 (U+009B is a CSI too).
+_SEQUENCES: Final = re.compile(
+    "(?:\x1b\\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"
+    "|(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    "|\x1b[\x20-\x7e]?"
+)
+_CONTROL: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` without escape sequences and control characters other than tab and newline (a CR LF
+    is one newline): a gateway's text cannot move the cursor, retitle the window or rewrite a line."""
+    return _CONTROL.sub("", _SEQUENCES.sub("", text.replace("\r\n", "\n")))
 
 
 class Console:
@@ -46,14 +61,16 @@ class Console:
                 stream.reconfigure(errors="replace")
 
     def redact(self, text: str) -> str:
-        return self.redactor.redact(text)
+        """``text`` fit to print: secrets cut, and control characters (escape sequences a gateway could
+        send to move the cursor, retitle the window or rewrite the line) left out."""
+        return printable(self.redactor.redact(text))
 
     def result(self, text: str) -> None:
         self.result_piece(self.redact(text))
 
     def result_piece(self, text: str) -> None:
         """Already redacted text for stdout, written and flushed at once (the streamed answer)."""
-        self.stdout.write(text)
+        self.stdout.write(printable(text))
         self.stdout.flush()
 
     def result_json(self, document: Mapping[str, Any]) -> None:

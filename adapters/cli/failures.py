@@ -55,10 +55,11 @@ def _root_cause(error: BaseException) -> BaseException | None:
     return root
 
 
-def describe_failure(error: ChatError, agent: AgentSettings) -> str:
+def describe_failure(error: ChatError, agent: AgentSettings, redact: Callable[[str], str] = str) -> str:
     """One line: what failed, the error's own words, then where (URL, model, attempts, status, limits, ids).
 
-    The caller redacts it; nothing here reads the API key.
+    The caller redacts it; ``redact`` is applied before anything is cut to length (the cause's text).
+    Nothing here reads the API key.
     """
     where = [f"POST {shown_url((agent.base_url or '').rstrip('/'))}/responses", f"model {agent.model}"]
     if isinstance(error, ChatTransportError):
@@ -69,7 +70,7 @@ def describe_failure(error: ChatError, agent: AgentSettings) -> str:
             where.append(f"idle timeout agent.timeout_seconds={agent.timeout_seconds:g} s")
         root = _root_cause(error)
         if error.status_code is None and root is not None and str(root):
-            where.append(f"cause {type(root).__name__}: {str(root)[:_SHOWN_CAUSE]}")
+            where.append(f"cause {type(root).__name__}: {redact(str(root))[:_SHOWN_CAUSE]}")
     if error.request_id:
         where.append(f"request id {error.request_id}")
     if error.response_id:
@@ -77,8 +78,12 @@ def describe_failure(error: ChatError, agent: AgentSettings) -> str:
     return f"{_what_failed(error)}: {error.message} [{'; '.join(where)}]"
 
 
-def failure_details(error: BaseException) -> list[str]:
-    """The lines -v adds: what had arrived, then the traceback with its whole cause chain."""
+def failure_details(error: BaseException, redact: Callable[[str], str] = str) -> list[str]:
+    """The lines -v adds: what had arrived, then the traceback with its whole cause chain.
+
+    ``redact`` cuts the secrets out of what had arrived before it is cut to length: cut first, the
+    start of an echoed key at the cut would no longer be the key, and would be shown.
+    """
     lines: list[str] = []
     if isinstance(error, ChatError):
         # The text of the answer that failed, else the last whole answer of the run before it.
@@ -86,7 +91,7 @@ def failure_details(error: BaseException) -> list[str]:
         if not arrived and isinstance(error, ToolRunError):
             arrived = error.run.text
         if arrived:
-            text = arrived
+            text = redact(arrived)
             shown = text if len(text) <= _SHOWN_PARTIAL else text[:_SHOWN_PARTIAL] + "..."
             lines.append(f"what had arrived ({len(text)} characters of text): {shown}")
     lines += "".join(traceback.format_exception(error)).rstrip("\n").splitlines()

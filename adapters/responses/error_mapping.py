@@ -197,6 +197,16 @@ def _shown(value: object, redactor: Redactor, limit: int) -> str | None:
     return redactor.redact(value, limit=limit)
 
 
+def _code_and_message(code: object, message: object, redactor: Redactor) -> tuple[str | None, str | None]:
+    """A provider's code and message fit to show: each scrubbed and bounded, and a secret split
+    between them (its start ending one, its rest opening the other, in either order) cut from both."""
+    texts = [value if isinstance(value, str) else "" for value in (code, message)]
+    if redactor:
+        texts = redactor.redact_parts(texts)
+        texts = redactor.redact_parts(texts[::-1])[::-1]
+    return _shown(texts[0], redactor, _MAX_PROVIDER_CODE), _shown(texts[1], redactor, _MAX_PROVIDER_TEXT)
+
+
 def _scrubbed_content(content: Content, redactor: Redactor) -> Content:
     if isinstance(content, TextContent):
         return TextContent(redactor.redact(content.text))
@@ -278,10 +288,12 @@ def scrubbed_cause(exc: BaseException, redactor: Redactor = _NONE) -> BaseExcept
 
 def _status_message(exc: openai.APIStatusError, redactor: Redactor) -> str:
     body = exc.body
-    code = _shown(_body_field(body, "code"), redactor, _MAX_PROVIDER_CODE) or _shown(
-        _body_field(body, "type"), redactor, _MAX_PROVIDER_CODE
+    raw_code = _body_field(body, "code")
+    code, message = _code_and_message(
+        raw_code if isinstance(raw_code, str) and raw_code else _body_field(body, "type"),
+        _body_field(body, "message"),
+        redactor,
     )
-    message = _shown(_body_field(body, "message"), redactor, _MAX_PROVIDER_TEXT)
     if message is None and isinstance(body, str) and body.strip():
         # Not JSON: a proxy's own page or plain text, which still says more than the status alone.
         message = redactor.redact(" ".join(body.split()), limit=_MAX_PROVIDER_TEXT)
@@ -341,11 +353,8 @@ def _mapped(
     sent = max(attempts or 0, attempts_of(_request_of(exc)))
 
     if isinstance(exc, ProviderFailureError):
-        return ResponseFailedError(
-            _shown(exc.message, redactor, _MAX_PROVIDER_TEXT) or exc.fallback,
-            code=_shown(exc.code, redactor, _MAX_PROVIDER_CODE),
-            **context,
-        )
+        code, message = _code_and_message(exc.code, exc.message, redactor)
+        return ResponseFailedError(message or exc.fallback, code=code, **context)
     if isinstance(exc, UnreadableResponseError):
         return MalformedResponseError(exc.reason, **context)
     if isinstance(exc, DeadlineExceededError):
@@ -392,11 +401,14 @@ def _mapped(
         return MalformedResponseError("the response body did not match the Responses schema", **context)
     if isinstance(exc, openai.APIError):
         # An error object inside an event stream, which the SDK raises itself.
+        code, message = _code_and_message(
+            _body_field(exc.body, "code"), _body_field(exc.body, "message"), redactor
+        )
         return ResponseFailedError(
-            _shown(_body_field(exc.body, "message"), redactor, _MAX_PROVIDER_TEXT)
+            message
             or _shown(exc.message, redactor, _MAX_PROVIDER_TEXT)
             or "the provider sent an error object",
-            code=_shown(_body_field(exc.body, "code"), redactor, _MAX_PROVIDER_CODE),
+            code=code,
             **context,
         )
     if status_code is not None and status_code >= 300 and not answered:

@@ -18,6 +18,9 @@ SCOPE: Final = "meeting-assistant-agents"
 # Attribute text is bounded: a backend drops or truncates huge values anyway, and captured content
 # (a whole transcript) must not make one span the size of the conversation many times over.
 DEFAULT_CONTENT_LIMIT: Final = 64 * 1024
+# Any other attribute text (ids, model names, server, tool names) comes from the gateway or the model
+# too: a 5 MB response id must not become a 5 MB attribute on every span and metric point.
+TEXT_LIMIT: Final = 1024
 
 
 def _scope_version() -> str | None:
@@ -102,8 +105,9 @@ class Telemetry:
         )
 
     def text(self, value: object) -> str:
-        """``value`` as attribute text: secrets cut, lone surrogates replaced."""
-        return self.redactor.redact(value)
+        """``value`` as attribute text: secrets cut, lone surrogates replaced, at most ``TEXT_LIMIT``
+        characters (then ending in ``...``); the cut comes after the secrets are cut."""
+        return self.redactor.redact(value, limit=TEXT_LIMIT)
 
     def content(self, value: str) -> str:
         """Captured content as attribute text: secrets cut and bounded in length."""

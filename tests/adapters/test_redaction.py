@@ -3,10 +3,11 @@ filter does the same to every record of a logger, where a redactor applies."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import given
@@ -159,3 +160,44 @@ def test_the_log_filter_acts_only_where_a_redactor_applies_and_never_breaks_a_re
     broken, outside = records
     assert broken.getMessage() == f"%s %s (arguments: ('{REDACTED}',))"
     assert outside.getMessage() == f"outside a request: {API_KEY}"
+
+
+# ---------------------------------------------------------------- echoes spelled otherwise
+
+ECHOED = "sk-proj-Ab3dE5fG7hJ9kL1mN3pQ"
+
+
+@pytest.mark.parametrize("spelling", [ECHOED.upper(), ECHOED.lower(), ECHOED.swapcase()])
+def test_an_echo_in_another_letter_case_is_cut(spelling: str) -> None:
+    assert Redactor([ECHOED]).redact(f"invalid key {spelling}!") == f"invalid key {REDACTED}!"
+
+
+@pytest.mark.parametrize("prefix", ["", "u", "us", "user:", "Basic token="])
+@pytest.mark.parametrize("encode", [base64.b64encode, base64.urlsafe_b64encode], ids=["standard", "urlsafe"])
+def test_an_echo_in_base64_is_cut_however_it_lines_up(prefix: str, encode: Callable[[bytes], bytes]) -> None:
+    """Alone or inside a longer base64 text (an Authorization: Basic value): each of the three ways
+    the key's bytes can fall on base64's 3-byte groups."""
+    encoded = encode(f"{prefix}{ECHOED}:more".encode()).decode()
+
+    shown = Redactor([ECHOED]).redact(f"auth {encoded}")
+
+    assert REDACTED in shown
+    # Of the key's base64 (4 characters per 3 bytes) at most the two characters it shares with what
+    # came before and after it are left.
+    assert len(shown.replace(REDACTED, "")) <= len(f"auth {encoded}") - (len(ECHOED) * 4 // 3 - 2)
+
+
+def test_a_key_split_across_two_texts_is_cut_from_both() -> None:
+    code, message = ECHOED[:11], ECHOED[11:] + " was refused"
+
+    assert Redactor([ECHOED]).redact_parts([code, message]) == [REDACTED, f"{REDACTED} was refused"]
+    assert Redactor([ECHOED]).redact_parts(["no", "secret"]) == ["no", "secret"]
+    assert Redactor().redact_parts(["a", "b"]) == ["a", "b"]
+
+
+@given(cut=st.integers(min_value=1, max_value=len(ECHOED) - 1), before=st.text(max_size=5))
+def test_any_split_of_the_key_between_parts_leaves_no_half_of_it(cut: int, before: str) -> None:
+    first, second = Redactor([ECHOED]).redact_parts([before + ECHOED[:cut], ECHOED[cut:] + "."])
+
+    assert first.endswith(REDACTED)
+    assert second == f"{REDACTED}."

@@ -396,6 +396,7 @@ def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
         },
         "run_deadline_seconds": None,
         "max_output_tokens": None,
+        "redact": None,
     }
     with pytest.raises(ValueError, match="max_tool_iterations"):
         LoopSettings(max_tool_iterations=0)

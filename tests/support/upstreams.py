@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
-from adapters.offline.render import event_frame, message_item, response_document, stream_events, usage
+from adapters.offline.render import (
+    call_item,
+    event_frame,
+    message_item,
+    response_document,
+    stream_events,
+    usage,
+)
 from adapters.offline.threaded import Receive, Scope, Send, ThreadedServer, read_request
 
 __all__ = [
@@ -140,10 +147,15 @@ def echo_route(request: RecordedRequest) -> Answer:
     """A Responses gateway that quotes the caller's API key back; point the command at its server's base URL.
 
     The model name picks what comes back: ``echo-text`` (a completed answer whose text quotes the key),
-    ``echo-401`` (an error body quoting it) or ``echo-failed`` (a failed response whose message quotes it).
+    ``echo-401`` (an error body quoting it), ``echo-failed`` (a failed response whose message quotes it),
+    ``echo-straddle`` (a failed response whose text has the key across the 500th character, where ``-v``
+    cuts what had arrived), ``echo-call`` (a call whose arguments have the key across the 100th
+    character, where the text report cuts them) or ``echo-escapes`` (text full of terminal escapes).
     """
     key = request.headers.get("authorization", "").removeprefix("Bearer ")
     model = str(request.body.get("model"))
+    if model in _STRADDLING:
+        return _json(200, _STRADDLING[model](key))
     if model == "echo-401":
         refusal = {"message": f"Incorrect API key provided: {key}", "type": "auth", "code": "bad_key"}
         return _json(401, {"error": refusal})
@@ -159,6 +171,34 @@ def echo_route(request: RecordedRequest) -> Answer:
             output=[], status="failed", error={"code": "server_error", "message": f"key {key} refused"}
         )
     return _json(200, document)
+
+
+def _echo_document(output: list[dict[str, Any]], model: str) -> dict[str, Any]:
+    return response_document(output, response_id="resp_echo", model=model, created_at=1_700_000_000)
+
+
+def _straddling_text(key: str) -> dict[str, Any]:
+    text = "x" * (500 - len(key) // 2) + key + " and more"
+    document = _echo_document([message_item("msg_1", text)], "echo-straddle")
+    document.update(status="failed", error={"code": "server_error", "message": "it broke"})
+    return document
+
+
+def _straddling_call(key: str) -> dict[str, Any]:
+    arguments = json.dumps({"decision": "y" * (90 - len(key) // 2) + key, "lines": [1]})
+    return _echo_document([call_item("fc_1", "call_echo", "record_decision", arguments)], "echo-call")
+
+
+def _escapes(key: str) -> dict[str, Any]:
+    text = "Summary.\x1b]0;pwned\x07 \x1b[2J\x1b[31mred\x1b[0m \x9b1A\rover\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\"
+    return _echo_document([message_item("msg_1", text)], "echo-escapes")
+
+
+_STRADDLING: Final = {
+    "echo-straddle": _straddling_text,
+    "echo-call": _straddling_call,
+    "echo-escapes": _escapes,
+}
 
 
 # ---------------------------------------------------------------- chat-completions upstream

@@ -436,3 +436,33 @@ def test_tool_results_in_what_arrived_are_scrubbed_too() -> None:
     hidden = f"key {REDACTED} token {REDACTED}"
     assert first == FunctionResultContent(f"call_{REDACTED}", {"echo": [hidden, 3], hidden: None})
     assert second == FunctionResultContent("call_2", hidden, is_error=True)
+
+
+@pytest.mark.parametrize("cut", [1, 5, len(API_KEY) // 2, len(API_KEY) - 1])
+@pytest.mark.parametrize("code_first", [True, False], ids=["code-then-message", "message-then-code"])
+def test_a_key_split_between_a_providers_code_and_message_is_cut_from_both(
+    cut: int, code_first: bool
+) -> None:
+    head, tail = API_KEY[:cut], API_KEY[cut:]
+    code, message = (f"bad_{head}", f"{tail} refused") if code_first else (f"{tail}_bad", f"refused {head}")
+
+    error = map_error(ProviderFailureError(code, message, "it failed", None), redactor=REDACTOR)
+
+    assert isinstance(error, ResponseFailedError)
+    shown = f"{error.code} {error.message}"
+    assert REDACTED in shown
+    assert head not in shown or len(head) < 2
+    assert tail not in shown or len(tail) < 2
+
+
+@pytest.mark.parametrize("spelling", [API_KEY.upper(), API_KEY.lower()])
+def test_a_key_echoed_in_another_case_is_cut_from_a_status_error(spelling: str) -> None:
+    request = httpx2.Request("POST", "http://gateway.test/v1/responses")
+    response = httpx2.Response(401, request=request)
+    body = {"message": f"Incorrect API key provided: {spelling}", "code": "invalid_api_key"}
+    status = openai.AuthenticationError("denied", response=response, body=body)
+
+    error = map_error(status, redactor=REDACTOR)
+
+    assert spelling not in error.message
+    assert REDACTED in error.message

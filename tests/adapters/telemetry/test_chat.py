@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from adapters.offline.render import message_item
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.telemetry import InstrumentedChat, Telemetry, instrument_chat, instrument_http_client
+from adapters.telemetry.instruments import TEXT_LIMIT
 from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse, ChatResponseUpdate, TextContent, Usage
 from domain.errors import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
 from tests.domain.strategies import usages
@@ -376,3 +377,26 @@ async def test_without_an_sdk_a_stream_passes_through_whole() -> None:
     chat = InstrumentedChat(ScriptedChat(turn), telemetry, model=MODEL)
 
     assert await ask(chat, streamed=True) == turn.response(1)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_gateway_strings_reach_spans_and_metrics_cut_to_a_bounded_length(
+    otel: Otel, streamed: bool
+) -> None:
+    """A hostile gateway's 5 MB response id and 1 MB model id: 200 requests once held 195 MB of them."""
+    huge = ChatResponse(
+        (ChatMessage.assistant("ok"),),
+        response_id="r" * 5_000_000,
+        model_id="m" * 1_000_000,
+        status="completed",
+    )
+    chat = InstrumentedChat(ScriptedChat(huge), otel.telemetry(), model=MODEL)
+
+    await ask(chat, streamed=streamed)
+
+    found = attributes(otel)
+    assert found["gen_ai.response.id"] == "r" * TEXT_LIMIT + "..."
+    assert found["gen_ai.response.model"] == "m" * TEXT_LIMIT + "..."
+    (point,) = otel.points("gen_ai.client.operation.duration")
+    assert point.attributes is not None
+    assert len(str(point.attributes["gen_ai.response.model"])) == TEXT_LIMIT + 3

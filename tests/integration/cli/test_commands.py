@@ -764,6 +764,43 @@ def test_a_planted_key_never_appears_even_when_the_gateway_echoes_it(
         assert "Your key is [REDACTED]." in ran.out
 
 
+@pytest.mark.parametrize(
+    ("model", "verbose", "code"),
+    [
+        ("echo-straddle", ["-v"], EXIT_MODEL_FAILED),
+        ("echo-call", [], EXIT_OK),
+        ("echo-call", ["-v"], EXIT_OK),
+    ],
+)
+def test_a_key_across_a_cut_is_cut_out_before_the_cut(model: str, verbose: list[str], code: int) -> None:
+    """The -v details cut what had arrived at 500 characters, the text report a call's arguments at
+    100: the key straddles each cut, and redaction comes first, so no part of it is shown."""
+    with FakeServer(echo_route) as echo:
+        environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": model, "AGENT_API_KEY": PLANTED_KEY}
+        ran = run("summarize", str(TRANSCRIPT), *verbose, environ=environ)
+    assert ran.code in (code, EXIT_INCOMPLETE), ran.err
+    shown = ran.out + ran.err
+    # What is cut now is the marker that stands for the key: "[REDAC..." at the cut.
+    assert "[REDAC" in shown
+    for length in range(6, len(PLANTED_KEY) + 1):
+        assert PLANTED_KEY[:length] not in shown, PLANTED_KEY[:length]
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream"]], ids=["whole", "streamed"])
+def test_terminal_escapes_from_the_gateway_never_reach_the_terminal(stream: list[str]) -> None:
+    with FakeServer(echo_route) as echo:
+        environ = {
+            "AGENT_BASE_URL": echo.base_url,
+            "AGENT_MODEL": "echo-escapes",
+            "AGENT_API_KEY": PLANTED_KEY,
+        }
+        ran = run("summarize", str(TRANSCRIPT), *stream, environ=environ)
+    assert ran.code == EXIT_OK, ran.err
+    assert not any(ch in ran.out + ran.err for ch in "\x1b\x9b\x07\r")
+    # The escapes are gone (streamed, a sequence split between two pieces leaves its harmless text).
+    assert "Summary. red over" in ran.out
+
+
 # ---------------------------------------------------------------- the streams and the unexpected
 
 
