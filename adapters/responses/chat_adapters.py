@@ -470,7 +470,7 @@ class _ResponsesAdapter(abc.ABC):
         Raises only ChatError subclasses (cancellation aside), built once with what had arrived,
         and within ``deadline_seconds`` of the call, retries and Retry-After waits included.
         """
-        request = self._builder.build(messages, options)
+        request = self._built(messages, options)
         return await self._run(request, self._new_exchange(request, seconds=self._deadline(options)))
 
     async def get_streaming_response(
@@ -495,7 +495,7 @@ class _ResponsesAdapter(abc.ABC):
         - Failures raise ChatError subclasses from the iterator, with ``partial``. Leaving the
           iteration early (``break`` then ``aclose()``, or cancellation) closes the HTTP response.
         """
-        request = self._builder.build(messages, options)
+        request = self._built(messages, options)
         channel = _Channel()
         exchange = self._new_exchange(request, channel, seconds=self._deadline(options))
         reading = asyncio.create_task(self._read_for(request, exchange, channel))
@@ -550,6 +550,18 @@ class _ResponsesAdapter(abc.ABC):
         seconds = self._settings.deadline_seconds
         asked = options.deadline_seconds if options is not None else None
         return seconds if asked is None else max(0.0, min(seconds, asked))
+
+    def _built(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> ResponsesRequest:
+        """The request for ``messages``; more items than ``max_output_items`` is refused before anything
+        is built or sent (the same bound as on an answer: the work of a request grows with its items)."""
+        limit = self._settings.max_output_items
+        items = sum(max(len(message.contents), 1) for message in messages)
+        if items > limit:
+            raise ChatError(
+                f"the conversation holds {items} items, more than agent.max_output_items ({limit}) "
+                "a request may send"
+            )
+        return self._builder.build(messages, options)
 
     def _new_exchange(
         self, request: ResponsesRequest, channel: _Channel | None = None, *, seconds: float

@@ -648,3 +648,23 @@ async def test_the_request_goes_out_byte_for_byte_as_the_sdks_keywords_would_sen
         assert len(sent.content) == len(expected.content)
         assert sent.headers["x-team"] == "notes"
         assert sent.headers["x-initiator"] == "user"
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
+async def test_a_conversation_over_max_output_items_is_refused_before_anything_is_sent(
+    streaming: bool,
+) -> None:
+    recorder = Recorder([answer(json.dumps(response_document([message_item("msg_1", "ok")])), JSON)])
+    settings = ResponsesSettings(model="gpt-test", max_output_items=5)
+    calls = tuple(FunctionCallContent.parse(call_id=f"c{n}", name="t", raw_arguments="{}") for n in range(5))
+    history = [ChatMessage.user("hi"), ChatMessage("assistant", calls)]
+
+    for adapter in adapters_for(recorder, settings):
+        asked = all_updates(adapter, history) if streaming else adapter.get_response(history)
+        with pytest.raises(ChatError) as caught:
+            await asked
+        assert caught.value.message == (
+            "the conversation holds 6 items, more than agent.max_output_items (5) a request may send"
+        )
+        assert await adapter.get_response(history[:1]) is not None
+    assert len(recorder.requests) == 2
