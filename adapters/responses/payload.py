@@ -13,7 +13,7 @@ from typing import Any, Final
 import attrs
 
 from adapters.responses.settings import ResponsesSettings
-from adapters.responses.to_domain import has_surrogate, mend_surrogates
+from adapters.responses.to_domain import has_surrogate, mend_surrogates, text_key
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -84,10 +84,6 @@ def _provider_object(text: str | None) -> dict[str, Any] | None:
     return item if isinstance(item, dict) else None
 
 
-# Where a message part holds its text, by part type (the parts the contents' texts go back into).
-_TEXT_KEYS: Final = {"output_text": "text", "refusal": "refusal"}
-
-
 def _provider_message(provider: str, texts: list[TextContent]) -> dict[str, Any] | None:
     """The provider's message item with each text part's text the content's, in order: its id, status,
     phase, annotations and anything else it sent go back as they came. None when the item is not
@@ -96,14 +92,11 @@ def _provider_message(provider: str, texts: list[TextContent]) -> dict[str, Any]
     parts = item.get("content") if item is not None else None
     if item is None or not isinstance(parts, list):
         return None
-    slots = [
-        index for index, part in enumerate(parts) if isinstance(part, dict) and part.get("type") in _TEXT_KEYS
-    ]
+    slots = [(index, key) for index, part in enumerate(parts) if (key := text_key(part)) is not None]
     if len(slots) != len(texts):
         return None
-    for index, content in zip(slots, texts, strict=True):
-        part = parts[index]
-        parts[index] = {**part, _TEXT_KEYS[part["type"]]: content.text}
+    for (index, key), content in zip(slots, texts, strict=True):
+        parts[index] = {**parts[index], key: content.text}
     return item
 
 

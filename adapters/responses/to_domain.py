@@ -176,13 +176,19 @@ def _without(data: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {name: value for name, value in data.items() if name != key or not isinstance(value, str)}
 
 
+def text_key(part: object) -> str | None:
+    """Where a message part holds its text (``text`` for ``output_text``, ``refusal`` for a
+    refusal); None for any other part, a part whose type is not a string, or one that is no
+    object. The one rule both folding and sending back use to find a message's text parts."""
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    return _TEXT_KEYS.get(kind) if isinstance(kind, str) else None
+
+
 def _part_without_text(part: object) -> object:
-    if isinstance(part, Mapping):
-        kind = part.get("type")
-        key = _TEXT_KEYS.get(kind) if isinstance(kind, str) else None
-        if key is not None:
-            return _without(part, key)
-    return part
+    key = text_key(part)
+    return _without(part, key) if key is not None and isinstance(part, Mapping) else part
 
 
 def provider_item(item: Any) -> str | None:

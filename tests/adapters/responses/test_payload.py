@@ -467,3 +467,31 @@ def test_a_tool_result_json_has_no_form_for_goes_as_its_text() -> None:
     request = BUILDER.build([ChatMessage("tool", (FunctionResultContent("c", result),))])
 
     assert request.body["input"][0]["output"] == '{"when":"2026-11-30 09:30:00+00:00"}'
+
+
+@pytest.mark.parametrize("odd_type", [[], {}, 3, None, "input_image"])
+def test_a_kept_message_with_an_odd_part_type_still_goes_back_with_its_texts(odd_type: object) -> None:
+    # Found by CI's randomized hostile streams: a part whose "type" is a list raised TypeError
+    # (unhashable) when the payload looked the type up; such a part holds no text and goes back as
+    # it came, while the text parts take the contents' texts.
+    provider = json.dumps(
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": odd_type, "text": "raw"}, {"type": "output_text", "annotations": []}],
+        }
+    )
+    history = [
+        ChatMessage("assistant", (TextContent("kept", provider_item=provider),)),
+        ChatMessage.user("next"),
+    ]
+
+    items: list[Any] = list(BUILDER.build(history).body["input"])
+
+    assert items[0]["id"] == "msg_1"
+    assert items[0]["content"] == [
+        {"type": odd_type, "text": "raw"},
+        {"type": "output_text", "annotations": [], "text": "kept"},
+    ]
