@@ -14,7 +14,7 @@ from typing import Any, Final, TextIO
 from adapters.cli.parser import PROG
 from adapters.redaction import Redactor
 
-__all__ = ["Console", "printable"]
+__all__ = ["Console", "printable", "printable_settled"]
 
 # Carriage return, then erase to the end of the line: the live line is redrawn where it stands.
 _REDRAW: Final = "\r\x1b[K"
@@ -27,12 +27,26 @@ _SEQUENCES: Final = re.compile(
     "|\x1b[\x20-\x7e]?"
 )
 _CONTROL: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# An escape sequence the text ends in that a later piece may finish: an OSC without its terminator
+# (or with only the ESC of its ESC-backslash terminator), a CSI without its final byte, a lone ESC.
+_UNFINISHED: Final = re.compile(
+    "(?:(?:\x1b\\]|\x9d)[^\x07\x1b\x9c]*\x1b?|(?:\x1b\\[|\x9b)[0-?]*[ -/]*|\x1b)\\Z"
+)
 
 
 def printable(text: str) -> str:
     """``text`` without escape sequences and control characters other than tab and newline (a CR LF
     is one newline): a gateway's text cannot move the cursor, retitle the window or rewrite a line."""
     return _CONTROL.sub("", _SEQUENCES.sub("", text.replace("\r\n", "\n")))
+
+
+def printable_settled(text: str) -> tuple[str, str]:
+    """``text`` cut where an escape sequence it ends in may still go on (text that arrives in pieces):
+    the part before, fit to print, and that unfinished tail as it came ("" when there is none), so
+    that the pieces shown one by one read as :func:`printable` of the whole."""
+    unfinished = _UNFINISHED.search(text)
+    cut = unfinished.start() if unfinished is not None else len(text)
+    return printable(text[:cut]), text[cut:]
 
 
 class Console:

@@ -12,7 +12,7 @@ from typing import Final
 
 import attrs
 
-from adapters.cli.console import Console
+from adapters.cli.console import Console, printable, printable_settled
 from adapters.cli.parser import PROG
 from application import ChunkFinished, RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished
 
@@ -103,22 +103,26 @@ class TextStream:
 
     def __init__(self, console: Console) -> None:
         self._console = console
-        self._held = ""
+        self._held = ""  # not yet redacted: it may be the start of a secret
+        self._unfinished = ""  # redacted, but it may be the start of an escape sequence
         self.line_open = False
         self.shown_any = False
 
     def write(self, piece: str) -> None:
-        shown, self._held = self._console.redactor.redact_settled(self._held + piece)
+        settled, self._held = self._console.redactor.redact_settled(self._held + piece)
+        shown, self._unfinished = printable_settled(self._unfinished + settled)
         self._show(shown)
 
     def end_line(self) -> None:
         """Show what is held back and end the line, so what follows starts on a line of its own."""
-        held, self._held = self._held, ""
-        self._show(self._console.redact(held))
+        rest = self._unfinished + self._console.redactor.redact(self._held)
+        self._held = self._unfinished = ""
+        self._show(printable(rest))
         if self.line_open:
             self._show("\n")
 
     def _show(self, text: str) -> None:
+        """Print ``text``, already redacted and printable."""
         if text:
             self._console.result_piece(text)
             self.line_open = not text.endswith("\n")

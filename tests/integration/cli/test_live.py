@@ -14,7 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
-from adapters.cli.console import Console
+from adapters.cli.console import Console, printable
 from adapters.cli.failures import logging_to
 from adapters.cli.progress import LiveRun, Progress, TextStream
 from adapters.offline import OfflineResponsesServer
@@ -213,6 +213,10 @@ def test_stream_with_json_is_refused_before_any_request(
 
 secrets = st.text(st.sampled_from("sk-AZ09/\"'%é\n "), min_size=1, max_size=12)
 plain_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
+# What a gateway could send to take over a terminal, for the pieces to cut through.
+escapes = st.sampled_from(
+    ["\x1b]0;title\x07", "\x1b]8;;x\x1b\\", "\x1b[31m", "\x9b2J", "\x1bc", "\r\n", "\x1f"]
+)
 
 
 @st.composite
@@ -220,7 +224,7 @@ def texts_with_secrets(draw: st.DrawFn) -> tuple[str, str, list[str]]:
     """A secret, a text holding it in the spellings an echo gives it, and that text cut into pieces."""
     secret = draw(secrets)
     spellings = st.sampled_from([secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")])
-    text = "".join(draw(st.lists(plain_text | spellings, max_size=8)))
+    text = "".join(draw(st.lists(plain_text | spellings | escapes, max_size=8)))
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=10)))
     pieces = [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     return secret, text, pieces
@@ -237,7 +241,7 @@ def test_streamed_text_shows_every_secret_cut_however_the_pieces_split_it(
     for piece in pieces:
         stream.write(piece)
     stream.end_line()
-    whole = Redactor([secret]).redact(text)
+    whole = printable(Redactor([secret]).redact(text))
     assert out.getvalue() == (ended(whole) if whole else "")
     assert stream.shown_any is bool(whole)
 
