@@ -24,7 +24,7 @@ from application.events import (
 )
 from application.grounding import UNGROUNDED, Grounding, UngroundedError
 from application.guard import GuardedToolInvoker
-from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
+from application.loop import AnsweredByLoop, LoopSettings, ToolInvokerDecorator, ToolLoop
 from application.parameters import ParameterError, json_schema_for, not_blank
 from application.run import RunState, RunStatus, ToolCallRecord, ToolRun, ToolRunError
 from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent, find_participants
@@ -36,6 +36,7 @@ __all__ = [
     "STOP_REASONS",
     "UNGROUNDED",
     "ActionItem",
+    "AnsweredByLoop",
     "ApprovalDecision",
     "ApprovalPolicy",
     "ApprovalRequest",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -46,10 +46,24 @@ from domain import (
     ToolInvokerPort,
 )
 
-__all__ = ["LoopSettings", "ToolInvokerDecorator", "ToolLoop"]
+__all__ = ["AnsweredByLoop", "LoopSettings", "ToolInvokerDecorator", "ToolLoop"]
 
 ToolInvokerDecorator: TypeAlias = Callable[[ToolInvokerPort], ToolInvokerPort]
 """Wraps a tool invoker in another (telemetry, approval, rate limits): see :class:`ToolLoop`."""
+
+
+@runtime_checkable
+class AnsweredByLoop(Protocol):
+    """A link of the tool chain told of each call the loop answers without the chain.
+
+    The loop answers two kinds of call itself, and they never reach the chain: a repeated call id
+    (``duplicate_call_id``) and a call a budget or deadline stop leaves unrun (``budget_exceeded``).
+    An invoker a decorator returns that has this method hears of each, as it is answered, in the
+    run's context: a telemetry decorator gives it the tool span every answered call has, whether the
+    loop runs inside a pipeline or on its own. What it raises ends the run.
+    """
+
+    def answered_by_loop(self, call: FunctionCallContent, result: FunctionResultContent) -> None: ...
 
 
 @attrs.frozen
@@ -91,7 +105,8 @@ class ToolLoop:
     calls keep their raw argument strings) and one ``tool`` message with one result per call, in
     call order. A call id runs at most once per run: a call whose id was already answered (earlier
     in the same response or in an earlier round) gets a ``duplicate_call_id`` error result and
-    never reaches the invoker chain. The first request of a run goes with initiator ``user``, every
+    never reaches the invoker chain (a link that is an :class:`AnsweredByLoop` hears of it, as of
+    a call a budget stop leaves unrun). The first request of a run goes with initiator ``user``, every
     later one with ``agent``. When a request fails, the run raises a :class:`ToolRunError` of the
     adapter error's class, carrying the run so far and chained from the adapter's error.
 
@@ -219,13 +234,16 @@ class ToolLoop:
         decided = DecidedCalls(invoker)
         guard = GuardedToolInvoker(decided)
         chain: ToolInvokerPort = guard
+        observers: list[AnsweredByLoop] = []
         for decorate in self._decorators:
             chain = decorate(chain)
+            if isinstance(chain, AnsweredByLoop):
+                observers.append(chain)
         policy = invoker if isinstance(invoker, ApprovalPolicy) else None
         run = _Run(
             self._chat,
             self._settings,
-            _Chain(guard, decided, chain, policy),
+            _Chain(guard, decided, chain, policy, tuple(observers)),
             tuple(messages),
             options or ChatOptions(),
             self._approver,
@@ -243,12 +261,14 @@ class ToolLoop:
 
 @attrs.frozen
 class _Chain:
-    """One run's tool chain: the guard, the denials under it, the whole chain, the approval policy."""
+    """One run's tool chain: the guard, the denials under it, the whole chain, the approval policy,
+    and the links that hear of the calls the loop answers itself (innermost first)."""
 
     guard: GuardedToolInvoker
     decided: DecidedCalls
     invoke: ToolInvokerPort
     policy: ApprovalPolicy | None
+    observers: tuple[AnsweredByLoop, ...] = ()
 
 
 @attrs.define
@@ -424,7 +444,7 @@ class _Run:
                 break
             admitted.append(call)
             if call.call_id in self.answered:
-                answering.answered[position] = ToolCallRecord(call, _duplicate(call), guarded=True)
+                answering.answered[position] = self._answered_here(call, _duplicate(call))
             else:
                 self.answered.add(call.call_id)
                 answering.left[position] = call
@@ -611,11 +631,16 @@ class _Run:
         """Once the run has stopped, each call at ``positions`` that it did not run, answered with a
         ``budget_exceeded`` error of the same call id: a history with a call and no result is not one
         the Responses API takes back."""
-        if self.stop_reason is None:
+        reason = self.stop_reason
+        if reason is None:
             return []
-        return [
-            ToolCallRecord(calls[p], _not_run(calls[p], self.stop_reason), guarded=True) for p in positions
-        ]
+        return [self._answered_here(calls[p], _not_run(calls[p], reason)) for p in positions]
+
+    def _answered_here(self, call: FunctionCallContent, result: FunctionResultContent) -> ToolCallRecord:
+        """The record of a call the loop answers without the chain, told to the chain's observers."""
+        for observer in self.chain.observers:
+            observer.answered_by_loop(call, result)
+        return ToolCallRecord(call, result, guarded=True)
 
     def _record(self, call: FunctionCallContent, result: FunctionResultContent) -> ToolCallRecord:
         # The guard holds the tools to the call's id already; a decorator outside it might not.

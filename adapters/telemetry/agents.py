@@ -12,7 +12,6 @@ from opentelemetry.util.types import AttributeValue
 
 from adapters.telemetry import conventions as c
 from adapters.telemetry.instruments import Telemetry
-from adapters.telemetry.tools import error_code, record_answered_outside
 from application import (
     Decisions,
     LoopSettings,
@@ -29,7 +28,6 @@ from application import (
 from application.budget import Ledger
 from application.chunking import Chunk
 from application.pipeline import ToolPipeline
-from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID
 from domain import ChatOptions, ChatPort, Workflow
 
 __all__ = [
@@ -78,13 +76,6 @@ class _AgentRun:
             span.set_attribute(c.GEN_AI_USAGE_COST, usage.cost_usd)
         if run.stop_reason is not None:
             span.set_attribute(c.RUN_STOP_REASON, run.stop_reason)
-        parent = trace.set_span_in_context(span)
-        for record in run.tool_calls:
-            code = error_code(record.result.result) if record.result.is_error else None
-            if code in (BUDGET_EXCEEDED, DUPLICATE_CALL_ID):
-                # A call the loop answered itself (a repeated call id, or one a budget or deadline stop
-                # left unrun) never reached the tool chain: its tool span is given here.
-                record_answered_outside(self.telemetry, record.call, record.result, parent)
 
     def failed(self, error: BaseException) -> None:
         error_type = type(error).__name__

@@ -31,8 +31,9 @@ class InstrumentedToolInvoker:
     ERROR and ``error.type`` to the result's code (``invalid_tool_arguments``, ``unknown_tool``,
     ``tool_failed``, ...). A call the loop answers itself never reaches it: a repeated call id
     (``duplicate_call_id``) and a call a budget or deadline stop leaves unrun (``budget_exceeded``);
-    the agent span gives each its tool span (:func:`record_answered_outside`) when the run ends. The
-    arguments and the result are recorded only when content capture is on.
+    the loop tells it of each (:meth:`answered_by_loop`, ``application.AnsweredByLoop``) and it gives
+    each the same span, in the run's context, however the loop is used (a pipeline, ``tool_loop()``,
+    a bare ``ToolLoop``). The arguments and the result are recorded only when content capture is on.
     """
 
     def __init__(self, inner: ToolInvokerPort, telemetry: Telemetry) -> None:
@@ -65,6 +66,10 @@ class InstrumentedToolInvoker:
         _end_tool_span(telemetry, span, result, capture=capture)
         return result
 
+    def answered_by_loop(self, call: FunctionCallContent, result: FunctionResultContent) -> None:
+        """The tool span of a call the loop answered without the chain, in the current context."""
+        record_answered_outside(self._telemetry, call, result)
+
     @staticmethod
     def _failed(span: trace.Span, error_type: str) -> None:
         _failed(span, error_type)
@@ -77,8 +82,9 @@ def record_answered_outside(
     parent: context.Context | None = None,
 ) -> None:
     """The ``execute_tool {tool}`` span of a call the loop answered without the tool-invoker chain (a
-    call a budget or deadline stop left unrun, answered ``budget_exceeded``): the span a call through
-    :class:`InstrumentedToolInvoker` has, with ``error.type`` the result's code, inside ``parent``."""
+    repeated call id, or a call a budget or deadline stop left unrun): the span a call through
+    :class:`InstrumentedToolInvoker` has, with ``error.type`` the result's code, inside ``parent``
+    (the current context when None)."""
     span, capture = _start_tool_span(telemetry, call, parent)
     _end_tool_span(telemetry, span, result, capture=capture)
 

@@ -573,6 +573,35 @@ async def test_a_host_tool_loop_gets_chat_and_tool_spans_with_host_decorators_in
     assert otel.named("invoke_agent") == []
 
 
+async def test_a_host_tool_loop_gives_a_repeated_call_id_its_tool_span_without_any_agent_span(
+    container: Container, otel: Otel
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def ping() -> dict[str, object]:
+        """Answer pong."""
+        return {"pong": True}
+
+    calls = response_document(
+        [call_item("fc_1", "p1", "ping", "{}"), call_item("fc_2", "p1", "ping", "{}")], response_id="resp_1"
+    )
+    final = response_document([message_item("msg_1", "pong")], response_id="resp_2")
+    container.config.from_dict({"agent": TRACED})
+    async with talking_to(container, answering(calls, final, streaming=True)):
+        run = await container.tool_loop().run(
+            (ChatMessage.user("ping"),), ChatOptions(tools=registry.specs), registry
+        )
+
+    assert [record.result.is_error for record in run.tool_calls] == [False, True]
+    tools = otel.named("execute_tool ")
+    assert sorted(str(dict(span.attributes or {}).get("error.type", "")) for span in tools) == [
+        "",
+        "duplicate_call_id",
+    ]
+    assert otel.named("invoke_agent") == []
+
+
 async def test_the_workflow_editor_run_is_traced_as_workflow_editor(container: Container, otel: Otel) -> None:
     final = response_document([message_item("msg_1", "Nothing to change.")], response_id="resp_1")
     container.config.from_dict({"agent": TRACED})

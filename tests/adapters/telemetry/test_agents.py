@@ -193,10 +193,11 @@ async def test_a_repeated_call_id_has_a_tool_span_with_its_refusal(otel: Otel) -
         "gen_ai.tool.call.id": "c1",
         "gen_ai.tool.type": "function",
     }
-    # In the order they ended: the call that ran, then the two repeats, given their spans as the run ends.
+    # In the order they ended: a repeat is answered (and its span ended) as its answer is read, before
+    # the round's calls run; so the first round's repeat, the call that ran, the next round's repeat.
     assert [dict(span.attributes or {}) for span in tools] == [
-        common,
         {**common, "error.type": "duplicate_call_id"},
+        common,
         {**common, "error.type": "duplicate_call_id"},
     ]
     assert all(span.parent is not None and span.parent.span_id == run.context.span_id for span in tools)
