@@ -34,6 +34,7 @@ QUICK = Sizes(
     runs=2,
     body_cap=256 * 1024,
     batch=8,
+    cpu_items=500,
 )
 
 

@@ -16,13 +16,13 @@ from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, Response
 from benchmarks.harness import Check, Sizes, peak_bytes, serve
 from domain import ChatMessage, ChatTransportError, MalformedResponseError
 
-__all__ = ["body_cap", "deadline_overshoot"]
+__all__ = ["QUIET", "body_cap", "deadline_overshoot"]
 
 MESSAGES = (ChatMessage.user("Summarize the meeting."),)
 # Each refusal is logged as a failed request; the report says what happened instead.
-_QUIET = logging.getLogger("benchmarks.boundary")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
+QUIET = logging.getLogger("benchmarks.boundary")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
 
 
 def _mib(size: int) -> str:
@@ -49,7 +49,7 @@ async def body_cap(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     for what, (body, headers) in bodies.items():
         for adapter_type in (ResponsesSseAdapter, ResponsesJsonAdapter):
             client, _ = serve(body, "text/event-stream", headers)
-            adapter = adapter_type(client, settings, logger=_QUIET)
+            adapter = adapter_type(client, settings, logger=QUIET)
 
             async def refuse(adapter: ResponsesSseAdapter | ResponsesJsonAdapter = adapter) -> None:
                 try:
@@ -93,7 +93,7 @@ async def deadline_overshoot(sizes: Sizes, timings: dict[str, Any]) -> list[Chec
             )
             settings = ResponsesSettings(model="offline:stall", deadline_seconds=deadline)
             for adapter_type in (ResponsesSseAdapter, ResponsesJsonAdapter):
-                adapter = adapter_type(client, settings, logger=_QUIET)
+                adapter = adapter_type(client, settings, logger=QUIET)
                 overshoots = []
                 for _ in range(sizes.runs):
                     started = time.perf_counter()

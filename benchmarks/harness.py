@@ -142,6 +142,8 @@ class Sizes:
     runs: int = 5
     body_cap: int = 8 * 1024 * 1024
     batch: int = 40
+    cpu_items: int = 10_000
+    """Output items of the CPU-heavy bodies (``benchmarks/cpu.py``): the attacker's 10,000."""
     """Transcripts of the durable batch benchmarks (twice as many for the throughput across processes)."""
 
 

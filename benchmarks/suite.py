@@ -12,6 +12,7 @@ from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
+from benchmarks.cpu import cpu_bounds
 from benchmarks.durable import durable_overhead, worker_throughput
 from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, serve
 from benchmarks.streaming import first_update
@@ -133,6 +134,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         telemetry_overhead,
         body_cap,
         deadline_overshoot,
+        cpu_bounds,
         durable_overhead,
         worker_throughput,
     ):

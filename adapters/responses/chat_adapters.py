@@ -216,6 +216,10 @@ class _Exchange:
     channel: _Channel | None = None
     # True once the answer went through the event folder (its updates went out as they came).
     streamed: bool = False
+    # A heavy JSON document being mapped in steps, and the contents mapped so far: what had arrived
+    # when a deadline ends the mapping part way.
+    document: dict[str, Any] | None = None
+    mapped: list[Content] = attrs.field(factory=list)
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -234,6 +238,7 @@ class _Exchange:
         self.folder = EventFolder(updates=self.channel is not None)
         self.answered = False
         self.streamed = False
+        self.document, self.mapped = None, []
         if self.channel is not None:
             # What the broken attempt brought, and the caller has not been handed, is dropped.
             self.channel.held = []
@@ -253,7 +258,10 @@ class _Exchange:
     def partial(self) -> ChatResponse | None:
         """What had arrived, or None; never raises, since it is asked while handling a failure."""
         try:
-            return self.folder.partial()
+            partial = self.folder.partial()
+            if partial is None and self.document is not None:
+                return chat_response(self.document, list(self.mapped))
+            return partial
         except Exception:
             # A folder state no response can be built from: the error still goes out, without it.
             return None
@@ -408,9 +416,12 @@ def _is_response_document(data: dict[str, Any]) -> bool:
     return data.get("object") == "response" or "output" in data or "status" in data
 
 
-async def _from_document(data: dict[str, Any], *, heavy: bool, limit: int) -> ChatResponse:
+async def _from_document(
+    data: dict[str, Any], *, heavy: bool, limit: int, exchange: _Exchange
+) -> ChatResponse:
     """The ChatResponse of a JSON Response document. A heavy one is read as the mapping it is, its
-    output items mapped a few hundred at a time with the event loop given control in between."""
+    output items mapped a few hundred at a time with the event loop given control in between (what
+    is mapped so far is the ``exchange``'s partial, should the deadline end it there)."""
     if not _is_response_document(data):
         error = data.get("error")
         if isinstance(error, dict):
@@ -422,6 +433,7 @@ async def _from_document(data: dict[str, Any], *, heavy: bool, limit: int) -> Ch
     response: Any = data
     if heavy:
         contents: list[Content] = []
+        exchange.document, exchange.mapped = data, contents
         for start in range(0, len(output), _ITEMS_PER_STEP):
             for item in output[start : start + _ITEMS_PER_STEP]:
                 contents.extend(item_contents(item))
@@ -699,7 +711,9 @@ class _ResponsesAdapter(abc.ABC):
         if not isinstance(data, dict):
             raise UnreadableResponseError("the JSON body is not an object")
         heavy = _brackets(body) > _HEAVY_BRACKETS
-        return await _from_document(data, heavy=heavy, limit=self._settings.max_output_items)
+        return await _from_document(
+            data, heavy=heavy, limit=self._settings.max_output_items, exchange=exchange
+        )
 
     async def _fold_stream(self, http: httpx.Response, exchange: _Exchange) -> ChatResponse:
         """An event stream read with the SDK's own stream reader, so that a buffered or re-wrapped

@@ -11,6 +11,7 @@ import pytest
 import benchmarks.__main__ as bench_cli
 from benchmarks import profile
 from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
+from benchmarks.cpu import cpu_bounds
 from benchmarks.documents import document_costs, tool_run
 from benchmarks.harness import WrongOutputError
 from benchmarks.suite import Check, Sizes
@@ -33,6 +34,7 @@ TINY = Sizes(
     tool_calls=10,
     runs=1,
     body_cap=64 * 1024,
+    cpu_items=40,
 )
 WORKLOADS = (
     "large text: get_response",
@@ -117,6 +119,8 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "telemetry cost per tool call",
         "max_response_bytes",
         "deadline overshoot",
+        "return under a 1 s deadline",
+        "loop's longest stall",
     ):
         assert sum(name.startswith(expected) or expected in name for name in names) >= 1, expected
     workloads = [check for check in checks if check["name"].startswith(WORKLOADS)]
@@ -170,3 +174,17 @@ async def test_the_document_benchmark_reports_both_ratios_for_values_that_load_b
         "dumps+loads / json.dumps+json.loads, the 20-delta answer",
     ]
     assert all(check.value > 0 and math.isfinite(check.value) and check.target == "<= 3" for check in checks)
+
+
+async def test_the_cpu_benchmark_reports_return_times_and_stalls_for_every_body_and_adapter() -> None:
+    timings: dict[str, object] = {}
+
+    checks = await cpu_bounds(TINY, timings)
+
+    names = [check.name for check in checks]
+    # Per adapter: the untyped items' return time and stall (stream, document), the calls' stall.
+    assert len(names) == 2 * (2 * 2 + 2)
+    assert sum(name.startswith("return under a 1 s deadline") for name in names) == 4
+    assert all("40 " in name for name in names)
+    assert all(math.isfinite(check.value) and check.value >= 0 and check.met is not None for check in checks)
+    assert len(timings) == 8

@@ -1,0 +1,187 @@
+"""CPU-heavy bodies against the deadline and the loop: how long a request takes to return, and the loop's
+longest stall while it runs (wall time: these are the figures a host sees).
+
+``python -m benchmarks.cpu [--items N] [--runs N]`` prints them; ``make bench`` includes them. The
+tests (``tests/integration/boundary/test_cpu.py``) hold the same promise without a clock: they count
+how many items are folded between two turns of the loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+from adapters.offline.render import call_item, event_frame, response_document, stream_events
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from benchmarks.boundary import QUIET
+from benchmarks.harness import Check, Sizes, serve
+from domain import ChatError, ChatMessage, ChatResponse
+
+__all__ = ["Heartbeat", "cpu_bounds", "heartbeat"]
+
+MESSAGES: Final = (ChatMessage.user("Summarize the meeting."),)
+BEAT: Final = 0.005
+DEADLINE: Final = 1.0
+RETURN_BAR: Final = 1.5
+STALL_BAR: Final = 0.1
+
+
+class Heartbeat:
+    """A task that wakes every few milliseconds and keeps the longest gap between two wakes.
+
+    ``longest`` is wall time (what a host's other tasks wait); ``longest_own`` is the loop thread's
+    own CPU time in the gap, less the time the interpreter spent collecting garbage (on a shared
+    machine the OS also pauses the process, which no code can help); ``longest_collection`` is the
+    longest single collection.
+    """
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self.longest_own = 0.0
+        self.longest_collection = 0.0
+        self._collecting = 0.0
+        self._started = 0.0
+
+    def _on_collection(self, phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            pause = time.thread_time() - self._started
+            self._collecting += pause
+            self.longest_collection = max(self.longest_collection, pause)
+
+    async def run(self) -> None:
+        gc.callbacks.append(self._on_collection)
+        try:
+            last_wall, last_own = time.perf_counter(), time.thread_time()
+            while True:
+                self._collecting = 0.0
+                await asyncio.sleep(BEAT)
+                wall, own = time.perf_counter(), time.thread_time()
+                self.longest = max(self.longest, wall - last_wall - BEAT)
+                self.longest_own = max(self.longest_own, own - last_own - self._collecting)
+                last_wall, last_own = wall, own
+        finally:
+            gc.callbacks.remove(self._on_collection)
+
+
+@asynccontextmanager
+async def heartbeat() -> AsyncIterator[Heartbeat]:
+    beat = Heartbeat()
+    task = asyncio.get_running_loop().create_task(beat.run())
+    try:
+        yield beat
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def _bodies(items: int) -> dict[str, tuple[bytes, str]]:
+    """The attacker's bodies: ``items`` untyped items, and as many real calls, as a stream and a document."""
+    calls = [call_item(f"fc_{n}", f"call_{n}", "record_decision", '{"arg": 1}') for n in range(items)]
+    opening = response_document([], response_id="resp_many", model="gpt-5.5", created_at=1_771_881_670)
+    created = event_frame(stream_events(opening)[0])
+    bodies = {}
+    for what, output in ((f"{items:,} untyped items", [{}] * items), (f"{items:,} calls", calls)):
+        document: dict[str, Any] = {
+            "id": "resp_many",
+            "object": "response",
+            "status": "completed",
+            "output": output,
+        }
+        completed = event_frame({"type": "response.completed", "response": document})
+        bodies[f"{what}, one response.completed"] = ((created + completed).encode(), "text/event-stream")
+        bodies[f"{what}, one JSON document"] = (json.dumps(document).encode(), "application/json")
+    return bodies
+
+
+async def _measure(body: bytes, content_type: str, adapter_type: Any, deadline: float) -> dict[str, Any]:
+    client, _ = serve(body, content_type)
+    settings = ResponsesSettings(model="gpt-5.5", deadline_seconds=deadline)
+    adapter = adapter_type(client, settings, logger=QUIET)
+    warm = adapter_type(client, ResponsesSettings(model="gpt-5.5", deadline_seconds=600), logger=QUIET)
+    await warm.get_response(MESSAGES)
+    gc.collect()
+    async with heartbeat() as beat:
+        started = time.perf_counter()
+        try:
+            outcome = await adapter.get_response(MESSAGES)
+            ended = f"answer of {len(outcome.messages)} messages" if isinstance(outcome, ChatResponse) else ""
+        except ChatError as error:
+            ended = type(error).__name__
+        elapsed = time.perf_counter() - started
+    return {
+        "returned_s": elapsed,
+        "longest_stall_s": beat.longest,
+        "longest_own_stall_s": beat.longest_own,
+        "longest_collection_s": beat.longest_collection,
+        "outcome": ended,
+    }
+
+
+async def cpu_bounds(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """Per body and adapter: worst of ``sizes.runs`` runs. Untyped items under a 1 s deadline (the
+    return time is held to 1.5 s); calls under a 600 s deadline (folded whole: the fold's time)."""
+    checks = []
+    for what, (body, content_type) in _bodies(sizes.cpu_items).items():
+        deadline = DEADLINE if "untyped" in what else 600.0
+        for adapter_type in (ResponsesSseAdapter, ResponsesJsonAdapter):
+            runs = [await _measure(body, content_type, adapter_type, deadline) for _ in range(sizes.runs)]
+            name = f"{adapter_type.__name__}, {what}"
+            timings[f"cpu: {name}"] = {"body_bytes": len(body), "deadline_s": deadline, "runs": runs}
+            returned = max(run["returned_s"] for run in runs)
+            stall = max(run["longest_stall_s"] for run in runs)
+            own = max(run["longest_own_stall_s"] for run in runs)
+            collection = max(run["longest_collection_s"] for run in runs)
+            outcomes = sorted({run["outcome"] for run in runs})
+            median = statistics.median(run["returned_s"] for run in runs)
+            if deadline == DEADLINE:
+                checks.append(
+                    Check(
+                        f"return under a {DEADLINE:g} s deadline, {name}",
+                        returned,
+                        "s",
+                        f"<= {RETURN_BAR}",
+                        returned <= RETURN_BAR,
+                        f"worst of {len(runs)} (median {median:.3f} s): " + ", ".join(outcomes),
+                    )
+                )
+            checks.append(
+                Check(
+                    f"loop's longest stall, {name}",
+                    stall * 1000,
+                    "ms",
+                    f"<= {STALL_BAR * 1000:g}",
+                    stall <= STALL_BAR,
+                    f"worst of {len(runs)}, wall time; the loop's own work {own * 1000:.1f} ms, the longest "
+                    f"garbage collection {collection * 1000:.1f} ms; returned after {returned:.2f} s "
+                    f"({', '.join(outcomes)})",
+                )
+            )
+    return checks
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cpu", description=__doc__)
+    parser.add_argument("--items", type=int, default=Sizes().cpu_items, help="output items per body")
+    parser.add_argument("--runs", type=int, default=3, help="runs per body and adapter (the worst is shown)")
+    args = parser.parse_args(argv)
+    sizes = Sizes(cpu_items=args.items, runs=args.runs)
+    timings: dict[str, Any] = {}
+    for check in asyncio.run(cpu_bounds(sizes, timings)):
+        verdict = "-" if check.met is None else ("met" if check.met else "MISSED")
+        print(f"{check.name}: {check.value:.3f} {check.unit} (target {check.target}: {verdict})")
+        print(f"    {check.detail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
