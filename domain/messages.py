@@ -140,8 +140,9 @@ class FunctionResultContent:
 class ProviderItemContent:
     """An output item this package does not interpret (compaction, hosted tool calls, ...).
 
-    ``raw_json`` is the item exactly as the provider serialized it; it goes back in history
-    unchanged, so opaque state such as compaction survives a round trip.
+    ``raw_json`` is the item as the provider sent it, every field and value kept (written
+    compactly, keys sorted, so one item reads the same however it arrived); it goes back in
+    history unchanged, so opaque state such as compaction survives a round trip.
     """
 
     type: str

@@ -159,14 +159,29 @@ def usage(value: Any) -> Usage | None:
     )
 
 
-def _raw_json(item: Any) -> str | None:
-    """The item as the provider sent it (fields it set, extras included), as compact JSON; None
-    when it cannot be written back as a JSON object (not an object, NaN, too deep, ...)."""
+def _item_data(item: Any) -> Any:
+    """The item as plain JSON values: an SDK model's fields it set (extras included), or a mapping's."""
     to_dict = getattr(item, "to_dict", None)
+    return to_dict(mode="json", warnings=False) if callable(to_dict) else dict(item)
+
+
+def _item_json(data: Any) -> str:
+    """``data`` as compact JSON with its keys sorted at every level.
+
+    One item reads the same however it arrived: the SDK's model writes its known fields in its
+    own order, a mapping (a heavy body or event is read as one) in the provider's order, and the
+    two must make equal contents. ``allow_nan=False``: the SDK refuses NaN when it sends the item
+    back, so it is refused here.
+    """
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _raw_json(item: Any) -> str | None:
+    """The item as the provider sent it (fields it set, extras included), as compact JSON with its
+    keys sorted; None when it cannot be written back as a JSON object (not an object, NaN, too
+    deep, a key that is not a string, ...)."""
     try:
-        data = to_dict(mode="json", warnings=False) if callable(to_dict) else dict(item)
-        # allow_nan=False: the SDK refuses NaN when it sends the item back, so refuse it here.
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _item_json(_item_data(item))
     except (ValueError, TypeError, RecursionError):
         return None
 
@@ -196,15 +211,14 @@ def provider_item(item: Any) -> str | None:
     JSON (keys sorted, so one item always reads the same), without what the contents hold apart (a
     message's part texts, a call's arguments, a reasoning item's encrypted content). None when it
     cannot be written back as a JSON object."""
-    to_dict = getattr(item, "to_dict", None)
     try:
-        data = to_dict(mode="json", warnings=False) if callable(to_dict) else dict(item)
+        data = _item_data(item)
         kind = data.get("type")
         if kind == "message" and isinstance(data.get("content"), list):
             data = {**data, "content": [_part_without_text(part) for part in data["content"]]}
         elif isinstance(kind, str) and kind in _HELD_APART:
             data = _without(data, _HELD_APART[kind])
-        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _item_json(data)
     except (ValueError, TypeError, RecursionError):
         return None
 

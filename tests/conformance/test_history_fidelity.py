@@ -252,3 +252,97 @@ async def test_a_message_with_a_refusal_goes_back_with_each_part_in_place() -> N
     assert response.text == "Partly: I cannot share that.the rest."
     for sent in await follow_up_input(response, ResponsesSettings(model="gpt-test")):
         assert sent == [message]
+
+
+# ---------------------------------------------------------------- sparse items, in a light and a heavy body
+# A body or event with more than a thousand brackets is read as the plain mapping it is, any other through
+# the SDK's models (chat_adapters.py, "heavy"): both must make the same contents, and the same item must
+# go back. Issue 21's failing example was a compaction item with an empty ``encrypted_content`` beside a
+# deeply nested call: the SDK wrote the compaction's keys in its model's order, the mapping in the
+# provider's, so one answer folded to two different ``raw_json`` strings depending on how it was read.
+
+# A call whose arguments open over 1,200 brackets: the body holding it is heavy, an event with it too.
+_HEAVY_CALL = {
+    "type": "function_call",
+    "id": "fc_heavy",
+    "call_id": "call_heavy",
+    "name": "record_decision",
+    "arguments": json.dumps({"pad": [[]] * 1200}),
+    "status": "completed",
+}
+# Every kept item kind with fields empty, null or in an order no SDK model writes them in (the stream
+# renderer writes output_text parts only: a refusal part has a test of its own above).
+_SPARSE_ITEMS = {
+    "compaction-empty": {"type": "compaction", "id": "cmp_0", "encrypted_content": ""},
+    "compaction-null-field": {
+        "encrypted_content": "",
+        "id": "cmp_1",
+        "type": "compaction",
+        "created_by": None,
+    },
+    "message-empty-text": {
+        "type": "message",
+        "id": "msg_0",
+        "role": "assistant",
+        "status": "completed",
+        "phase": None,
+        "content": [{"type": "output_text", "text": "", "annotations": [], "logprobs": []}],
+    },
+    "reasoning-empty": {
+        "type": "reasoning",
+        "id": "rs_0",
+        "summary": [],
+        "encrypted_content": "",
+        "content": [],
+    },
+    "reasoning-empty-summary-text": {
+        "summary": [{"text": "", "type": "summary_text"}],
+        "encrypted_content": "e",
+        "status": None,
+        "id": "rs_1",
+        "type": "reasoning",
+    },
+    "call-empty-arguments": {
+        "type": "function_call",
+        "id": "fc_0",
+        "call_id": "call_0",
+        "name": "list_steps",
+        "arguments": "",
+        "status": None,
+    },
+    "web-search-empty": {
+        "type": "web_search_call",
+        "status": "completed",
+        "id": "ws_0",
+        "action": {"type": "search", "query": "", "sources": []},
+    },
+    "mcp-list-tools-empty": {
+        "type": "mcp_list_tools",
+        "tools": [],
+        "server_label": "",
+        "id": "mcpl_0",
+        "error": None,
+    },
+    "unknown-empty": {
+        "type": "some_future_item",
+        "id": "it_0",
+        "data": {},
+        "list": [],
+        "none": None,
+        "text": "",
+    },
+}
+
+
+@pytest.mark.parametrize("heavy", [False, True], ids=["light", "heavy"])
+@pytest.mark.parametrize("item", list(_SPARSE_ITEMS.values()), ids=list(_SPARSE_ITEMS))
+async def test_a_sparse_item_folds_the_same_every_way_and_goes_back_as_sent(
+    item: dict[str, Any], heavy: bool
+) -> None:
+    output = [item, _HEAVY_CALL] if heavy else [item]
+    ways = every_way(response_document(output), chunk=7, terminal_output=False)
+    responses = [await adapter.get_response(QUESTION) for adapter in ways]
+
+    assert all(response == responses[0] for response in responses)
+    for sent in await follow_up_input(responses[0], ResponsesSettings(model="gpt-test")):
+        assert sent == output

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
-from openai.types.responses import ResponseFunctionToolCall, ResponseUsage
+from openai.types.responses import Response, ResponseFunctionToolCall, ResponseUsage
 
 from adapters.responses.to_domain import created_at, field, finish_reason, has_surrogate, item_contents, usage
 from domain import ChatMessage, FunctionCallContent, ProviderItemContent, Usage
@@ -92,11 +92,51 @@ def test_an_item_that_could_not_go_back_is_left_out_with_a_log_line(
 
 
 def test_a_provider_item_given_as_a_mapping_keeps_its_json() -> None:
-    (content,) = item_contents({"type": "mystery", "id": "my_1", "nested": [1, "two"]})
+    item = {"type": "mystery", "id": "my_1", "nested": [1, "two", {"b": None, "a": ""}]}
+
+    (content,) = item_contents(item)
 
     assert isinstance(content, ProviderItemContent)
     assert (content.type, content.item_id) == ("mystery", "my_1")
-    assert content.raw_json == '{"type":"mystery","id":"my_1","nested":[1,"two"]}'
+    assert json.loads(content.raw_json) == item
+    # Compact, keys sorted at every level: one item reads the same however it arrived.
+    assert content.raw_json == '{"id":"my_1","nested":[1,"two",{"a":"","b":null}],"type":"mystery"}'
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        # Issue 21: the SDK's compaction model writes id, encrypted_content, type; this, type first.
+        {"type": "compaction", "id": "cmp_0", "encrypted_content": ""},
+        {"type": "compaction", "encrypted_content": "", "id": "cmp_1", "created_by": None},
+        {
+            "type": "web_search_call",
+            "status": "completed",
+            "id": "ws_0",
+            "action": {"type": "search", "query": ""},
+        },
+        {"type": "custom_tool_call", "input": "", "call_id": "c", "name": "n"},
+        {"type": "mcp_list_tools", "tools": [], "server_label": "", "id": "l", "error": None},
+        {"type": "some_future_item", "z": [], "a": {"y": None, "x": ""}},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "m",
+            "phase": None,
+            "content": [{"text": "", "type": "output_text", "annotations": []}],
+        },
+        {"type": "reasoning", "summary": [], "id": "r", "encrypted_content": "", "content": []},
+        {"type": "function_call", "arguments": "", "name": "", "call_id": "c", "id": None, "status": None},
+    ],
+    ids=lambda item: item["type"],
+)
+def test_an_item_makes_the_same_contents_as_a_mapping_and_as_the_sdks_model(item: dict[str, object]) -> None:
+    # A heavy body or event is read as the mapping it is, any other through the SDK's models.
+    from_mapping = item_contents(item)
+    from_model = item_contents(Response.construct(output=[item]).output[0])
+
+    assert from_mapping == from_model
+    assert len(from_mapping) == 1
 
 
 @pytest.mark.parametrize(
