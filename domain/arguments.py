@@ -79,7 +79,9 @@ def _may_hold_surrogate(raw: str) -> bool:
     millisecond through one alternation, several times the parse itself): an escape needs a
     backslash-u, and a raw surrogate is the one thing UTF-8 refuses to encode.
     """
-    if "\\u" in raw and _ESCAPED_SURROGATE.search(raw):
+    # A one-character search first: in text stored at two bytes a character, a two-character
+    # search ("\\u") costs as much as encoding the whole text.
+    if "\\" in raw and "\\u" in raw and _ESCAPED_SURROGATE.search(raw):
         return True
     if raw.isascii():
         return False

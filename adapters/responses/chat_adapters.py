@@ -15,7 +15,7 @@ import attrs
 import httpx
 import httpx2
 import openai
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import ResponseStreamEvent
 
 from adapters.redaction import RedactingFilter, Redactor
 from adapters.responses.cost import response_cost, with_cost
@@ -45,7 +45,6 @@ from adapters.responses.to_domain import (
     items_of,
     provider_failure,
     raise_if_failed,
-    response_contents,
     text,
     unfinished,
 )
@@ -74,7 +73,7 @@ _MAX_LOGGED_ID: Final = 200
 # it in one synchronous step (a millisecond or more per output item), so it is read as the mapping it
 # is, and folded a few hundred output items at a time with the event loop given control in between.
 _HEAVY_BRACKETS: Final = 1024
-# Output items mapped between two pauses of a heavy JSON document.
+# Output items mapped between two pauses of a JSON document.
 _ITEMS_PER_STEP: Final = 256
 # Events folded between two looks at the clock; the loop gets control once a stretch passes _SLICE s.
 _EVENTS_PER_LOOK: Final = 32
@@ -216,7 +215,7 @@ class _Exchange:
     channel: _Channel | None = None
     # True once the answer went through the event folder (its updates went out as they came).
     streamed: bool = False
-    # A heavy JSON document being mapped in steps, and the contents mapped so far: what had arrived
+    # A JSON document being mapped in steps, and the contents mapped so far: what had arrived
     # when a deadline ends the mapping part way.
     document: dict[str, Any] | None = None
     mapped: list[Content] = attrs.field(factory=list)
@@ -416,12 +415,16 @@ def _is_response_document(data: dict[str, Any]) -> bool:
     return data.get("object") == "response" or "output" in data or "status" in data
 
 
-async def _from_document(
-    data: dict[str, Any], *, heavy: bool, limit: int, exchange: _Exchange
-) -> ChatResponse:
-    """The ChatResponse of a JSON Response document. A heavy one is read as the mapping it is, its
-    output items mapped a few hundred at a time with the event loop given control in between (what
-    is mapped so far is the ``exchange``'s partial, should the deadline end it there)."""
+async def _from_document(data: dict[str, Any], *, limit: int, exchange: _Exchange) -> ChatResponse:
+    """The ChatResponse of a JSON Response document, read as the mapping ``json.loads`` made of it.
+
+    The document is decoded once: the folding reads mappings as it reads the SDK's models, so no
+    SDK model is built from it (the SDK would validate every output item against its union, more
+    than the decode itself costs, only to be read field by field and written back to JSON for each
+    item's ``provider_item``). Output items are mapped a few hundred at a time, with the event loop
+    given control in between, so a document of many items never holds the loop in one step (what
+    is mapped so far is the ``exchange``'s partial, should the deadline end it there).
+    """
     if not _is_response_document(data):
         error = data.get("error")
         if isinstance(error, dict):
@@ -430,22 +433,18 @@ async def _from_document(
     output = items_of(data.get("output"))
     if len(output) > limit:
         raise _too_many(limit, chat_response(data, ()))
-    response: Any = data
-    if heavy:
-        contents: list[Content] = []
-        exchange.document, exchange.mapped = data, contents
-        for start in range(0, len(output), _ITEMS_PER_STEP):
-            for item in output[start : start + _ITEMS_PER_STEP]:
-                contents.extend(item_contents(item))
+    contents: list[Content] = []
+    exchange.document, exchange.mapped = data, contents
+    for start in range(0, len(output), _ITEMS_PER_STEP):
+        if start:
             await asyncio.sleep(0)
-    else:
-        response = Response.construct(**data)
-        contents = response_contents(response)
-    said = text(field(response, "status"))
-    status = final_status(said, response)
-    result = raise_if_failed(chat_response(response, contents, status=status), response)
+        for item in output[start : start + _ITEMS_PER_STEP]:
+            contents.extend(item_contents(item))
+    said = text(data.get("status"))
+    status = final_status(said, data)
+    result = raise_if_failed(chat_response(data, contents, status=status), data)
     if not result.messages:
-        unfinished(said, response, result)
+        unfinished(said, data, result)
     return result
 
 
@@ -710,10 +709,7 @@ class _ResponsesAdapter(abc.ABC):
             raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
         if not isinstance(data, dict):
             raise UnreadableResponseError("the JSON body is not an object")
-        heavy = _brackets(body) > _HEAVY_BRACKETS
-        return await _from_document(
-            data, heavy=heavy, limit=self._settings.max_output_items, exchange=exchange
-        )
+        return await _from_document(data, limit=self._settings.max_output_items, exchange=exchange)
 
     async def _fold_stream(self, http: httpx.Response, exchange: _Exchange) -> ChatResponse:
         """An event stream read with the SDK's own stream reader, so that a buffered or re-wrapped
