@@ -16,7 +16,8 @@ CHECK_PROFILE ?= quick
 # pytest-xdist on every core; the gateway tier stays on one worker (one LiteLLM proxy per run).
 WORKERS ?= auto
 XDIST := -n $(WORKERS) --dist loadgroup
-# The unit tiers: fakes only, no server, no subprocess.
+# The unit tiers: fakes only, no server, no subprocess (a test there that needs one is marked slow, and
+# left to `make test`).
 UNIT := tests/domain tests/application tests/adapters/test_scripted.py
 
 .PHONY: demo test check lint types imports pytest unit bench clean
@@ -51,12 +52,14 @@ imports:
 pytest:
 	$(BIN)/pytest $(XDIST) --cov --cov-report=term
 
-# The inner loop, under a minute: everything but the adapter, conformance and integration tiers.
-check: $(STAMP) lint types imports unit
+# The inner loop, under a minute: everything but the adapter, conformance and integration tiers. The
+# linters run beside pytest (each target's output kept together), filling the cores its workers leave idle.
+check: $(STAMP)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint types imports unit
 
 # The unit tiers with a quarter of the Hypothesis examples (the quick profile); `make test` runs them all.
 unit:
-	HYPOTHESIS_PROFILE=$(CHECK_PROFILE) $(BIN)/pytest $(XDIST) -q $(UNIT)
+	HYPOTHESIS_PROFILE=$(CHECK_PROFILE) $(BIN)/pytest $(XDIST) -q -m 'not slow' $(UNIT)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

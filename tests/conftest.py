@@ -6,7 +6,8 @@ Profiles (``HYPOTHESIS_PROFILE``; ``make test`` and ``make check`` choose ``fixe
   database, so a fresh ``make test`` passes or fails the same way every time and one run's failure
   is never replayed into the next. The failing example is printed; pin it with ``@example``.
 - ``quick``: ``make check``'s, the same with a quarter of the examples (a property that sets its own
-  count keeps it), so the inner loop stays under a minute; ``make test`` runs them all.
+  count through ``tests.support.examples.examples`` gets a quarter of it too), so the inner loop stays
+  under a minute; ``make test`` runs them all.
 - ``ci``: the same, with three times the examples (and 2,000 hostile bodies per adapter).
 - ``default`` (plain ``pytest``): random examples and the ``.hypothesis/`` database, the explorer's
   setting: a failure found once is tried first on the next run until it is fixed.

@@ -35,6 +35,7 @@ from application import (
 )
 from domain import ChatMessage, ChatOptions, FunctionResultContent, Workflow, WorkflowStep
 from tests.support.doubles import CallLog
+from tests.support.examples import examples
 
 USER = (ChatMessage.user("tidy the rooms"),)
 
@@ -179,7 +180,7 @@ def requests_of(chat: ScriptedChat) -> list[tuple[tuple[ChatMessage, ...], ChatO
 # ---------------------------------------------------------------- properties
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(turns=answers(), concurrent=st.booleans())
 async def test_a_paused_and_resumed_run_sends_what_a_run_with_an_approver_sends(
     turns: list[list[Planned]], concurrent: bool
@@ -196,7 +197,7 @@ async def test_a_paused_and_resumed_run_sends_what_a_run_with_an_approver_sends(
     assert sorted(resumed_tools.ran) == sorted(asked_tools.ran)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(turns=answers(), concurrent=st.booleans())
 async def test_every_call_is_answered_once_in_call_order_and_denied_calls_never_run(
     turns: list[list[Planned]], concurrent: bool
@@ -223,7 +224,7 @@ async def test_every_call_is_answered_once_in_call_order_and_denied_calls_never_
     assert not denied & set(tools.ran)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(turns=answers(), concurrent=st.booleans())
 async def test_nothing_of_a_held_answer_runs_before_every_decision(
     turns: list[list[Planned]], concurrent: bool
@@ -638,7 +639,8 @@ def sent(chat: ScriptedChat) -> list[dict[str, object]]:
     ]
 
 
-@settings(max_examples=4, deadline=None)
+@pytest.mark.slow  # a process per example: `make test` runs it, `make check` (no subprocess) does not
+@settings(max_examples=examples(4), deadline=None)
 @given(turns=answers())
 @example(turns=[[Planned("a", "held", args(0, "a"), Approve()), Planned("b", "free", args(1, "b"), Deny())]])
 @example(turns=[[Planned("a", "free", MALFORMED, Approve()), Planned("b", "even", args(2, "b"), Deny("no"))]])

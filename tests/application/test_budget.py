@@ -39,6 +39,7 @@ from domain import (
     updates_of,
 )
 from tests.support.doubles import RecordingTools
+from tests.support.examples import examples
 
 USER = (ChatMessage.user("Summarize the meeting, please."),)
 TOOLS = ("alpha", "beta", "gamma")
@@ -141,7 +142,7 @@ def _code(record: ToolCallRecord) -> object:
     return result.get("error") if isinstance(result, dict) else None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     scripts,
     budgets,
@@ -205,7 +206,7 @@ def _expected_stop(
     raise AssertionError("the script always ends with a final answer")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     scripts,
     st.builds(RunBudget, requests=limits, output_tokens=token_limits, tool_calls=limits),
@@ -224,7 +225,7 @@ async def test_the_run_stops_at_the_first_request_or_call_that_would_pass_a_limi
     assert len(run.responses) == requests
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(scripts, st.none() | st.integers(min_value=MIN_OUTPUT_TOKENS, max_value=150))
 async def test_without_a_budget_every_request_goes_as_it_did(
     script: list[Turn], max_output: int | None

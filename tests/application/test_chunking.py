@@ -34,6 +34,7 @@ from domain import (
     FunctionCallContent,
     updates_of,
 )
+from tests.support.examples import examples
 
 # ---------------------------------------------------------------- splitting
 
@@ -48,7 +49,7 @@ def transcripts(draw: st.DrawFn) -> list[str]:
     return lines
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(lines=transcripts(), chunk_chars=st.integers(20, 600))
 def test_chunks_cover_every_line_in_order_cut_at_turns_with_an_overlap(
     lines: list[str], chunk_chars: int

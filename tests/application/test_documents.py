@@ -30,8 +30,11 @@ from tests.application.strategies import (
     tool_runs,
     workflow_edits,
 )
+from tests.support.examples import examples
 
-_SLOW = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_SLOW = settings(
+    max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @_SLOW

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, LoopSettings, SummaryAgent
 from application.grounding import Grounding, UngroundedError, transcript_lines
+from tests.support.examples import examples
 
 
 def grounding(transcript: str) -> Grounding:
@@ -223,7 +224,7 @@ def says(line: Line, what: object) -> bool:
     return what in (line.about, line.decides) or (line.commits is not None and line.commits[1] == what)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 async def test_a_call_is_recorded_if_and_only_if_its_cited_lines_show_it(data: st.DataObject) -> None:
     lines = data.draw(st.lists(meeting_lines(), min_size=1, max_size=12))

@@ -13,6 +13,7 @@ from application import GuardedToolInvoker
 from domain import FunctionCallContent, FunctionResultContent, ToolInvokerPort
 from tests.strategies import MARKER, malformed_argument_strings, valid_argument_strings
 from tests.support.doubles import RaisingTools, RecordingTools
+from tests.support.examples import examples
 
 # The one property that CI runs 10,000 times; locally it stays quick.
 GUARD_EXAMPLES = 10_000 if os.environ.get("CI") else 200
@@ -34,7 +35,7 @@ def test_spies_satisfy_the_port() -> None:
     assert guard is not None
 
 
-@settings(max_examples=GUARD_EXAMPLES)
+@settings(max_examples=examples(GUARD_EXAMPLES))
 @given(
     raw=malformed_argument_strings,
     call_id=st.text(min_size=1, max_size=20),

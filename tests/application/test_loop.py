@@ -42,6 +42,7 @@ from domain import (
 )
 from tests.strategies import MARKER, loop_scripts, repeating_call_turns
 from tests.support.doubles import CallLog, FailingTools, NoAclose, RecordingTools, WholeAnswers
+from tests.support.examples import examples
 from tests.support.runs import leave_at
 
 USER = (ChatMessage.user("hello"),)
@@ -410,7 +411,7 @@ def test_the_loop_exposes_its_settings() -> None:
     assert ToolLoop(ScriptedChat()).settings == LoopSettings()
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(turns=repeating_call_turns, concurrent=st.booleans())
 async def test_a_call_id_runs_at_most_once_per_run_and_every_call_gets_one_result(
     turns: list[list[tuple[str, str]]], concurrent: bool
@@ -480,7 +481,7 @@ def round_texts(events: list[RunEvent[ToolRun]]) -> list[str]:
     return texts
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(script=loop_scripts(), concurrent=st.booleans())
 async def test_the_events_end_with_the_run_that_run_returns_and_report_every_piece_call_and_round(
     script: list[tuple[str, list[tuple[str, str]]]], concurrent: bool

@@ -21,6 +21,7 @@ from application import (
 from domain import Workflow, WorkflowStep
 from tests.strategies import PlannedCall, call_turns, planned_chat, summary_calls, workflow_calls, workflows
 from tests.support.doubles import CallLog
+from tests.support.examples import examples
 from tests.support.runs import leave_at
 
 TRANSCRIPT = "Ann: I will send the notes by Friday.\nBob: Agreed, we ship on Monday.\n"
@@ -53,7 +54,7 @@ def check_events(events: list[RunEvent[object]], *, text: str, answered_calls: i
 texts = st.lists(st.text(max_size=30), min_size=5, max_size=5)
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(turns=call_turns(summary_calls), said=texts, concurrent=st.booleans())
 async def test_summary_events_end_with_what_summarize_returns(
     turns: list[list[PlannedCall]], said: list[str], concurrent: bool
@@ -69,7 +70,7 @@ async def test_summary_events_end_with_what_summarize_returns(
     assert len(guarded) == sum(r.guarded for r in whole.tool_calls)
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(workflow=workflows, turns=call_turns(workflow_calls), said=texts, concurrent=st.booleans())
 async def test_edit_events_end_with_what_edit_returns(
     workflow: Workflow, turns: list[list[PlannedCall]], said: list[str], concurrent: bool
