@@ -36,6 +36,11 @@ _GRACE_SECONDS: Final = 5
 # The load suite opens a couple of hundred connections at once; a short backlog would make most of
 # them wait for SYN retransmits.
 _BACKLOG: Final = 512
+# How long an idle connection stays open. uvicorn's default (5 s) equals httpx's keep-alive expiry, so a
+# client could pick a pooled connection in the instant the server closes it and see "Server disconnected"
+# before any response (more likely the busier the machine). Longer than any client keeps one idle, the
+# client always lets go first: a connection reused is never one the server is closing.
+_KEEP_ALIVE_SECONDS: Final = 30
 _MISSING_UVICORN: Final = (
     "serving on 127.0.0.1 needs uvicorn, which the offline extra installs: "
     "pip install 'meeting-assistant-agents[offline]'"
@@ -99,6 +104,7 @@ def listening(
         # scope["client"] must stay the socket's peer: ThreadedServer.reset() finds the connection by it.
         proxy_headers=False,
         timeout_graceful_shutdown=grace_seconds,
+        timeout_keep_alive=_KEEP_ALIVE_SECONDS,
     )
     return uvicorn.Server(config), socket.create_server(address, backlog=_BACKLOG)
 

@@ -21,6 +21,12 @@ from tests.integration.offline.support import API_KEY, ECHO, GREETING
 from tests.support.gateway import sdk_over
 
 SUMMARY_TOOLS = ("list_participants", "record_action_item", "record_decision")
+# Hang protection only, never a speed bar: the server shares this process (and its GIL) with the client,
+# so on a loaded machine one answer's first byte can come many seconds after its request went out.
+# A timeout that fired would not fail a test cleanly but change it (the SDK retries a timed-out request).
+TIMEOUT_SECONDS = 120.0
+# How long the server may take to notice every closed connection: polled, so only a hang waits this long.
+DRAIN_SECONDS = 60.0
 
 
 def offline_threads() -> list[threading.Thread]:
@@ -37,12 +43,18 @@ def server() -> Iterator[OfflineResponsesServer]:
 
 @pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(10.0)) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(TIMEOUT_SECONDS)) as client:
         yield client
 
 
-def sdk_for(server: OfflineResponsesServer, http: httpx.AsyncClient, *, max_retries: int = 0) -> AsyncOpenAI:
-    return sdk_over(http, base_url=server.base_url, api_key=API_KEY, max_retries=max_retries, timeout=10.0)
+def sdk_for(
+    server: OfflineResponsesServer,
+    http: httpx.AsyncClient,
+    *,
+    max_retries: int = 0,
+    timeout: float = TIMEOUT_SECONDS,
+) -> AsyncOpenAI:
+    return sdk_over(http, base_url=server.base_url, api_key=API_KEY, max_retries=max_retries, timeout=timeout)
 
 
 @pytest.fixture
@@ -105,7 +117,7 @@ async def test_connections_return_to_zero_when_the_client_closes(server: Offline
         sdk = sdk_for(server, http)
         await asyncio.gather(*(sdk.responses.create(model="offline", input=f"call {n}") for n in range(5)))
         assert server.open_connections >= 1
-    assert await asyncio.to_thread(server.wait_for_connections, 0, 5.0)
+    assert await asyncio.to_thread(server.wait_for_connections, 0, DRAIN_SECONDS)
 
 
 def test_wait_for_connections_gives_up_after_its_timeout(server: OfflineResponsesServer) -> None:
@@ -114,7 +126,7 @@ def test_wait_for_connections_gives_up_after_its_timeout(server: OfflineResponse
         assert sock.recv(12) == b"HTTP/1.1 405"  # answered, so accepted and kept alive
         assert server.open_connections == 1
         assert not server.wait_for_connections(0, 0.05)
-    assert server.wait_for_connections(0, 5.0)
+    assert server.wait_for_connections(0, DRAIN_SECONDS)
 
 
 async def test_stop_closes_keep_alive_connections(http: httpx.AsyncClient) -> None:
@@ -374,13 +386,15 @@ async def test_connection_reset_mid_body(
         await attempt()
 
     assert bool(seen) is stream  # a stream delivers its first events before the reset
-    assert await asyncio.to_thread(server.wait_for_connections, 0, 5.0)
+    assert await asyncio.to_thread(server.wait_for_connections, 0, DRAIN_SECONDS)
 
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_stall_ends_in_a_client_timeout(server: OfflineResponsesServer, stream: bool) -> None:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, read=0.3)) as http:
-        sdk = sdk_for(server, http)
+    async with httpx.AsyncClient() as http:
+        # The SDK's timeout is the one each request carries. Only a stalled body can end this request (the
+        # server sends nothing more until the client leaves), so a short one only makes the test quick.
+        sdk = sdk_for(server, http, timeout=0.3)
         attempt = (
             collect(sdk, "offline:stall")
             if stream
@@ -388,7 +402,7 @@ async def test_stall_ends_in_a_client_timeout(server: OfflineResponsesServer, st
         )
         with pytest.raises(openai.APITimeoutError):
             await attempt
-    assert await asyncio.to_thread(server.wait_for_connections, 0, 5.0)
+    assert await asyncio.to_thread(server.wait_for_connections, 0, DRAIN_SECONDS)
 
 
 async def test_stop_does_not_hang_on_a_stalled_connection(http: httpx.AsyncClient) -> None:
@@ -506,7 +520,7 @@ async def test_concurrent_runs_with_injected_faults_all_finish_and_leave_no_conn
 ) -> None:
     models = ["offline:http-500*2", "offline:connection-reset", "offline:response-failed"] + ["offline"] * 57
     async with httpx.AsyncClient(
-        timeout=httpx.Timeout(10.0), limits=httpx.Limits(max_connections=60)
+        timeout=httpx.Timeout(TIMEOUT_SECONDS), limits=httpx.Limits(max_connections=60)
     ) as http:
         sdk = sdk_for(server, http, max_retries=2)
 
@@ -522,7 +536,7 @@ async def test_concurrent_runs_with_injected_faults_all_finish_and_leave_no_conn
     assert outcomes.count("response.completed") == 58
     # The two 500s were retried; the reset was not: it came after a 200, mid-body, past the SDK's retries.
     assert len(server.requests) == 60 + 2
-    assert await asyncio.to_thread(server.wait_for_connections, 0, 5.0)
+    assert await asyncio.to_thread(server.wait_for_connections, 0, DRAIN_SECONDS)
 
 
 # ---------------------------------------------------------------- bad requests

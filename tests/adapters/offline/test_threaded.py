@@ -11,7 +11,14 @@ import httpx
 import pytest
 import uvicorn
 
-from adapters.offline.threaded import Receive, Scope, Send, ThreadedServer, read_request
+from adapters.offline.threaded import (
+    Receive,
+    Scope,
+    Send,
+    ThreadedServer,
+    listening,
+    read_request,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -90,3 +97,14 @@ def test_importing_the_stand_in_imports_no_uvicorn() -> None:
     )
 
     assert done.stdout.strip() == "False"
+
+
+def test_an_idle_connection_outlives_the_clients_keep_alive_so_the_client_always_lets_go_first() -> None:
+    # Equal limits (uvicorn's and httpx's defaults are both 5 s) let a client pick a pooled connection in the
+    # instant the server closes it: "Server disconnected" before any response, on a loaded machine above all.
+    server, listener = listening(echo, grace_seconds=1)
+    listener.close()
+
+    expiry = httpx.Limits().keepalive_expiry  # the container's client keeps httpx's default
+    assert expiry is not None
+    assert server.config.timeout_keep_alive > expiry

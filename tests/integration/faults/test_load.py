@@ -34,6 +34,13 @@ FAULTS: dict[str, type[ChatError]] = {
 # About 40 s on an idle 2-vCPU machine; the bound only stops a hung run from hanging the suite, so it
 # leaves room for a machine loaded by other work (it ran out at 240 s beside an xdist worker at load 19).
 DEADLINE_SECONDS = 600
+# Every timer of the runs (the pool, connect and read waits, each request's deadline) is hang protection
+# only, as long as the test's own: the runs queue for the pool's 100 connections on purpose, and the
+# server shares this process's CPU. A timer that fired would not fail a run cleanly but change its
+# outcome: a truncated-stream run whose last re-ask timed out waiting for a pooled connection ends in
+# ChatTransportError (a timeout after the retries), which is what a caller must get when that happens
+# (contract: the error types). With no timer able to fire first, each fault ends in its own error.
+TIMEOUT_SECONDS = float(DEADLINE_SECONDS)
 
 
 def scenario_of(run: int) -> str | None:
@@ -53,8 +60,7 @@ async def test_200_concurrent_runs_with_5_percent_faults_end_in_a_result_or_a_ty
     plan = [scenario_of(run) for run in range(RUNS)]
     baseline = server.open_connections
     # One container, one connection pool; each run picks its scenario through the model it asks for.
-    # The timeout is generous because runs queue for the pool's 100 connections.
-    container = build_container(server, "offline", max_retries=2, timeout_seconds=120.0)
+    container = build_container(server, "offline", max_retries=2, timeout_seconds=TIMEOUT_SECONDS)
     try:
         async with asyncio.timeout(DEADLINE_SECONDS):
             outcomes = await asyncio.gather(
@@ -97,7 +103,7 @@ async def test_200_concurrent_runs_with_5_percent_faults_end_in_a_result_or_a_ty
     retried = ("http-500", "truncated-stream", "connection-reset")
     assert len(started) == RUNS + 2 * sum(plan.count(scenario) for scenario in retried)
     assert len({request.request_id for request in server.requests}) == len(server.requests)
-    assert await connections_drained(server, baseline, within=10.0), (
+    assert await connections_drained(server, baseline, within=60.0), (
         f"{server.open_connections} connections open, {baseline} before the load"
     )
     assert leaking_records(caplog.records, API_KEY) == []
