@@ -18,14 +18,59 @@ import attrs
 import httpx
 import pytest
 
+from adapters.offline.render import event_frame, message_item, response_document, sse, stream_events
 from adapters.offline.threaded import ASGIApp, Receive, Request, Scope, Send, listening, read_request
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from domain import ChatPort
+from domain import ChatMessage, ChatPort
 from tests.support.gateway import sdk_over
 
-__all__ = ["ADAPTERS", "AdapterType", "LocalServer", "Received", "Sender", "adapter_on", "serve"]
+__all__ = [
+    "ADAPTERS",
+    "PEER_LIMIT",
+    "STALLED_CREATED",
+    "AdapterType",
+    "LocalServer",
+    "Received",
+    "Sender",
+    "adapter_on",
+    "endless_text",
+    "send_until_gone",
+    "serve",
+    "warm_up_event_parsing",
+]
 
 _STARTUP_SECONDS: Final = 10.0
+PEER_LIMIT: Final = 30.0
+"""A peer that never finishes (:func:`send_until_gone`) stops by itself after this long, whatever the
+client does: far beyond any deadline a test sets, so only a client that never gave up waits for it."""
+
+STALLED_CREATED: Final = {
+    "type": "response.created",
+    "sequence_number": 0,
+    "response": {
+        "id": "resp_slow",
+        "object": "response",
+        "model": "gpt-slow",
+        "status": "in_progress",
+        "output": [],
+    },
+}
+"""The first event of a stalled answer (:func:`endless_text`): its response id is ``resp_slow``."""
+_TEXT_ADDED: Final = {
+    "type": "response.output_item.added",
+    "sequence_number": 1,
+    "output_index": 0,
+    "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []},
+}
+_X_DELTA: Final = {
+    "type": "response.output_text.delta",
+    "sequence_number": 2,
+    "item_id": "msg_1",
+    "output_index": 0,
+    "content_index": 0,
+    "delta": "x",
+    "logprobs": [],
+}
 
 AdapterType = type[ResponsesSseAdapter] | type[ResponsesJsonAdapter]
 ADAPTERS: Final = pytest.mark.parametrize(
@@ -84,6 +129,26 @@ class Sender:
 Handler = Callable[[Received, Sender], Awaitable[None]]
 
 
+async def send_until_gone(sender: Sender, piece: bytes, *, every: float, limit: float = PEER_LIMIT) -> None:
+    """Send ``piece`` every ``every`` seconds until the client leaves (or ``limit`` seconds have passed)."""
+    loop = asyncio.get_running_loop()
+    stop = loop.time() + limit
+    while not sender.disconnected.is_set() and loop.time() < stop:
+        try:
+            await sender.body(piece)
+        except OSError:
+            return
+        await asyncio.sleep(every)
+
+
+async def endless_text(sender: Sender) -> None:
+    """An answer that never ends: an event stream opened by :data:`STALLED_CREATED` and one message,
+    whose text grows by ``x`` every 20 ms until the client leaves (or :data:`PEER_LIMIT`)."""
+    await sender.start(200, {"content-type": "text/event-stream"})
+    await sender.body(event_frame(STALLED_CREATED).encode() + event_frame(_TEXT_ADDED).encode())
+    await send_until_gone(sender, event_frame(_X_DELTA).encode(), every=0.02)
+
+
 def _app(handler: Handler, received: list[Received]) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,6 +183,26 @@ async def serve(handler: Handler) -> AsyncIterator[LocalServer]:
             await asyncio.wait_for(task, timeout=_STARTUP_SECONDS)
         finally:
             listener.close()
+
+
+async def warm_up_event_parsing() -> None:
+    """Fold one whole event stream, off the network, so that the SDK's lazy set-up of its event types
+    (seconds of blocking work on a loaded machine, once per process) is paid before a test starts a
+    deadline rather than out of it."""
+    body = sse(
+        stream_events(
+            response_document(
+                [message_item("msg_1", "warm")], response_id="resp_warm", model="gpt-test", created_at=1
+            )
+        )
+    )
+    transport = httpx.MockTransport(
+        lambda _: httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+    )
+    async with httpx.AsyncClient(transport=transport) as http_client:
+        client = sdk_over(http_client, base_url="http://127.0.0.1:9/v1", api_key="sk-warm-up")
+        chat = ResponsesSseAdapter(client, ResponsesSettings(model="gpt-test"))
+        await chat.get_response([ChatMessage.user("warm up")])
 
 
 @asynccontextmanager

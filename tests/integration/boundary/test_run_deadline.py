@@ -4,7 +4,6 @@ with what it had: the first round's calls answered, the text that had arrived, s
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Final
@@ -13,53 +12,33 @@ import pytest
 
 from adapters.offline.render import (
     call_item,
-    event_frame,
     response_document,
     sse,
     stream_events,
 )
 from application import LoopSettings, RunFinished, ToolLoop, ToolRun
-from domain import ChatMessage, ChatOptions, ChatTransportError, FunctionResultContent, ToolSpec
+from domain import ChatMessage, ChatOptions, ToolSpec
 from tests.support.doubles import RecordingTools
-from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
+from tests.support.local_server import (
+    ADAPTERS,
+    AdapterType,
+    Received,
+    Sender,
+    adapter_on,
+    endless_text,
+    serve,
+    warm_up_event_parsing,
+)
 
-RUN_DEADLINE: Final = 1.0
+# Long enough for the first round (one local request and a tool call) on a loaded machine, short enough
+# that the suite stays quick.
+RUN_DEADLINE: Final = 3.0
 # Each request alone could take this long: only the run's deadline can end the stalled one.
 REQUEST_DEADLINE: Final = 60.0
-# A peer that never finishes stops by itself after this long, whatever the client does.
-PEER_LIMIT: Final = 30.0
-# Far beyond the deadline, so a loaded machine does not fail the test, far below the peer's own limit.
-BOUND: Final = PEER_LIMIT / 3
 
 FIRST: Final = response_document(
     [call_item("fc_1", "call_1", "lookup", "{}")], response_id="resp_first", model="gpt-slow", created_at=1
 )
-CREATED: Final = {
-    "type": "response.created",
-    "sequence_number": 0,
-    "response": {
-        "id": "resp_slow",
-        "object": "response",
-        "model": "gpt-slow",
-        "status": "in_progress",
-        "output": [],
-    },
-}
-ADDED: Final = {
-    "type": "response.output_item.added",
-    "sequence_number": 1,
-    "output_index": 0,
-    "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []},
-}
-DELTA: Final = {
-    "type": "response.output_text.delta",
-    "sequence_number": 2,
-    "item_id": "msg_1",
-    "output_index": 0,
-    "content_index": 0,
-    "delta": "x",
-    "logprobs": [],
-}
 
 
 async def _first_quick_then_stalled(request: Received, sender: Sender) -> None:
@@ -71,16 +50,7 @@ async def _first_quick_then_stalled(request: Received, sender: Sender) -> None:
         else:
             await sender.whole(200, json.dumps(FIRST).encode(), {"content-type": "application/json"})
         return
-    await sender.start(200, {"content-type": "text/event-stream"})
-    await sender.body(event_frame(CREATED).encode() + event_frame(ADDED).encode())
-    loop = asyncio.get_running_loop()
-    stop = loop.time() + PEER_LIMIT
-    while not sender.disconnected.is_set() and loop.time() < stop:
-        try:
-            await sender.body(event_frame(DELTA).encode())
-        except OSError:
-            return
-        await asyncio.sleep(0.02)
+    await endless_text(sender)
 
 
 async def _run(adapter_type: AdapterType, *, events: bool) -> tuple[ToolRun, float, RecordingTools]:
@@ -91,11 +61,7 @@ async def _run(adapter_type: AdapterType, *, events: bool) -> tuple[ToolRun, flo
         serve(_first_quick_then_stalled) as server,
         adapter_on(server.base_url, adapter_type, deadline=REQUEST_DEADLINE) as chat,
     ):
-        # The first stalled stream a process reads pays for the SDK's lazy set-up of its event types (seconds
-        # of blocking work on a loaded machine): paid here, once, so the run's deadline is not spent on it.
-        stalled = [*messages, ChatMessage("tool", (FunctionResultContent("call_0", "warm-up"),))]
-        with pytest.raises(ChatTransportError):
-            await chat.get_response(stalled, ChatOptions(deadline_seconds=0.2))
+        await warm_up_event_parsing()
         loop = ToolLoop(chat, LoopSettings(run_deadline_seconds=RUN_DEADLINE))
         started = time.monotonic()
         if events:
@@ -105,7 +71,7 @@ async def _run(adapter_type: AdapterType, *, events: bool) -> tuple[ToolRun, flo
         else:
             run = await loop.run(messages, options, tools)
         elapsed = time.monotonic() - started
-        assert len(server.received) == 3
+        assert len(server.received) == 2
     return run, elapsed, tools
 
 
@@ -125,5 +91,6 @@ async def test_the_run_ends_at_its_deadline_with_what_it_had(adapter_type: Adapt
     assert run.final.status == "incomplete"
     assert run.text
     assert set(run.text) == {"x"}
-    # Bounded by the run's deadline, not the request's (60 s) nor the peer's (30 s).
-    assert RUN_DEADLINE <= elapsed < BOUND
+    # Ended by the run's deadline (a stream the peer ended, PEER_LIMIT later, would have no "x" text
+    # cut short but an error); a deadline can be late on a loaded machine, never early.
+    assert elapsed >= RUN_DEADLINE

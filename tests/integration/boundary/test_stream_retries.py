@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, Final
 
 import pytest
@@ -140,12 +139,14 @@ async def test_a_retry_never_outlives_the_deadline(adapter_type: AdapterType) ->
         serve(handler) as server,
         adapter_on(server.base_url, adapter_type, max_retries=50, deadline=deadline) as chat,
     ):
-        started = time.monotonic()
         with pytest.raises(ChatTransportError) as caught:
             await chat.get_response([ChatMessage.user("hello")])
-        elapsed = time.monotonic() - started
 
-    # Back-off doubles from 0.5 s: within 1.5 s only a few attempts fit, never the 51 the budget allows.
-    assert 2 <= len(server.received) <= 4
-    assert caught.value.attempts == len(server.received)
-    assert elapsed < deadline + 1.0
+    # Back-off doubles from 0.5 s (less at most a quarter of jitter): within 1.5 s at most three attempts
+    # fit, never the 51 the budget allows. A loaded machine only makes fewer fit, so this is no speed bar
+    # (and how many do fit is: no lower bound beyond the first).
+    received = len(server.received)
+    assert 1 <= received <= 3
+    # The deadline may cut the last attempt after the server read it and before its answer came back:
+    # that one the client never saw answered, so it may be left out of the count, and only that one.
+    assert caught.value.attempts in (received, received - 1)
