@@ -153,11 +153,22 @@ def find_participants(transcript: str) -> tuple[str, ...]:
     at most four words.
     """
     seen: dict[str, None] = {}
-    for line in transcript.splitlines():
+    _speakers_in(transcript.splitlines(), seen)
+    return tuple(seen)
+
+
+def _speakers_in(lines: Iterable[str], seen: dict[str, None]) -> None:
+    """Adds the speakers of ``lines`` to ``seen`` (insertion-ordered), the ones already there kept first."""
+    for line in lines:
         match = SPEAKER_LINE.match(line)
         if match is not None:
             seen.setdefault(match.group("name"), None)
-    return tuple(seen)
+
+
+PREPARE_SLICE_LINES: Final = 2_000
+"""How many of a transcript's lines are read for its speakers between two turns of the event loop: a
+transcript of megabytes is prepared in slices, so what else runs on the loop (a live progress line)
+keeps running meanwhile."""
 
 
 @attrs.define
@@ -220,10 +231,16 @@ class SummaryAgent(ToolPipeline):
         super().__init__(chat, settings, options=options, decorators=decorators)
         self.chunking = chunking or ChunkSettings()
 
-    def _chunks(self, transcript: str) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
-        return chunk_transcript(transcript_lines(transcript), self.chunking.chunk_chars), find_participants(
-            transcript
-        )
+    async def _chunks(self, transcript: str) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
+        """The transcript's chunks and its speakers, the event loop given a turn between slices of
+        ``PREPARE_SLICE_LINES`` lines and before the cut into chunks."""
+        lines = transcript_lines(transcript)
+        seen: dict[str, None] = {}
+        for start in range(0, len(lines), PREPARE_SLICE_LINES):
+            await asyncio.sleep(0)
+            _speakers_in(lines[start : start + PREPARE_SLICE_LINES], seen)
+        await asyncio.sleep(0)
+        return chunk_transcript(lines, self.chunking.chunk_chars), tuple(seen)
 
     def _tools(self, chunk: Chunk, participants: Sequence[str]) -> tuple[_Notes, ToolRegistry]:
         notes = _Notes()
@@ -231,7 +248,7 @@ class SummaryAgent(ToolPipeline):
         return notes, _summary_tools(grounding, notes, detailed_errors=self.settings.detailed_tool_errors)
 
     async def summarize(self, transcript: str) -> MeetingSummary:
-        chunks, participants = self._chunks(transcript)
+        chunks, participants = await self._chunks(transcript)
         if len(chunks) > 1:
             return await self._summarize_chunks(chunks, participants, None)
         notes, registry = self._tools(chunks[0], participants)
@@ -248,13 +265,21 @@ class SummaryAgent(ToolPipeline):
         Closing the iterator early (``aclose()``, or cancelling its task) stops the run: the model's
         stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
         """
-        chunks, participants = self._chunks(transcript)
+        return self._summary_events(transcript)
+
+    async def _summary_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
+        chunks, participants = await self._chunks(transcript)
+        events: AsyncGenerator[RunEvent[MeetingSummary], None]
         if len(chunks) > 1:
-            return self._chunk_events(chunks, participants)
-        notes, registry = self._tools(chunks[0], participants)
-        return self._run_events(
-            transcript_message(transcript), INSTRUCTIONS, registry, lambda run: _summary(notes, run)
-        )
+            events = self._chunk_events(chunks, participants)
+        else:
+            notes, registry = self._tools(chunks[0], participants)
+            events = self._run_events(
+                transcript_message(transcript), INSTRUCTIONS, registry, lambda run: _summary(notes, run)
+            )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     # ------------------------------------------------------------ long meetings
 

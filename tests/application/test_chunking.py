@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import attrs
 import pytest
@@ -25,6 +25,7 @@ from application import (
 from application.chunking import OVERLAP_TURNS, chunk_transcript
 from application.framing import unframe_numbered
 from application.grounding import SPEAKER_LINE, transcript_lines
+from application.summary import PREPARE_SLICE_LINES
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -285,3 +286,63 @@ async def test_summarize_events_reports_each_chunk_then_the_merged_text_and_resu
     texts = [event.text for event in events if isinstance(event, TextDelta)]
     assert "".join(texts) == finished.result.text
     assert finished.result.text.startswith("Part from line 1.")
+
+
+# ---------------------------------------------------------------- a long transcript and the event loop
+
+
+class AnswersAtOnce:
+    """A model that answers every request with text, noting how often the loop had turned (``turns()``)
+    when the first request arrived."""
+
+    def __init__(self, turns: Callable[[], int]) -> None:
+        self._turns = turns
+        self.turns_at_first_request: int | None = None
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        if self.turns_at_first_request is None:
+            self.turns_at_first_request = self._turns()
+        return ChatResponse(messages=(ChatMessage.assistant("Done."),))
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return updates_of(lambda: self.get_response(messages, options))
+
+
+@pytest.mark.parametrize("events", [False, True], ids=["summarize", "summarize_events"])
+@pytest.mark.parametrize("chunk_chars", [200_000, 5_000_000], ids=["chunked", "one-chunk"])
+async def test_a_long_transcript_is_prepared_in_slices_with_the_loop_turning_between_them(
+    events: bool, chunk_chars: int
+) -> None:
+    # Issue 20: the CLI's live line froze for seconds while a 2 MB transcript was cut into chunks.
+    slices = 10
+    text = "\n".join(f"{PEOPLE[n % 4]}: {FILLER[n % 3]}" for n in range(slices * PREPARE_SLICE_LINES))
+    turns = 0
+
+    async def ticking() -> None:  # what else runs on the loop, as the live line does
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    chat = AnswersAtOnce(lambda: turns)
+    summarizer = SummaryAgent(chat, LoopSettings(), chunking=ChunkSettings(chunk_chars=chunk_chars))
+    ticker = asyncio.create_task(ticking())
+    await asyncio.sleep(0)
+    started = turns
+    try:
+        if events:
+            finished = [event async for event in summarizer.summarize_events(text)][-1]
+            assert isinstance(finished, RunFinished)
+            summary = finished.result
+        else:
+            summary = await summarizer.summarize(text)
+    finally:
+        ticker.cancel()
+    assert summary.complete
+    assert chat.turns_at_first_request is not None
+    # The loop turned at least once per slice of the transcript read before the first request went.
+    assert chat.turns_at_first_request - started >= slices
