@@ -67,6 +67,16 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
             "from adapters.offline.render import sse",
             "adapters.responses is not allowed to import adapters.offline",
         ),
+        (
+            "adapters.offline.rules",
+            "from application.grounding import Grounding",
+            "adapters.offline is not allowed to import application.grounding",
+        ),
+        (
+            "adapters.offline.turns",
+            "from application import ToolLoop",
+            "adapters.offline is not allowed to import application.loop",
+        ),
         ("application.summary", "import dbos", "application is not allowed to import dbos"),
         (
             "adapters.container",
