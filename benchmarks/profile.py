@@ -22,7 +22,8 @@ import pstats
 import sys
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final
+from pathlib import Path
+from typing import Any, Final
 
 from benchmarks import harness
 from benchmarks.bodies import TEXT_KINDS, TextKind, make_body, make_calls_body, tool_loop_round
@@ -37,7 +38,7 @@ from benchmarks.workloads import (
     whole,
 )
 
-__all__ = ["main", "memory_report", "time_report"]
+__all__ = ["OWNERS", "main", "memory_report", "render_shares", "time_report", "time_shares"]
 
 WORKLOADS: Final = ("large", "calls", "small", "json")
 VARIANTS: Final = (
@@ -79,14 +80,85 @@ async def build(
     return await make(scenario, chat, times)
 
 
+# Whose code a function is, by the top-level package of its file: ours, or the SDK's own stack.
+_OURS: Final = frozenset({"adapters", "application", "domain"})
+_SDK: Final = frozenset(
+    {"openai", "pydantic", "pydantic_core", "httpx", "httpx2", "httpcore", "h11", "anyio"}
+)
+_ROOT: Final = Path(__file__).resolve().parents[1]
+OWNERS: Final = ("SDK", "ours", "event loop", "harness", "other")
+_Func = tuple[str, int, str]
+
+
+def _owner_by_file(func: _Func) -> str | None:
+    """The owner of ``func`` by where it is defined; None for the standard library and builtins
+    other than pydantic-core's (their time goes to whoever called them)."""
+    filename, _, name = func
+    if filename == "~":
+        return "SDK" if "pydantic_core" in name else None
+    parts = Path(filename).parts
+    if "site-packages" in parts:
+        package = parts[parts.index("site-packages") + 1].removesuffix(".py")
+        return "SDK" if package in _SDK else "other"
+    if "asyncio" in parts:
+        return "event loop"
+    path = Path(filename).resolve()
+    if path.is_relative_to(_ROOT):
+        top = path.relative_to(_ROOT).parts[0]
+        return "ours" if top in _OURS else "harness" if top == "benchmarks" else "other"
+    return None
+
+
+def time_shares(stats: pstats.Stats) -> dict[str, float]:
+    """Seconds of own time per owner (see :data:`OWNERS`). A standard-library or builtin function's
+    time (``json.loads``, ``str.encode``) goes to its callers, in proportion to the time each call
+    edge took: json decoding inside the SDK's stream reader is the SDK's, inside ours is ours."""
+    table: dict[_Func, Any] = stats.stats  # type: ignore[attr-defined]  # pstats keeps no public view
+    resolved: dict[_Func, dict[str, float]] = {}
+
+    def owners(func: _Func, seen: frozenset[_Func]) -> dict[str, float]:
+        if func in resolved:
+            return resolved[func]
+        owner = _owner_by_file(func)
+        if owner is not None:
+            found = {owner: 1.0}
+        else:
+            callers = table[func][4] if func in table else {}
+            weights = {caller: edge[2] or edge[0] for caller, edge in callers.items() if caller not in seen}
+            total = sum(weights.values())
+            found = {}
+            for caller, weight in weights.items():
+                for name, share in owners(caller, seen | {func}).items():
+                    found[name] = found.get(name, 0.0) + share * weight / total
+            found = found or {"other": 1.0}
+        resolved[func] = found
+        return found
+
+    seconds = dict.fromkeys(OWNERS, 0.0)
+    for func, (_, _, own, _, _) in table.items():
+        for name, share in owners(func, frozenset()).items():
+            seconds[name] += own * share
+    return seconds
+
+
+def render_shares(seconds: dict[str, float]) -> str:
+    total = sum(seconds.values()) or 1.0
+    return "own time by owner: " + ", ".join(
+        f"{name} {value / total:.1%} ({value * 1e3:.0f} ms)" for name, value in seconds.items() if value
+    )
+
+
 async def time_report(run: Run, *, sort: str = "tottime", top: int = 30) -> str:
-    """cProfile of one ``run``: the ``top`` functions by ``sort``."""
+    """cProfile of one ``run``: whose code the time went to (the SDK's own stack, ours, the event
+    loop, the benchmark's mock transport), then the ``top`` functions by ``sort``."""
     profiler = cProfile.Profile()
     profiler.enable()
     await run()
     profiler.disable()
     report = io.StringIO()
-    pstats.Stats(profiler, stream=report).sort_stats(sort).print_stats(top)
+    stats = pstats.Stats(profiler, stream=report)
+    report.write(render_shares(time_shares(stats)) + "\n\n")
+    stats.sort_stats(sort).print_stats(top)
     return report.getvalue()
 
 

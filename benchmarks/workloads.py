@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -42,6 +43,7 @@ __all__ = [
     "memory_ratios",
     "raw_create",
     "raw_iteration",
+    "raw_keeping_text",
     "recording_telemetry",
     "streamed",
     "whole",
@@ -130,6 +132,32 @@ async def raw_iteration(scenario: Scenario, times: int) -> Run:
 
     if await once() != scenario.body.events:
         raise WrongOutputError("raw SDK iteration did not see every event of the body")
+    return _repeat(once, times)
+
+
+async def raw_keeping_text(scenario: Scenario, times: int) -> Run:
+    """The floor of a streamed answer that keeps what has arrived (a ``partial`` on failure needs
+    it): the SDK's own iteration, keeping the text as the adapters do, the deltas joined a few
+    hundred at a time and the provider's whole string once an event repeats it."""
+    client, _ = serve(scenario.body.sse, _SSE)
+    keywords = scenario.request_keywords()
+
+    async def once() -> str:
+        stream = await client.responses.create(stream=True, **keywords)
+        joined: list[str] = []
+        pieces: list[str] = []
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                pieces.append(event.delta)
+                if len(pieces) >= 256:
+                    joined.append("".join(pieces))
+                    pieces.clear()
+            elif event.type == "response.output_text.done":
+                joined, pieces = [event.text], []
+        return "".join([*joined, *pieces])
+
+    if await once() != scenario.body.text:
+        raise WrongOutputError("raw SDK iteration did not keep the body's text")
     return _repeat(once, times)
 
 
@@ -356,6 +384,7 @@ async def memory_ratios(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
         peaks = await _peaks(
             {
                 "raw": await raw_iteration(scenario, 1),
+                "raw_keeping_text": await raw_keeping_text(scenario, 1),
                 "get_response": await whole(scenario, scenario.adapter(), 1),
                 "streaming": await streamed(scenario, scenario.adapter(), 1),
             },
@@ -383,6 +412,23 @@ async def memory_ratios(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
                     spread(per_run) if len(per_run) > 1 else "",
                 )
             )
+        floor = statistics.median(peaks["raw_keeping_text"])
+        ours = statistics.median(peaks["get_response"])
+        per_run = [a / b for a, b in zip(peaks["get_response"], peaks["raw_keeping_text"], strict=True)]
+        checks.append(
+            Check(
+                f"memory floor, {kind} text: peak of get_response / raw SDK iteration keeping the text "
+                "(what a partial needs)",
+                ours / floor,
+                "ratio",
+                "<= 1.1",
+                ours / floor <= 1.10,
+                f"{ours / 2**20:.2f} vs {floor / 2**20:.2f} MiB; keeping the text raises raw SDK "
+                f"iteration's peak {floor / raw:.3f}x (a Python str of it takes "
+                f"{sys.getsizeof(scenario.body.text) / 2**20:.2f} MiB)",
+                spread(per_run) if len(per_run) > 1 else "",
+            )
+        )
     return checks
 
 

@@ -662,11 +662,13 @@ class EventFolder:
             )
         return index
 
-    def _arriving(self, kind: str, event: Any, shape: str | None = None) -> _Item:
-        """The item still arriving at the event's output_index; a stream resumed with
-        starting_after can begin mid-item, without the item's "added". A part of another type than
-        the item there (text where reasoning arrived) starts a new item at the same index."""
-        index = self._index(kind, event)
+    def _arriving(self, kind: str, event: Any, shape: str | None = None, index: int | None = None) -> _Item:
+        """The item still arriving at the event's output_index (``index``, when already read); a
+        stream resumed with starting_after can begin mid-item, without the item's "added". A part of
+        another type than the item there (text where reasoning arrived) starts a new item at the
+        same index."""
+        if index is None:
+            index = self._index(kind, event)
         item = self._current.get(index)
         if item is not None and shape is not None and item.shape() not in (None, shape):
             item = None
@@ -761,12 +763,16 @@ class EventFolder:
         """The item a part event belongs to, or None for a late repeat of a finished item's part
         (no item is arriving at its index, and the finished one there is the one it names)."""
         index = self._index(kind, event)
-        if index not in self._current:
+        item = self._current.get(index)
+        if item is None:
             named = text(field(event, "item_id"))
             for item in self._at.get(index, ()):
                 if item.finished and named in (None, item.item_id):
                     return None
-        return self._arriving(kind, event, shape)
+        elif item.kind is not None and item.kind == shape:
+            # The common case, one delta of the item arriving there: nothing else to look at.
+            return item
+        return self._arriving(kind, event, shape, index)
 
     def _on_text_delta(self, kind: str, event: Any) -> None:
         item = self._late(kind, event, "message")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import cProfile
 import json
 import math
+import pstats
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from openai._streaming import ServerSentEvent
 
 import benchmarks.__main__ as bench_cli
+from adapters.responses.to_domain import provider_item
 from benchmarks import profile
 from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
 from benchmarks.cpu import cpu_bounds
@@ -112,6 +117,8 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
     names = [check["name"] for check in checks]
     for expected in (
         *WORKLOADS,
+        "memory floor, ascii text",
+        "memory floor, cjk text",
         "per-event time growth",
         "time to first update",
         "guard + registry",
@@ -162,6 +169,8 @@ def test_the_profiles_run_and_name_what_they_measured(
     printed = capsys.readouterr().out
     assert expected in printed
     assert ("peak" if "--memory" in arguments else "function calls") in printed
+    if "--memory" not in arguments:
+        assert "own time by owner: SDK" in printed
 
 
 async def test_the_document_benchmark_reports_both_ratios_for_values_that_load_back_equal() -> None:
@@ -188,3 +197,25 @@ async def test_the_cpu_benchmark_reports_return_times_and_stalls_for_every_body_
     assert all("40 " in name for name in names)
     assert all(math.isfinite(check.value) and check.value >= 0 and check.met is not None for check in checks)
     assert len(timings) == 8
+
+
+def _profiled(work: Callable[[], object]) -> dict[str, float]:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(20):
+        work()
+    profiler.disable()
+    return profile.time_shares(pstats.Stats(profiler))
+
+
+def test_time_goes_to_whoever_called_the_standard_library() -> None:
+    item = {"type": "mystery", "id": "my_1", "payload": ["word " * 50] * 200}
+    event = ServerSentEvent(data=json.dumps(item))
+
+    # json.dumps called by our provider_item is ours; json.loads called by the SDK's event is the SDK's.
+    ours = _profiled(lambda: provider_item(item))
+    sdk = _profiled(event.json)
+
+    assert set(ours) == set(sdk) == set(profile.OWNERS)
+    assert ours["ours"] > 0.9 * sum(ours.values())
+    assert sdk["SDK"] > 0.9 * sum(sdk.values())
