@@ -20,11 +20,13 @@ import io
 import linecache
 import pstats
 import sys
+import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from adapters.responses.folding import EventFolder
 from benchmarks import harness
 from benchmarks.bodies import TEXT_KINDS, TextKind, make_body, make_calls_body, tool_loop_round
 from benchmarks.harness import Sizes
@@ -212,6 +214,39 @@ async def memory_report(run: Run, *, top: int = 15) -> str:
     return "\n".join(lines)
 
 
+async def fold_report(workload: str, sizes: Sizes, kind: TextKind = "mixed") -> str:
+    """Without a profiler (cProfile slows many small Python calls, the folding's, far more than the
+    SDK's few C calls per event): the SDK's own iteration of a streamed answer, then the event
+    folder alone over the very events it built, without and with updates for a streaming caller."""
+    if workload == "calls":
+        body = make_calls_body(sizes.calls, sizes.call_chars)
+    elif workload == "large":
+        body = make_body(sizes.fold, kind=kind)
+    else:
+        raise ValueError("--fold reads a streamed answer: the large or calls workload")
+    client, _ = harness.serve(body.sse, "text/event-stream")
+    lines = []
+    for _ in range(3):
+        started = time.process_time()
+        stream = await client.responses.create(model="gpt-5.5", input="Summarize the meeting.", stream=True)
+        events = [event async for event in stream]
+        raw = time.process_time() - started
+        folds = []
+        for updates in (False, True):
+            folder = EventFolder(updates=updates)
+            started = time.process_time()
+            for event in events:
+                folder.feed(event)
+            folder.result()
+            folds.append(time.process_time() - started)
+        lines.append(
+            f"raw SDK iteration {raw * 1e3:.1f} ms CPU; folding its {len(events)} events "
+            f"{folds[0] * 1e3:.1f} ms ({folds[0] / raw:.1%}), with updates {folds[1] * 1e3:.1f} ms "
+            f"({folds[1] / raw:.1%})"
+        )
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.profile",
@@ -225,6 +260,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sort", default="tottime", help="pstats sort key (tottime, cumulative, ...)")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="the --quick sizes of python -m benchmarks")
+    parser.add_argument(
+        "--fold",
+        action="store_true",
+        help="no profiler: the event folder alone against raw SDK iteration (large, calls)",
+    )
     return parser
 
 
@@ -237,12 +277,15 @@ def main(argv: Sequence[str] | None = None, *, sizes: Sizes | None = None) -> in
 
     async def profile() -> str:
         run = await build(args.workload, args.variant, sizes, args.kind, memory=args.memory)
+        if args.fold:
+            return await fold_report(args.workload, sizes, args.kind)
         if args.memory:
             return await memory_report(run, top=args.top)
         return await time_report(run, sort=args.sort, top=args.top)
 
     what = f"{args.workload} {args.variant}" + (f" ({args.kind} text)" if args.workload == "large" else "")
-    print(f"{'tracemalloc' if args.memory else 'cProfile'} of {what}\n")
+    tool = "folding alone (no profiler)" if args.fold else "tracemalloc" if args.memory else "cProfile"
+    print(f"{tool} of {what}\n")
     print(asyncio.run(profile()))
     return 0
 

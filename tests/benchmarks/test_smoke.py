@@ -160,6 +160,7 @@ def test_a_missed_target_is_shown_as_missed_with_its_spread() -> None:
             ["large", "streaming", "--memory", "--kind", "cjk", "--top", "3"],
             "tracemalloc of large streaming (cjk",
         ),
+        (["calls", "raw", "--fold"], "folding alone (no profiler) of calls raw"),
     ],
 )
 def test_the_profiles_run_and_name_what_they_measured(
@@ -168,6 +169,9 @@ def test_the_profiles_run_and_name_what_they_measured(
     assert profile.main(arguments, sizes=TINY) == 0
     printed = capsys.readouterr().out
     assert expected in printed
+    if "--fold" in arguments:
+        assert printed.count(f"folding its {make_calls_body(TINY.calls, TINY.call_chars).events} events") == 3
+        return
     assert ("peak" if "--memory" in arguments else "function calls") in printed
     if "--memory" not in arguments:
         assert "own time by owner: SDK" in printed
