@@ -189,13 +189,13 @@ async def warm_up_event_parsing() -> None:
     """Fold one whole event stream, off the network, so that the SDK's lazy set-up of its event types
     (seconds of blocking work on a loaded machine, once per process) is paid before a test starts a
     deadline rather than out of it."""
-    body = sse(
-        stream_events(
-            response_document(
-                [message_item("msg_1", "warm")], response_id="resp_warm", model="gpt-test", created_at=1
-            )
+    # The very events a stalled answer opens with, then a whole answer's: their types are built lazily.
+    whole = stream_events(
+        response_document(
+            [message_item("msg_1", "warm")], response_id="resp_warm", model="gpt-test", created_at=1
         )
     )
+    body = sse([STALLED_CREATED, _TEXT_ADDED, _X_DELTA, *whole])
     transport = httpx.MockTransport(
         lambda _: httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
     )
