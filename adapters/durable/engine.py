@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import copyreg
@@ -9,8 +10,10 @@ import importlib.metadata
 import io
 import logging
 import pickle
+import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
@@ -84,6 +87,23 @@ class _NoLoggerProviderWarning(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith("OTLP is enabled but logger provider not set")
+
+
+_DBOS_CONSOLE_HANDLER: Final = "__dbos_console_log_handler__"
+
+
+def _dbos_console_to_current_stderr(dbos_logger: logging.Logger) -> None:
+    """DBOS's console handler writes to this process's ``sys.stderr`` as it is now.
+
+    DBOS makes that handler once per process, on the ``sys.stderr`` of the moment, and flushes it at
+    every later launch: a launch after that stream was replaced and closed (a host or a test that
+    captured stderr around the first run) would fail on the closed stream.
+    """
+    for handler in dbos_logger.handlers:
+        if handler.name == _DBOS_CONSOLE_HANDLER and isinstance(handler, logging.StreamHandler):
+            with handler.lock or contextlib.nullcontext():
+                # Not setStream: it flushes the old stream first, which is what fails when it is closed.
+                handler.stream = sys.stderr
 
 
 class DatabaseError(ValueError):
@@ -272,9 +292,15 @@ class Engine:
     :meth:`launch` must run inside the running event loop, so that the workflows run on it.
     """
 
-    def __init__(self, settings: EngineSettings, database: sqlalchemy.Engine | None = None) -> None:
+    def __init__(
+        self,
+        settings: EngineSettings,
+        database: sqlalchemy.Engine | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self.settings = settings
         self._database = database
+        self._loop = loop
 
     @classmethod
     async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
@@ -302,6 +328,7 @@ class Engine:
             engine = config["system_database_engine"] = _sqlite_engine(url)
         try:
             dbos_logger = logging.getLogger("dbos")
+            _dbos_console_to_current_stderr(dbos_logger)
             quiet = _NoLoggerProviderWarning()
             dbos_logger.addFilter(quiet)
             try:
@@ -331,10 +358,11 @@ class Engine:
             _runtime = None
             _traced = False
             _queues.clear()
+            _give_back_default_executor(asyncio.get_running_loop())
             raise DatabaseError(
                 f"--db {_shown(url)!r}: cannot be used ({type(exc).__name__}: {_first_line(exc)})"
             ) from None
-        return cls(settings, engine)
+        return cls(settings, engine, asyncio.get_running_loop())
 
     async def submit(self, sha256: str, transcript: str) -> None:
         """Queue ``transcript`` as the workflow ``sha256``; a workflow of that id already there (done,
@@ -365,6 +393,20 @@ class Engine:
         _runtime = None
         _traced = False
         _queues.clear()
+        if self._loop is not None:
+            _give_back_default_executor(self._loop)
+
+
+def _give_back_default_executor(loop: asyncio.AbstractEventLoop) -> None:
+    """A default executor of its own again for ``loop``, once DBOS is gone.
+
+    DBOS makes the loop's default executor (``asyncio.to_thread``, ``run_in_executor(None, ...)``) a
+    front for its own thread pool, which ``DBOS.destroy`` shuts down: the loop would then refuse
+    every later ``to_thread`` ("cannot schedule new futures after shutdown"). The fresh pool starts
+    its threads when first used and is shut down with the loop, as asyncio's own default would be.
+    """
+    if not loop.is_closed():
+        loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
 
 
 def _first_line(exc: BaseException) -> str:

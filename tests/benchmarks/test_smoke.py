@@ -40,6 +40,7 @@ TINY = Sizes(
     runs=1,
     body_cap=64 * 1024,
     cpu_items=40,
+    batch=4,
 )
 WORKLOADS = (
     "large text: get_response",
@@ -100,10 +101,6 @@ def test_a_wrong_answer_is_refused_rather_than_timed() -> None:
         scenario.check(short, "a fold that lost the calls")
 
 
-@pytest.mark.xfail(
-    reason="known bug, open: the durable benchmark fails in the full suite (thread pool after shutdown)",
-    strict=False,
-)
 def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
