@@ -211,7 +211,7 @@ def _stdin() -> BinaryIO:
 
 def _save_run(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> AtomicOutput | None:
     """--save-run, checked and opened before any request (like --output, never over an input file)."""
-    if args.save_run is None:
+    if getattr(args, "save_run", None) is None:  # resume has no --save-run
         return None
     output = getattr(args, "output", None)
     if output is not None and os.path.realpath(output) == os.path.realpath(args.save_run):
@@ -237,16 +237,8 @@ def _work(args: argparse.Namespace, settings: Settings, console: Console) -> _Wo
         raise InputError(f"WORKFLOW_JSON {where}: {exc}") from None
     if not args.instruction.strip():
         raise InputError('INSTRUCTION: empty; say what to change, e.g. "remove Manual QA sign-off"')
-    output = None
-    if args.output is not None:
-        output = AtomicOutput.open(args.output, inputs=[("WORKFLOW_JSON", args.workflow)], force=args.force)
-    try:
-        save_run = _save_run(args, [("WORKFLOW_JSON", args.workflow)])
-        state_output = _state_output(args, [("WORKFLOW_JSON", args.workflow)])
-    except InputError:
-        if output is not None:
-            output.discard()
-        raise
+    inputs = [("WORKFLOW_JSON", args.workflow)]
+    output, save_run, state_output = _edit_outputs(args, inputs, state_inputs=inputs)
     return _Work(
         settings,
         text,
@@ -261,7 +253,27 @@ def _work(args: argparse.Namespace, settings: Settings, console: Console) -> _Wo
 def _state_output(args: argparse.Namespace, inputs: list[tuple[str, str]]) -> AtomicOutput | None:
     if args.state is None:
         return None
-    return AtomicOutput.open(args.state, inputs=inputs, force=False)
+    return AtomicOutput.open(args.state, inputs=inputs, force=False, option="--state")
+
+
+def _edit_outputs(
+    args: argparse.Namespace, inputs: list[tuple[str, str]], *, state_inputs: list[tuple[str, str]]
+) -> tuple[AtomicOutput | None, AtomicOutput | None, AtomicOutput | None]:
+    """``edit-workflow``'s and ``resume``'s files, checked and opened before any request, in this order:
+    --output (never over one of ``inputs`` without --force), --save-run (edit-workflow's) and --state
+    (never over one of ``state_inputs``). When one cannot be opened, those opened before it are
+    discarded, leaving no temporary file, and its :class:`InputError` goes on."""
+    with contextlib.ExitStack() as opened:
+        output = None
+        if args.output is not None:
+            output = AtomicOutput.open(args.output, inputs=inputs, force=args.force)
+            opened.callback(output.discard)
+        save_run = _save_run(args, inputs)
+        if save_run is not None:
+            opened.callback(save_run.discard)
+        state_output = _state_output(args, state_inputs)
+        opened.pop_all()
+    return output, save_run, state_output
 
 
 def _resume_work(args: argparse.Namespace, settings: Settings, console: Console) -> _Work:
@@ -284,16 +296,8 @@ def _resume_work(args: argparse.Namespace, settings: Settings, console: Console)
     except (ValueError, WorkflowJsonError):
         raise InputError(f"{where}: its first message does not hold a workflow and an instruction") from None
     decisions = _decisions(args, state, console)
-    output = None
-    if args.output is not None:
-        output = AtomicOutput.open(args.output, inputs=[("STATE_FILE", args.state_file)], force=args.force)
-    try:
-        # Writing the new paused run over the spent one is allowed: the old one must not be resumed again.
-        state_output = _state_output(args, [])
-    except InputError:
-        if output is not None:
-            output.discard()
-        raise
+    # Writing the new paused run over the spent one is allowed: the old one must not be resumed again.
+    output, _, state_output = _edit_outputs(args, [("STATE_FILE", args.state_file)], state_inputs=[])
     return _Work(
         settings,
         text,

@@ -743,6 +743,30 @@ def test_an_unusable_output_is_refused_before_any_request(
     assert gateway.requests == ()
 
 
+def test_a_state_file_that_cannot_be_opened_discards_every_output_opened_before_it(
+    gateway: OfflineResponsesServer, tmp_path: Path
+) -> None:
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    state = tmp_path / "missing" / "state.json"
+    ran = run(
+        "edit-workflow",
+        str(WORKFLOW),
+        REMOVE_QA,
+        "--output",
+        str(outputs / "edited.json"),
+        "--save-run",
+        str(outputs / "run.json"),
+        "--state",
+        str(state),
+        environ=gateway_environment(gateway),
+    )
+    assert ran.code == EXIT_USAGE
+    assert f"--state {str(state)!r}: the folder" in one_error_line(ran)
+    assert gateway.requests == ()
+    assert list(outputs.iterdir()) == []  # neither --output's nor --save-run's temporary file is left
+
+
 # ---------------------------------------------------------------- secrets
 
 
