@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeAlias, TypeVar
+from typing import Any, Final, Protocol, Self, TypeAlias, TypeVar
 
 import attrs
 import httpx
@@ -61,12 +61,19 @@ def chat_key(settings: Settings) -> str:
     return "streaming" if settings.agent.use_streaming else "json"
 
 
+# The pool the container's client keeps. A gateway served by uvicorn (LiteLLM's proxy among them) closes
+# a connection after 5 s idle, httpx's own keep-alive expiry: with equal limits a request can take a
+# pooled connection in the instant the server closes it ("Server disconnected" before any answer). The
+# client lets go after 4 s, so the server never closes first.
+HTTP_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=4.0)
+
+
 def _build_http_client(settings: Settings, closables: _Closables) -> httpx.AsyncClient:
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(
             settings.agent.timeout_seconds, connect=min(10.0, settings.agent.timeout_seconds)
         ),
-        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        limits=HTTP_LIMITS,
         # A redirect would re-send the whole conversation to whatever origin the gateway names.
         follow_redirects=False,
     )

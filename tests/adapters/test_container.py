@@ -12,10 +12,11 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+import uvicorn
 from dependency_injector import providers
 from opentelemetry.trace import StatusCode
 
-from adapters.container import Container, chat_key, telemetry_key
+from adapters.container import HTTP_LIMITS, Container, chat_key, telemetry_key
 from adapters.offline import OfflineResponsesServer
 from adapters.offline.render import call_item, message_item
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
@@ -132,6 +133,20 @@ def test_a_gateway_address_and_key_are_required(
     container.config.from_dict({"agent": agent})
     with pytest.raises(ConfigurationError, match=message):
         container.chat()
+
+
+def test_the_client_lets_an_idle_connection_go_before_a_uvicorn_gateway_closes_it(
+    container: Container,
+) -> None:
+    # LiteLLM's proxy runs on uvicorn, whose idle timeout equals httpx's default keep-alive expiry (5 s).
+    gateway_idle = uvicorn.Config(app="gateway:app").timeout_keep_alive
+    assert HTTP_LIMITS.keepalive_expiry is not None
+    assert HTTP_LIMITS.keepalive_expiry < gateway_idle
+    assert httpx.Limits().keepalive_expiry == gateway_idle  # why the container sets its own
+    container.config.from_dict({"agent": GATEWAY})
+    # httpx keeps the limits on its connection pool (private names: read them, never rely on them elsewhere).
+    pool = getattr(getattr(container.http_client(), "_transport", None), "_pool", None)
+    assert getattr(pool, "_keepalive_expiry", None) == HTTP_LIMITS.keepalive_expiry
 
 
 def test_clients_are_shared_singletons(container: Container) -> None:

@@ -105,6 +105,6 @@ def test_an_idle_connection_outlives_the_clients_keep_alive_so_the_client_always
     server, listener = listening(echo, grace_seconds=1)
     listener.close()
 
-    expiry = httpx.Limits().keepalive_expiry  # the container's client keeps httpx's default
+    expiry = httpx.Limits().keepalive_expiry  # a client built without the container keeps httpx's default
     assert expiry is not None
     assert server.config.timeout_keep_alive > expiry
