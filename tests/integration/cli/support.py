@@ -19,6 +19,7 @@ from typing import Any, Final
 import attrs
 
 from adapters.cli import main
+from tests.support.processes import clean_environment
 
 ROOT: Final = Path(__file__).resolve().parents[3]
 TRANSCRIPT: Final = ROOT / "examples" / "standup-transcript.txt"
@@ -70,12 +71,6 @@ def run(
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
     return Ran(code, out.getvalue(), err.getvalue())
-
-
-def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without any AGENT_* variable, plus ``extra``."""
-    environ = {name: value for name, value in os.environ.items() if not name.startswith("AGENT_")}
-    return {**environ, **(extra or {})}
 
 
 def run_process(*argv: str, environ: Mapping[str, str] | None = None, stdin: bytes | None = None) -> Ran:

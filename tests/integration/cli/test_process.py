@@ -21,10 +21,10 @@ from tests.integration.cli.support import (
     TRANSCRIPT,
     WORKFLOW,
     OnTerminal,
-    clean_environment,
     run_process,
     screen_lines,
 )
+from tests.support.processes import clean_environment, start
 
 OPTIONS = ["--format", "json", "--no-streaming", "--scenario", "malformed-arguments"]
 
@@ -85,16 +85,13 @@ def test_python_dash_m_runs_the_same_command() -> None:
 def test_ctrl_c_while_waiting_on_a_stalled_gateway_exits_130_with_one_line(tmp_path: Path) -> None:
     output = tmp_path / "edited.json"
     with OfflineResponsesServer() as server:
-        environ = clean_environment(
-            {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "offline:stall", "AGENT_API_KEY": PLANTED_KEY}
-        )
+        environ = {
+            "AGENT_BASE_URL": server.base_url,
+            "AGENT_MODEL": "offline:stall",
+            "AGENT_API_KEY": PLANTED_KEY,
+        }
         argv = [str(SCRIPT), "edit-workflow", str(WORKFLOW), "remove Manual QA sign-off", "--output"]
-        process = subprocess.Popen(  # noqa: S603  # our own console script with fixed arguments
-            [*argv, str(output)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=environ,
-        )
+        process = start([*argv, str(output)], environ=environ)
         try:
             deadline = time.monotonic() + PROCESS_TIMEOUT
             # Ready once the stalled request has reached the server; a bounded wait on the process

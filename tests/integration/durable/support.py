@@ -15,7 +15,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -23,7 +22,9 @@ from typing import Any, Final
 
 from adapters.offline import OfflineResponsesServer
 from adapters.offline.threaded import Receive, Scope, Send
-from tests.integration.cli.support import PROCESS_TIMEOUT, Ran, clean_environment
+from tests.integration.cli.support import PROCESS_TIMEOUT, Ran
+from tests.support import processes
+from tests.support.processes import python_module
 
 TRANSCRIPTS: Final = {
     "standup.txt": "Ana: Good morning. We decided to ship the release on Friday.\n"
@@ -45,18 +46,12 @@ def sha256(text: str) -> str:
 
 
 def command(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "adapters.cli", *argv]
+    return python_module("adapters.cli", *argv)
 
 
 def start(*argv: str, environ: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """The command in a new process, its stderr piped (a pipe, not a terminal: one line per transcript)."""
-    return subprocess.Popen(  # noqa: S603  # our own command with the test's arguments
-        command(*argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_environment(environ),
-    )
+    return processes.start(command(*argv), environ=environ, stdin=subprocess.PIPE)
 
 
 def finish(process: subprocess.Popen[bytes], stdin: bytes = b"") -> Ran:

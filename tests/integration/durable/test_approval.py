@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cli.support import PROCESS_TIMEOUT, ROOT, clean_environment
+from tests.integration.cli.support import PROCESS_TIMEOUT, ROOT
 from tests.integration.durable.support import CountingGateway, gateway_environment
+from tests.support.processes import clean_environment, python_module, start
 
 pytestmark = pytest.mark.slow
 
@@ -23,12 +24,7 @@ STEPS_BEFORE = ["s1", "s2", "s3"]
 
 
 def _host(*argv: str, environ: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(  # noqa: S603  # our own test host with the test's arguments
-        [sys.executable, "-m", "tests.integration.durable.editing", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_environment(environ),
-    )
+    return start(python_module("tests.integration.durable.editing", *argv), environ=environ)
 
 
 def _json_line(process: subprocess.Popen[bytes]) -> Any:

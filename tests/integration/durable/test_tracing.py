@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.cli.support import PROCESS_TIMEOUT, clean_environment
+from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.support import (
     TRANSCRIPTS,
     CountingGateway,
@@ -24,6 +24,7 @@ from tests.integration.durable.support import (
     sha256,
     write_transcripts,
 )
+from tests.support.processes import clean_environment
 from tests.support.upstreams import FakeServer, echo_route
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,37 @@
+"""Starting a command in a process of its own, as a user runs it: this machine's environment without any
+``AGENT_*`` variable (the test says which it sets), stdout and stderr piped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import IO
+
+__all__ = ["clean_environment", "python_module", "start"]
+
+
+def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without any AGENT_* variable, plus ``extra``."""
+    environ = {name: value for name, value in os.environ.items() if not name.startswith("AGENT_")}
+    return {**environ, **(extra or {})}
+
+
+def python_module(module: str, *argv: str) -> list[str]:
+    """``python -m module argv...`` with this interpreter."""
+    return [sys.executable, "-m", module, *argv]
+
+
+def start(
+    argv: Sequence[str], *, environ: Mapping[str, str] | None = None, stdin: int | IO[bytes] | None = None
+) -> subprocess.Popen[bytes]:
+    """``argv`` in a new process (a pipe on stdout and stderr: not a terminal), its environment
+    :func:`clean_environment` with ``environ``; stdin as given (``subprocess.PIPE`` to write to it)."""
+    return subprocess.Popen(  # noqa: S603  # our own commands with the test's arguments
+        list(argv),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_environment(environ),
+    )
