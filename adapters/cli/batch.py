@@ -387,7 +387,7 @@ async def _batch(
                         progress.finished(source, outcome, _write_summary(folder, source, outcome))
                 pending -= ended.keys()
                 if pending and not ended:
-                    await asyncio.sleep(_POLL_SECONDS)
+                    await engine.wait(_POLL_SECONDS)
             kept_back = _durable().Outcome(NOT_STARTED, error="not started: the batch's budget was spent")
             for sha256 in waiting:
                 outcomes[sha256] = kept_back

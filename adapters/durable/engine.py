@@ -11,6 +11,7 @@ import io
 import logging
 import pickle
 import sys
+import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,19 +51,50 @@ REQUEST_WORKFLOW: Final = "meeting_agents.model_request"
 # How often each process looks for queued work (a query each time): a transcript or a rate-limited
 # request waits about half of it for its slot.
 _POLLING_SECONDS: Final = 0.05
+_IDLE_POLLING_SECONDS: Final = 1.0
+_TURN: Final = "meeting_agents_turn"
+_TURN_SECONDS: Final = 1.0
+_SQLITE_CONNECTIONS: Final = 16
 _CONNECT_TIMEOUT_SECONDS: Final = 10
 _SCHEMES: Final = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql"}
 
 
 def _sqlite_engine(url: str) -> sqlalchemy.Engine:
-    """The SQLite engine DBOS would build, in write-ahead-log mode.
+    """The SQLite engine DBOS would build, in write-ahead-log mode, its transactions taking turns.
 
     DBOS's own engine keeps SQLite's rollback journal, whose every commit waits for the disk (tens of
     milliseconds each on a busy machine, and a run commits once per step). In WAL mode with
     ``synchronous=NORMAL`` a commit survives the process being killed at any point (only a power
     cut can lose the last ones) and costs a write, not a wait for the disk.
+
+    SQLite lets one writer in at a time, and a writer that finds the file locked sleeps and tries
+    again (1, 2, 5, 10 ... 100 ms): with a transcript's steps committing from several threads at
+    once, most of a run's time went to those sleeps. This process's transactions queue on a lock
+    instead, each woken the moment the one before ends (other processes still meet the busy timeout).
+    A transaction that waited :data:`_TURN_SECONDS` goes ahead without its turn, so no wait is unbounded.
     """
-    engine = sqlalchemy.create_engine(url)
+    # Enough connections for every thread DBOS runs at once: none opened and closed per transaction.
+    engine = sqlalchemy.create_engine(url, pool_size=_SQLITE_CONNECTIONS, max_overflow=_SQLITE_CONNECTIONS)
+    turn = threading.Lock()
+
+    def take_turn(connection: sqlalchemy.Connection) -> None:
+        if not connection.info.get(_TURN) and turn.acquire(timeout=_TURN_SECONDS):
+            connection.info[_TURN] = True
+
+    def give_turn(connection: sqlalchemy.Connection) -> None:
+        if connection.info.pop(_TURN, False):
+            turn.release()
+
+    def give_back(_dbapi: Any, record: Any, *_: Any) -> None:
+        # A connection returned or dropped with its transaction not ended by commit or rollback.
+        if record is not None and record.info.pop(_TURN, False):
+            turn.release()
+
+    sqlalchemy.event.listen(engine, "begin", take_turn)
+    for ending in ("commit", "rollback"):
+        sqlalchemy.event.listen(engine, ending, give_turn)
+    for dropped in ("checkin", "invalidate", "soft_invalidate", "close_detached"):
+        sqlalchemy.event.listen(engine, dropped, give_back)
 
     @sqlalchemy.event.listens_for(engine, "connect")
     def configure(connection: Any, _record: Any) -> None:
@@ -279,6 +311,18 @@ class EngineSettings:
     traced: bool = True
     """DBOS's own spans (a workflow's, each step's) go to the global tracer provider when the host
     installed one: each transcript one trace, its workflow span the parent of the run's spans."""
+    shared_queue: bool | None = None
+    """Whether :meth:`Engine.submit` puts transcripts on the queue other processes take from too, or
+    starts them in this process (at most ``concurrency`` at a time). None: the shared queue on a
+    server database (Postgres, where workers run), here on SQLite (one process, no queue to wait for:
+    a transcript starts the moment a slot frees instead of at the queue's next poll)."""
+
+    @property
+    def queued(self) -> bool:
+        """Whether transcripts go through the shared queue (see ``shared_queue``)."""
+        if self.shared_queue is not None:
+            return self.shared_queue
+        return self.database_url.startswith("postgresql")
 
 
 def requester(settings: EngineSettings) -> Callable[..., Any] | None:
@@ -301,6 +345,11 @@ class Engine:
         self.settings = settings
         self._database = database
         self._loop = loop
+        # Transcripts started in this process (not queued): the slots, the waits, their outcomes.
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._running: set[asyncio.Task[None]] = set()
+        self._ended: dict[str, Outcome] = {}
+        self._news = asyncio.Event()
 
     @classmethod
     async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
@@ -337,10 +386,12 @@ class Engine:
                 dbos_logger.removeFilter(quiet)
             DBOS.launch()
             limit = settings.requests_per_minute
+            # Polled either way, so that what an earlier process queued there still runs; when this
+            # process starts its transcripts itself, rarely.
             _queues[TRANSCRIPTS_QUEUE] = await DBOS.register_queue_async(
                 TRANSCRIPTS_QUEUE,
                 worker_concurrency=settings.concurrency,
-                polling_interval_sec=_POLLING_SECONDS,
+                polling_interval_sec=_POLLING_SECONDS if settings.queued else _IDLE_POLLING_SECONDS,
                 on_conflict="always_update",
             )
             if limit is not None:
@@ -365,13 +416,34 @@ class Engine:
         return cls(settings, engine, asyncio.get_running_loop())
 
     async def submit(self, sha256: str, transcript: str) -> None:
-        """Queue ``transcript`` as the workflow ``sha256``; a workflow of that id already there (done,
-        running or queued, here or on another worker) is left as it is."""
-        with SetWorkflowID(sha256):
-            await _queues[TRANSCRIPTS_QUEUE].enqueue_async(summarize_transcript, transcript)
+        """Run ``transcript`` as the workflow ``sha256``: queued, or started here once a slot is free
+        (``EngineSettings.shared_queue``). A workflow of that id already there (done, running or
+        queued, here or on another worker) is left as it is, its outcome the one recorded."""
+        if self.settings.queued:
+            with SetWorkflowID(sha256):
+                await _queues[TRANSCRIPTS_QUEUE].enqueue_async(summarize_transcript, transcript)
+            return
+        task = asyncio.create_task(self._run_here(sha256, transcript), name=f"transcript {sha256[:12]}")
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _run_here(self, sha256: str, transcript: str) -> None:
+        async with self._slots:
+            try:
+                with SetWorkflowID(sha256):
+                    handle = await DBOS.start_workflow_async(summarize_transcript, transcript)
+                output = await handle.get_result()
+            except Exception as exc:  # the workflow raised, or DBOS could not run it
+                outcome = Outcome("error", error=f"the run ended with {_first_line(exc)}")
+            else:
+                outcome = output if isinstance(output, Outcome) else Outcome("error", error="no outcome")
+        self._ended[sha256] = outcome
+        self._news.set()
 
     async def finished(self, ids: Sequence[str]) -> dict[str, Outcome]:
         """Of the workflows ``ids``, those that ended, with their outcome (an error, as ``error``)."""
+        if not self.settings.queued:
+            return {id_: self._ended[id_] for id_ in ids if id_ in self._ended}
         statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
             workflow_ids=list(ids), load_input=False
         )
@@ -384,9 +456,21 @@ class Engine:
                 ended[status.workflow_id] = Outcome("error", error=f"the run ended with {reason}")
         return ended
 
+    async def wait(self, seconds: float) -> None:
+        """Until a transcript started here ends, at most ``seconds`` (queued ones: ``seconds``); then
+        :meth:`finished` tells which."""
+        if self.settings.queued:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._news.wait(), seconds)
+        self._news.clear()
+
     def shutdown(self) -> None:
         """Stop DBOS; workflows still running stay PENDING and are recovered by the next launch."""
         global _runtime, _traced
+        for task in self._running:
+            task.cancel()  # the waits only: the workflows stay PENDING, recovered by the next launch
         DBOS.destroy(destroy_registry=False)
         if self._database is not None:
             self._database.dispose()
