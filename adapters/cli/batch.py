@@ -371,6 +371,8 @@ async def _batch(
     waiting = list(by_sha)
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
+            # What an earlier run recorded as failed is tried again, from the start.
+            await engine.forget_failed(list(by_sha))
             pending: set[str] = set()
             while waiting or pending:
                 while waiting and len(pending) < window and not budget.reached(totals):

@@ -52,6 +52,7 @@ REQUEST_WORKFLOW: Final = "meeting_agents.model_request"
 # request waits about half of it for its slot.
 _POLLING_SECONDS: Final = 0.05
 _IDLE_POLLING_SECONDS: Final = 1.0
+_ENDED_IN_ERROR: Final = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 _TURN: Final = "meeting_agents_turn"
 _TURN_SECONDS: Final = 1.0
 _SQLITE_CONNECTIONS: Final = 16
@@ -440,6 +441,26 @@ class Engine:
         self._ended[sha256] = outcome
         self._news.set()
 
+    async def forget_failed(self, ids: Sequence[str]) -> list[str]:
+        """Of the workflows ``ids``, those that ended ``failed`` or in error, deleted with the requests
+        they queued: :meth:`submit` then runs them again from the start. The ids deleted."""
+        statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
+            workflow_ids=list(ids), load_input=False
+        )
+        failed = [
+            status.workflow_id
+            for status in statuses
+            if status.status in _ENDED_IN_ERROR
+            or (
+                status.status == "SUCCESS"
+                and isinstance(status.output, Outcome)
+                and status.output.status == "failed"
+            )
+        ]
+        if failed:
+            await DBOS.delete_workflows_async(failed, delete_children=True)
+        return failed
+
     async def finished(self, ids: Sequence[str]) -> dict[str, Outcome]:
         """Of the workflows ``ids``, those that ended, with their outcome (an error, as ``error``)."""
         if not self.settings.queued:
@@ -451,7 +472,7 @@ class Engine:
         for status in statuses:
             if status.status == "SUCCESS" and isinstance(status.output, Outcome):
                 ended[status.workflow_id] = status.output
-            elif status.status in ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+            elif status.status in _ENDED_IN_ERROR:
                 reason = _first_line(status.error) if status.error is not None else status.status.lower()
                 ended[status.workflow_id] = Outcome("error", error=f"the run ended with {reason}")
         return ended

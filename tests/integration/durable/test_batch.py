@@ -174,6 +174,27 @@ def test_the_run_database_and_the_summaries_hold_no_api_key(
             assert PLANTED_KEY not in written.read_text(encoding="utf-8")
 
 
+def test_a_second_run_tries_the_failed_transcripts_again(tmp_path: Path) -> None:
+    folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
+    out = tmp_path / "out"
+    with FakeServer(echo_route) as echo:
+        failing = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": "echo-failed", "AGENT_API_KEY": "sk-x"}
+        first = run_batch("batch", str(folder), "--out", str(out), environ=failing)
+        first_status = index(out)[0]["status"]
+        sent_first = len(echo.requests)
+        again = run_batch(
+            "batch", str(folder), "--out", str(out), environ={**failing, "AGENT_MODEL": "echo-text"}
+        )
+    assert (first.code, first_status) == (1, "failed"), first.err
+    assert index(out)[0]["status"] == "done"
+    assert again.code == 0, again.err
+    assert sent_first >= 1
+    assert len(echo.requests) > sent_first, "the failed transcript was not tried again"
+    assert json.loads((out / "one.json").read_text(encoding="utf-8"))["sha256"] == sha256(
+        TRANSCRIPTS["standup.txt"]
+    )
+
+
 # ---------------------------------------------------------------- bad input: exit 2, before any request
 
 
