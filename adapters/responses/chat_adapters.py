@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Final, cast
 
@@ -15,7 +15,7 @@ import attrs
 import httpx
 import httpx2
 import openai
-from openai.types.responses import ResponseStreamEvent
+from openai.types.responses import Response, ResponseStreamEvent
 
 from adapters.redaction import RedactingFilter, Redactor
 from adapters.responses.cost import response_cost, with_cost
@@ -69,6 +69,8 @@ _BOM: Final = b"\xef\xbb\xbf"
 # The replayed body is already decoded: these headers described the bytes as they came over the wire.
 _WIRE_HEADERS: Final = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 _MAX_LOGGED_ID: Final = 200
+# The SDK's header (openai._constants.RAW_RESPONSE_HEADER) for a response handed over with its body unread.
+_RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
 # An event or document that opens more JSON objects and arrays than this is heavy: the SDK would build
 # it in one synchronous step (a millisecond or more per output item), so it is read as the mapping it
 # is, and folded a few hundred output items at a time with the event loop given control in between.
@@ -660,12 +662,34 @@ class _ResponsesAdapter(abc.ABC):
         """Send ``request`` through ``client`` and fold whatever body comes back, telling ``exchange``."""
 
     @staticmethod
-    def _create_arguments(request: ResponsesRequest) -> dict[str, Any]:
-        # The body is already plain JSON, built by the payload builder: as create() keywords the SDK
-        # would walk all of it against its TypedDicts (most of a small request's cost) to change
-        # nothing, since no Responses parameter has an alias or a format. Through extra_body it is
-        # merged as it is and serialized once, the same bytes on the wire.
-        return {"extra_headers": dict(request.headers), "extra_body": request.body}
+    def _post(
+        client: openai.AsyncOpenAI,
+        request: ResponsesRequest,
+        *,
+        stream: bool,
+        headers: Mapping[str, str] | None = None,
+    ) -> Awaitable[Any]:
+        """``POST /responses`` as ``responses.create()`` sends it, with the body already written.
+
+        The body is plain JSON built by the payload builder: as create() keywords the SDK would walk
+        all of it against its TypedDicts (most of a small request's cost) to change nothing, since no
+        Responses parameter has an alias or a format. It goes as the bytes ``request.wire`` writes,
+        create()'s own bytes but for one thing the SDK's encoder cannot write: an unpaired surrogate
+        in a call id, which goes back as its JSON escape, the id the provider sent, so that it can
+        pair the result with its call. The SDK still sends it: its headers, auth, retries and stream.
+        """
+        options: openai.RequestOptions = {
+            "headers": {**request.headers, **(headers or {})},
+            "security": {"bearer_auth": True},
+        }
+        return client.post(
+            "/responses",
+            cast_to=Response,
+            content=request.wire(stream=stream),
+            options=options,
+            stream=stream,
+            stream_cls=openai.AsyncStream[ResponseStreamEvent],
+        )
 
     async def _fold_response(self, http: httpx.Response, exchange: _Exchange) -> ChatResponse:
         """An answer whose body is still unread: its first bytes tell its shape, whatever its label.
@@ -778,7 +802,7 @@ class ResponsesSseAdapter(_ResponsesAdapter):
     async def _exchange(
         self, client: openai.AsyncOpenAI, request: ResponsesRequest, exchange: _Exchange
     ) -> ChatResponse:
-        stream = await client.responses.create(stream=True, **self._create_arguments(request))
+        stream = await self._post(client, request, stream=True)
         try:
             return await self._fold_response(cast(httpx.Response, stream.response), exchange)
         finally:
@@ -797,8 +821,12 @@ class ResponsesJsonAdapter(_ResponsesAdapter):
     async def _exchange(
         self, client: openai.AsyncOpenAI, request: ResponsesRequest, exchange: _Exchange
     ) -> ChatResponse:
-        # The streaming wrapper leaves the body unread, so that its shape decides how it is read.
-        async with client.responses.with_streaming_response.create(
-            stream=False, **self._create_arguments(request)
-        ) as raw:
+        # Asked as responses.with_streaming_response asks (the SDK's raw-response header): the body is
+        # left unread, so that its shape decides how it is read.
+        raw: openai.AsyncAPIResponse[Response] = await self._post(
+            client, request, stream=False, headers={_RAW_RESPONSE_HEADER: "stream"}
+        )
+        try:
             return await self._fold_response(cast(httpx.Response, raw.http_response), exchange)
+        finally:
+            await raw.close()

@@ -8,6 +8,7 @@ import re
 import types
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 import attrs
@@ -32,6 +33,8 @@ _ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 _LOGGER: Final = logging.getLogger("adapters.responses.payload")
 _UNWRITABLE_RESULT: Final = '{"error":"unwritable_tool_result"}'
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# The strings a provider matches against what it sent: they go back byte for byte (see _encodable).
+_IDENTIFIERS: Final = frozenset({"id", "call_id"})
 
 
 def _json_text_encodable(text: str) -> str:
@@ -47,21 +50,48 @@ def _json_text_encodable(text: str) -> str:
 
 
 def _encodable(value: Any) -> Any:
-    """``value`` (the request body, recursively) with every string UTF-8 can carry.
+    """``value`` (the request body, recursively) with every string UTF-8 can carry, identifiers apart.
 
     Split surrogate pairs are joined; an unpaired surrogate left in plain text becomes U+FFFD,
-    the replacement character. Strings without surrogates, and containers holding none, are
-    returned unchanged.
+    the replacement character. An identifier (an ``id`` or ``call_id`` string) keeps its unpaired
+    surrogates: the provider pairs a result with its call, and finds an item, by the very id it
+    sent, so :meth:`ResponsesRequest.wire` writes them as their ``\\uXXXX`` escapes instead.
+    Strings without surrogates, and containers holding none, are returned unchanged.
     """
     if isinstance(value, str):
         if not has_surrogate(value):
             return value
         return _SURROGATE.sub("\ufffd", mend_surrogates(value))
     if isinstance(value, dict):
-        return {_encodable(key): _encodable(item) for key, item in value.items()}
+        return {
+            _encodable(key): mend_surrogates(item)
+            if key in _IDENTIFIERS and isinstance(item, str)
+            else _encodable(item)
+            for key, item in value.items()
+        }
     if isinstance(value, list):
         return [_encodable(item) for item in value]
     return value
+
+
+def _escaped(wire: str) -> str:
+    """JSON text with each surrogate written as its ``\\uXXXX`` escape: the same JSON value, in
+    text UTF-8 can carry. A surrogate can only stand inside a string literal of JSON text (and a
+    backslash before it there is already written ``\\\\``), so the escape reads back as it."""
+    if not has_surrogate(wire):
+        return wire
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", wire)
+
+
+def _sdk_default(value: object) -> Any:
+    """What the SDK's own request encoder (``openai._utils._json``) writes for a value JSON has no
+    form for: a datetime as ISO 8601, a pydantic model as its fields."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):
+        return model_dump(exclude_unset=True, mode="json", by_alias=True)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _reject_constant(name: str) -> Any:
@@ -167,6 +197,20 @@ class ResponsesRequest:
     )
     digest: RequestDigest
 
+    def wire(self, *, stream: bool) -> bytes:
+        """The body as it goes on the wire, with ``stream`` first: the bytes the SDK's ``create()``
+        writes for the same keywords (compact, non-ASCII as it is, NaN refused), except that an
+        unpaired surrogate an identifier kept is written as its escape, where the SDK's encoder
+        would fail (UTF-8 cannot carry it; JSON can, escaped)."""
+        text = json.dumps(
+            {"stream": stream, **self.body},
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+            default=_sdk_default,
+        )
+        return _escaped(text).encode("utf-8")
+
 
 class ResponsesPayloadBuilder:
     """Builds the Responses request for a conversation, following the contract's payload rules."""
@@ -211,7 +255,7 @@ class ResponsesPayloadBuilder:
         wire = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
         if has_surrogate(wire):
             body = _encodable(body)
-            wire = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+            wire = _escaped(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
         size = len(wire.encode("utf-8", "surrogatepass"))
         return ResponsesRequest(body, headers, self.digest(body, options.initiator, size))
 

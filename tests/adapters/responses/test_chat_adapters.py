@@ -618,8 +618,8 @@ async def test_a_streamed_body_over_the_cap_is_refused_from_the_iterator_with_wh
 
 
 async def test_the_request_goes_out_byte_for_byte_as_the_sdks_keywords_would_send_it() -> None:
-    # The adapters hand the built body to the SDK as extra_body, which skips the SDK's walk of it
-    # against its TypedDicts; the bytes on the wire must be what create()'s keywords produce.
+    # The adapters hand the SDK the body already written (client.post with content=, which skips the
+    # SDK's walk of it against its TypedDicts); what goes out must be what create()'s keywords produce.
     tool = ToolSpec("record", "Record an item.", {"type": "object", "properties": {"n": {"type": "integer"}}})
     call = FunctionCallContent.parse(call_id="call_1", name="record", raw_arguments='{"n": 1}')
     messages = (
@@ -637,15 +637,25 @@ async def test_the_request_goes_out_byte_for_byte_as_the_sdks_keywords_would_sen
         request = ResponsesPayloadBuilder(settings).build(messages, options)
         keywords = Recorder([served(document, streaming=streaming)])
         via_keywords = client_for(keywords).responses
+        headers = dict(request.headers)
         if streaming:
-            await (await via_keywords.create(stream=True, **request.body)).close()
+            await (await via_keywords.create(stream=True, extra_headers=headers, **request.body)).close()
         else:
-            await via_keywords.create(stream=False, **request.body)
+            async with via_keywords.with_streaming_response.create(
+                stream=False, extra_headers=headers, **request.body
+            ):
+                pass
         sent, expected = recorder.requests[0], keywords.requests[0]
         assert (
             json.loads(sent.content) == json.loads(expected.content) == {**request.body, "stream": streaming}
         )
         assert len(sent.content) == len(expected.content)
+        assert (sent.method, sent.url) == (expected.method, expected.url)
+        varying = {"x-stainless-retry-count", "x-stainless-read-timeout"}
+        assert {k: v for k, v in sent.headers.items() if k not in varying} == {
+            k: v for k, v in expected.headers.items() if k not in varying
+        }
+        assert sent.headers["authorization"] == f"Bearer {API_KEY}"
         assert sent.headers["x-team"] == "notes"
         assert sent.headers["x-initiator"] == "user"
 

@@ -17,6 +17,7 @@ from openai._utils._json import openapi_dumps
 
 from adapters.offline.render import message_item
 from adapters.responses import ResponsesPayloadBuilder, ResponsesSettings
+from adapters.responses.to_domain import has_surrogate, mend_surrogates
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -28,7 +29,7 @@ from domain import (
     TextContent,
     ToolSpec,
 )
-from tests.support.gateway import JSON, Recorder, adapters_for, answer, response_document
+from tests.support.gateway import JSON, Recorder, adapters_for, answer, every_way, response_document
 
 OK = json.dumps(response_document([message_item("msg_1", "ok")]))
 BUILDER = ResponsesPayloadBuilder(ResponsesSettings(model="m", store=True))
@@ -339,9 +340,15 @@ def arguments_sent(raw: str) -> str:
     return arguments
 
 
-@given(texts_with_surrogates, texts_with_surrogates, texts_with_surrogates, texts_with_surrogates)
+@given(
+    texts_with_surrogates,
+    texts_with_surrogates,
+    texts_with_surrogates,
+    texts_with_surrogates,
+    texts_with_surrogates,
+)
 def test_any_history_the_model_could_write_is_encodable(
-    text: str, raw_arguments: str, reasoning: str, result: str
+    text: str, raw_arguments: str, reasoning: str, result: str, call_id: str
 ) -> None:
     history = [
         ChatMessage.user(text),
@@ -352,16 +359,24 @@ def test_any_history_the_model_could_write_is_encodable(
                     reasoning, item_id="rs_1", summary=(reasoning,), encrypted_content=reasoning
                 ),
                 TextContent(text),
-                call(raw_arguments),
+                call(raw_arguments, call_id),
             ),
         ),
-        ChatMessage("tool", (FunctionResultContent("call_1", result), FunctionResultContent("c", [result]))),
+        ChatMessage("tool", (FunctionResultContent(call_id, result), FunctionResultContent("c", [result]))),
     ]
 
     request = BUILDER.build(history)
 
-    # The SDK's own serializer, which encodes to UTF-8 strictly.
-    openapi_dumps(dict(request.body)).decode("utf-8")
+    for stream in (True, False):
+        wire = request.wire(stream=stream)
+        sent = json.loads(wire.decode("utf-8"))  # strict UTF-8, as it goes on the wire
+        assert sent == {"stream": stream, **json.loads(json.dumps(dict(request.body)))}
+        (sent_call,) = (item for item in sent["input"] if item["type"] == "function_call")
+        assert sent_call["call_id"] == sent["input"][-2]["call_id"] == mend_surrogates(call_id)
+    assert len(request.wire(stream=False)) - len(b'"stream":false,') == request.digest.byte_size
+    if not has_surrogate(request.wire(stream=False).decode()) and not has_surrogate(call_id):
+        # Without an identifier to keep, the SDK's own serializer writes the same body.
+        assert openapi_dumps({"stream": False, **request.body}) == request.wire(stream=False)
 
 
 @pytest.mark.parametrize(
@@ -432,6 +447,65 @@ async def test_a_history_with_lone_surrogates_is_sent_by_both_adapters() -> None
         body = json.loads(request.content)
         assert body["input"][0]["content"][0]["text"] == "a\ufffd"
         assert body["input"][1]["arguments"] == '{"a": "\\udbff"}'
+
+
+def test_a_lone_surrogate_in_an_identifier_is_kept_and_written_as_its_escape() -> None:
+    history = [
+        ChatMessage(
+            "assistant",
+            (
+                TextContent("lone \udc00 in text"),
+                FunctionCallContent.parse(
+                    call_id="call_\ud800", name="t", raw_arguments="{}", item_id="fc_\udfff\ud83d\ude00"
+                ),
+            ),
+        ),
+        ChatMessage("tool", (FunctionResultContent("call_\ud800", "ok \ud800"),)),
+    ]
+
+    request = BUILDER.build(history)
+
+    message, sent_call, output = request.body["input"]
+    assert message["content"][0]["text"] == "lone \ufffd in text"
+    assert (sent_call["call_id"], sent_call["id"]) == ("call_\ud800", "fc_\udfff\U0001f600")
+    assert (output["call_id"], output["output"]) == ("call_\ud800", "ok \ufffd")
+    wire = request.wire(stream=True)
+    assert wire.count(b'"call_id":"call_\\ud800"') == 2
+    assert b'"id":"fc_\\udfff\xf0\x9f\x98\x80"' in wire
+    assert json.loads(wire) == {"stream": True, **request.body}
+
+
+async def test_a_call_id_with_a_lone_surrogate_goes_back_as_the_provider_sent_it() -> None:
+    # The provider escapes a lone surrogate in its JSON; the result must carry the very call id it sent,
+    # or the gateway cannot pair it with its call (issue 20). Both adapters, the answer streamed and whole.
+    item = {
+        "type": "function_call",
+        "id": "fc_\ud800",
+        "call_id": "call_\udbff\udc00\udfff",
+        "name": "record_decision",
+        "arguments": '{"a": 1}',
+        "status": "completed",
+    }
+    as_sent = json.loads(json.dumps(item))  # the item as a JSON reader reads the provider's body
+    document = response_document([item])
+    for adapter in every_way(document, chunk=4):
+        response = await adapter.get_response([ChatMessage.user("go")])
+        (folded,) = response.function_calls
+        assert folded.call_id == "call_\U0010fc00\udfff"  # the pair is one character to any JSON reader
+
+        recorder = Recorder([answer(OK, JSON)])
+        follow_up = [
+            ChatMessage.user("go"),
+            *response.messages,
+            ChatMessage("tool", (FunctionResultContent(folded.call_id, "done"),)),
+        ]
+        for sender in adapters_for(recorder):
+            await sender.get_response(follow_up)
+        for request in recorder.requests:
+            assert request.content.count(b'"call_id":"call_\xf4\x8f\xb0\x80\\udfff"') == 2
+            sent_call, output = json.loads(request.content)["input"][1:]
+            assert sent_call == as_sent
+            assert output == {"type": "function_call_output", "call_id": as_sent["call_id"], "output": "done"}
 
 
 def _circular() -> list[Any]:
