@@ -251,8 +251,16 @@ class SummaryAgent(ToolPipeline):
         chunks, participants = await self._chunks(transcript)
         if len(chunks) > 1:
             return await self._summarize_chunks(chunks, participants, None)
-        notes, registry = self._tools(chunks[0], participants)
-        run = await self._run(transcript_message(transcript), INSTRUCTIONS, registry)
+        return await self._summarized(chunks[0], participants)
+
+    async def _summarized(
+        self, chunk: Chunk, participants: Sequence[str], ledger: Ledger | None = None
+    ) -> MeetingSummary:
+        """The one run over ``chunk`` (the whole transcript when it is the only chunk, its message then
+        :func:`transcript_message`'s): the guarded, grounded tools through :meth:`ToolPipeline._run`,
+        spending from ``ledger`` when given, and what the tools recorded."""
+        notes, registry = self._tools(chunk, participants)
+        run = await self._run(_message(chunk.lines, chunk.first), INSTRUCTIONS, registry, ledger)
         return _summary(notes, run)
 
     def summarize_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
@@ -286,11 +294,9 @@ class SummaryAgent(ToolPipeline):
     async def _summarize_chunk(
         self, chunk: Chunk, participants: Sequence[str], ledger: Ledger
     ) -> MeetingSummary:
-        """One chunk through the same guarded, grounded tools, spending from the meeting's ``ledger``;
-        a subclass may wrap it (a span)."""
-        notes, registry = self._tools(chunk, participants)
-        run = await self._run(_message(chunk.lines, chunk.first), INSTRUCTIONS, registry, ledger)
-        return _summary(notes, run)
+        """One chunk of a long meeting, run as a short one is (:meth:`_summarized`), spending from the
+        meeting's ``ledger``; a subclass may wrap it (a span)."""
+        return await self._summarized(chunk, participants, ledger)
 
     async def _summarize_chunks(
         self,

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, LoopSettings, SummaryAgent, ToolRunError, find_participants
+from application.events import RunFinished
 from application.framing import unframe_numbered
+from application.summary import transcript_message
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -180,6 +182,22 @@ async def test_the_request_offers_the_three_tools_with_strict_schemas_and_the_in
         enumerate(TRANSCRIPT.splitlines(), 1)
     )
     assert request.messages[0].role == "user"
+
+
+async def test_a_short_meeting_is_one_run_asked_the_framed_transcript_whole_or_as_events() -> None:
+    # A meeting that fits in one chunk runs as each chunk of a long one does (one implementation),
+    # with the message transcript_message() frames for the whole file.
+    whole, streamed = ScriptedChat(ScriptedTurn(text="ok")), ScriptedChat(ScriptedTurn(text="ok"))
+
+    summary = await SummaryAgent(whole, LoopSettings()).summarize(TRANSCRIPT)
+    events = [event async for event in SummaryAgent(streamed, LoopSettings()).summarize_events(TRANSCRIPT)]
+
+    for chat in (whole, streamed):
+        (request,) = chat.requests
+        assert request.messages == (ChatMessage.user(transcript_message(TRANSCRIPT)),)
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].result.text == summary.text == "ok"
+    assert events[-1].result.run.messages == summary.run.messages
 
 
 async def test_each_run_starts_with_empty_notes() -> None:
