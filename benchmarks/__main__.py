@@ -35,6 +35,7 @@ QUICK = Sizes(
     body_cap=256 * 1024,
     batch=8,
     cpu_items=500,
+    memory_body=64 * 1024,
 )
 
 

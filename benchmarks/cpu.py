@@ -25,7 +25,7 @@ from benchmarks.boundary import QUIET
 from benchmarks.harness import Check, Sizes, serve
 from domain import ChatError, ChatMessage, ChatResponse
 
-__all__ = ["Heartbeat", "cpu_bounds", "heartbeat"]
+__all__ = ["Heartbeat", "cpu_bounds", "heartbeat", "parse_off_the_loop"]
 
 MESSAGES: Final = (ChatMessage.user("Summarize the meeting."),)
 BEAT: Final = 0.005
@@ -169,6 +169,43 @@ async def cpu_bounds(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     return checks
 
 
+async def parse_off_the_loop(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """The loop's longest stall while ``json.loads`` parses one large event line, on the loop and in a
+    worker thread (``asyncio.to_thread``): whether moving the parse off the loop lets the loop run."""
+    size = 4 * sizes.memory_body
+    lines = {
+        "one long string": json.dumps({"type": "response.output_text.done", "text": "x" * size}),
+        "small objects": "[" + ",".join(['{"a":1.5}'] * (size // 10)) + "]",
+    }
+    checks = []
+    for what, line in lines.items():
+        stalls = {}
+        for where in ("on the loop", "in a worker thread"):
+            gc.collect()
+            async with heartbeat() as beat:
+                await asyncio.sleep(2 * BEAT)
+                if where == "on the loop":
+                    json.loads(line)
+                else:
+                    await asyncio.to_thread(json.loads, line)
+                await asyncio.sleep(2 * BEAT)
+            stalls[where] = beat.longest
+        timings[f"cpu: json.loads of {what}"] = {"line_bytes": len(line), **stalls}
+        checks.append(
+            Check(
+                f"loop's longest stall, json.loads of one {len(line) / 2**20:.0f} MiB line of {what}, "
+                "in a worker thread",
+                stalls["in a worker thread"] * 1000,
+                "ms",
+                "report",
+                None,
+                f"on the loop itself {stalls['on the loop'] * 1000:.0f} ms: json.loads holds the GIL "
+                "while it parses, so a thread does not give the loop its turns",
+            )
+        )
+    return checks
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.cpu", description=__doc__)
     parser.add_argument("--items", type=int, default=Sizes().cpu_items, help="output items per body")
@@ -176,7 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = Sizes(cpu_items=args.items, runs=args.runs)
     timings: dict[str, Any] = {}
-    for check in asyncio.run(cpu_bounds(sizes, timings)):
+
+    async def both() -> list[Check]:
+        return [*await cpu_bounds(sizes, timings), *await parse_off_the_loop(sizes, timings)]
+
+    for check in asyncio.run(both()):
         verdict = "-" if check.met is None else ("met" if check.met else "MISSED")
         print(f"{check.name}: {check.value:.3f} {check.unit} (target {check.target}: {verdict})")
         print(f"    {check.detail}")

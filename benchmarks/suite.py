@@ -12,9 +12,10 @@ from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
-from benchmarks.cpu import cpu_bounds
+from benchmarks.cpu import cpu_bounds, parse_off_the_loop
 from benchmarks.durable import durable_overhead, worker_throughput
 from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, serve
+from benchmarks.memory import body_memory
 from benchmarks.streaming import first_update
 from benchmarks.telemetry import telemetry_overhead
 from benchmarks.workloads import workloads
@@ -121,6 +122,11 @@ async def tool_call_overhead(sizes: Sizes, timings: dict[str, Any]) -> list[Chec
     ]
 
 
+async def body_memory_in_processes(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """``benchmarks.memory``: peak memory per body shape, each in a process of its own."""
+    return body_memory(sizes, timings)
+
+
 async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
     """Every benchmark, in order; returns the checks and the raw timings behind them."""
     checks: list[Check] = []
@@ -135,6 +141,8 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         body_cap,
         deadline_overshoot,
         cpu_bounds,
+        parse_off_the_loop,
+        body_memory_in_processes,
         durable_overhead,
         worker_throughput,
     ):

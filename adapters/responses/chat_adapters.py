@@ -75,6 +75,8 @@ _RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
 # it in one synchronous step (a millisecond or more per output item), so it is read as the mapping it
 # is, and folded a few hundred output items at a time with the event loop given control in between.
 _HEAVY_BRACKETS: Final = 1024
+# An event's data longer than this (characters) is checked for what it would take once parsed.
+_LARGE_EVENT: Final = 64 * 1024
 # Output items mapped between two pauses of a JSON document.
 _ITEMS_PER_STEP: Final = 256
 # Events folded between two looks at the clock; the loop gets control once a stretch passes _SLICE s.
@@ -116,23 +118,58 @@ def _guard_library_logs() -> None:
             logger.addFilter(_LIBRARY_FILTER)
 
 
-def _brackets(data: str | bytes) -> int:
+def _brackets(data: str | bytes | bytearray) -> int:
     """How many JSON objects and arrays ``data`` opens, at most (brackets inside strings count too)."""
     if isinstance(data, str):
         return data.count("{") + data.count("[")
     return data.count(b"{") + data.count(b"[")
 
 
-class _Decoding:
-    """The SDK's own SSE decoder, noting whether the event it handed over last is heavy."""
+def _parsed_size(data: str | bytes | bytearray) -> int:
+    """About how many bytes ``json.loads`` builds from ``data``, at most, counted at C speed.
 
-    def __init__(self, inner: Any) -> None:
+    Text parses to about its own size; what makes a small body large is many small values, each a
+    whole Python object with its place in its container: an object with members about 200 bytes, an
+    empty object or an array about 72, a string (two unescaped quotes) about 50, any element (a
+    comma) 32 more. Braces, quotes and commas inside strings count too: an over-estimate, which for
+    an ordinary body is at most a few times its size. 60 MiB of ``[{},{},...]`` is 1.4 GiB parsed.
+    """
+    if isinstance(data, str):
+        counts = (data.count(mark) for mark in ("{", "{}", "[", '"', '\\"', ","))
+    else:
+        counts = (data.count(mark.encode()) for mark in ("{", "{}", "[", '"', '\\"', ","))
+    braces, empty, brackets, quotes, escaped, commas = counts
+    objects = 200 * (braces - empty) + 72 * empty + 72 * brackets
+    return len(data) + objects + 25 * (quotes - escaped) + 32 * commas
+
+
+def _refuse_if_bloating(data: str | bytes | bytearray, cap: int) -> None:
+    """A body or event that would take more than three times ``max_response_bytes`` once parsed is
+    refused unparsed (its text, held while it is parsed, comes on top)."""
+    size = _parsed_size(data)
+    if size > 3 * cap:
+        raise UnreadableResponseError(
+            f"the response would take about {size // 2**20} MiB once parsed, more than three times "
+            f"agent.max_response_bytes ({cap} bytes): too many small values"
+        )
+
+
+class _Decoding:
+    """The SDK's own SSE decoder, noting whether the event it handed over last is heavy; an event
+    that would take more than three times ``max_response_bytes`` once parsed is refused before it is."""
+
+    def __init__(self, inner: Any, cap: int) -> None:
         self._inner = inner
+        self._cap = cap
         self.heavy = False
 
     async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[Any]:
+        cap = self._cap
         async for sse in self._inner.aiter_bytes(iterator):
-            self.heavy = _brackets(sse.data) > _HEAVY_BRACKETS
+            data = sse.data
+            if len(data) > _LARGE_EVENT:
+                _refuse_if_bloating(data, cap)
+            self.heavy = _brackets(data) > _HEAVY_BRACKETS
             yield sse
 
 
@@ -141,9 +178,9 @@ class _StreamingClient:
     data. A heavy event is handed over as the mapping it is (the folder reads mappings too); every
     other event is built by the SDK itself, as before."""
 
-    def __init__(self, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, client: openai.AsyncOpenAI, cap: int) -> None:
         self._client = client
-        self._decoding = _Decoding(client._make_sse_decoder())
+        self._decoding = _Decoding(client._make_sse_decoder(), cap)
 
     def _make_sse_decoder(self) -> _Decoding:
         return self._decoding
@@ -340,10 +377,10 @@ def _broke_in_transit(error: Exception) -> bool:
     return isinstance(error, transport) and not isinstance(error, stalled)
 
 
-def _cut_short(body: bytes, error: json.JSONDecodeError) -> bool:
+def _cut_short(error: json.JSONDecodeError) -> bool:
     """A JSON object that only ran out (a string left open, or the parser wanting more at the end),
     as opposed to one with something wrong inside it."""
-    if not body.lstrip().startswith(b"{"):
+    if not error.doc.lstrip().startswith("{"):
         return False
     return error.msg.startswith("Unterminated string") or error.pos >= len(error.doc.rstrip())
 
@@ -370,6 +407,14 @@ async def _head(chunks: AsyncIterator[bytes]) -> bytes:
         if chunk.strip():
             break
     return b"".join(seen)
+
+
+async def _whole(head: bytes, chunks: AsyncIterator[bytes]) -> bytearray:
+    """``head`` and the rest of the body, in one buffer."""
+    body = bytearray(head)
+    async for chunk in chunks:
+        body += chunk
+    return body
 
 
 class _Rest(httpx.AsyncByteStream):
@@ -699,8 +744,9 @@ class _ResponsesAdapter(abc.ABC):
         chunks = http.aiter_bytes()
         head = await _head(chunks)
         if not _is_stream_body(head, content_type):
-            body = b"".join([head, *[chunk async for chunk in chunks]])
-            whole = await self._fold_body(body, content_type, http, exchange)
+            # Read into one buffer (not a list of chunks then joined: two copies at once), handed to
+            # _fold_body as its only reference, so that it can drop the bytes once they are decoded.
+            whole = await self._fold_body(await _whole(head, chunks), content_type, http, exchange)
             return attrs.evolve(whole, usage=with_cost(whole.usage, exchange.folder.cost))
         live = httpx.Response(
             http.status_code,
@@ -711,26 +757,36 @@ class _ResponsesAdapter(abc.ABC):
         return await self._fold_stream(live, exchange)
 
     async def _fold_body(
-        self, body: bytes, content_type: str, http: httpx.Response, exchange: _Exchange
+        self, body: bytearray, content_type: str, http: httpx.Response, exchange: _Exchange
     ) -> ChatResponse:
-        """A whole body of either shape: an event stream goes through the folder, JSON the mapping."""
-        if len(body) > self._settings.max_response_bytes:
+        """A whole body of either shape: an event stream goes through the folder, JSON the mapping.
+
+        A JSON body is held once at a time where it can be: the bytes until they are decoded, the
+        text until it is parsed (``json.loads`` of bytes would hold both while it parses)."""
+        cap = self._settings.max_response_bytes
+        if len(body) > cap:
             # The transport counts as the body arrives; this holds for a client that does not.
-            raise ResponseTooLargeError(self._settings.max_response_bytes)
-        if _is_stream_body(body[:64], content_type):
+            raise ResponseTooLargeError(cap)
+        if _is_stream_body(bytes(body[:64]), content_type):
             # ``body`` is already decoded, so the replay must not say it is compressed (decoded once).
             replay = httpx.Response(
-                http.status_code, headers=_plain_headers(http), content=body, request=http.request
+                http.status_code, headers=_plain_headers(http), content=bytes(body), request=http.request
             )
             return await self._fold_stream(replay, exchange)
+        _refuse_if_bloating(body, cap)
         try:
-            data = json.loads(body)
-        except json.JSONDecodeError as exc:
-            if _cut_short(body, exc):
-                raise CutShortError("the JSON body ended before its document did") from None
-            raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
+            # What json.loads does with bytes, done here so that the bytes go before the parse.
+            document = body.decode(json.detect_encoding(body), "surrogatepass")
         except UnicodeDecodeError:
             raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
+        del body
+        try:
+            data = json.loads(document)
+        except json.JSONDecodeError as exc:
+            if _cut_short(exc):
+                raise CutShortError("the JSON body ended before its document did") from None
+            raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
+        del document
         if not isinstance(data, dict):
             raise UnreadableResponseError("the JSON body is not an object")
         return await _from_document(data, limit=self._settings.max_output_items, exchange=exchange)
@@ -741,7 +797,7 @@ class _ResponsesAdapter(abc.ABC):
         stream = openai.AsyncStream(
             cast_to=cast(Any, ResponseStreamEvent),
             response=cast(Any, http),
-            client=cast(Any, _StreamingClient(self._client)),
+            client=cast(Any, _StreamingClient(self._client, self._settings.max_response_bytes)),
         )
         folder = exchange.folder
         feed = folder.feed

@@ -19,6 +19,7 @@ from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
 from benchmarks.cpu import cpu_bounds
 from benchmarks.documents import document_costs, tool_run
 from benchmarks.harness import WrongOutputError
+from benchmarks.memory import SHAPES, body_memory
 from benchmarks.suite import Check, Sizes
 from benchmarks.workloads import PROMPT, Scenario
 from domain import ChatMessage, ChatResponse, TextContent
@@ -41,6 +42,7 @@ TINY = Sizes(
     body_cap=64 * 1024,
     cpu_items=40,
     batch=4,
+    memory_body=16 * 1024,
 )
 WORKLOADS = (
     "large text: get_response",
@@ -125,6 +127,8 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "deadline overshoot",
         "return under a 1 s deadline",
         "loop's longest stall",
+        "peak memory / body",
+        "json.loads of one",
     ):
         assert sum(name.startswith(expected) or expected in name for name in names) >= 1, expected
     workloads = [check for check in checks if check["name"].startswith(WORKLOADS)]
@@ -220,3 +224,18 @@ def test_time_goes_to_whoever_called_the_standard_library() -> None:
     assert set(ours) == set(sdk) == set(profile.OWNERS)
     assert ours["ours"] > 0.9 * sum(ours.values())
     assert sdk["SDK"] > 0.9 * sum(sdk.values())
+
+
+def test_the_memory_benchmark_measures_every_shape_on_both_adapters_in_processes_of_their_own() -> None:
+    timings: dict[str, object] = {}
+
+    checks = body_memory(TINY, timings)
+
+    assert len(checks) == 2 * len(SHAPES)
+    assert all(check.value > 0 and math.isfinite(check.value) and check.target == "<= 3" for check in checks)
+    assert all("json.loads" in check.detail and "sdk" in check.detail for check in checks)
+    # The empty items are refused before they are parsed; every other shape is read.
+    refused = [check for check in checks if "empty items" in check.name]
+    assert len(refused) == 2
+    assert all("MalformedResponseError" in check.detail for check in refused)
+    assert all("messages" in check.detail for check in checks if check not in refused)

@@ -617,6 +617,53 @@ async def test_a_streamed_body_over_the_cap_is_refused_from_the_iterator_with_wh
         assert "max_response_bytes" in str(raised.value)
 
 
+@pytest.mark.parametrize("shape", ["event", "document"])
+async def test_a_body_under_the_cap_that_would_bloat_once_parsed_is_refused_unparsed(shape: str) -> None:
+    # 150 KB of empty objects under a 256 KiB cap: parsed, about 3.6 MB (72 bytes an object and its
+    # place), more than three times the cap; the cap alone would let it through.
+    output = b",".join([b"{}"] * 50_000)
+    document = b'{"id":"resp_bloat","object":"response","status":"completed","output":[' + output + b"]}"
+    if shape == "event":
+        created = sse(stream_events(response_document([], response_id="resp_bloat"))[:1]).encode()
+        body = created + b'data: {"type":"response.completed","response":' + document + b"}\n\n"
+        label = SSE
+    else:
+        body, label = document, JSON
+    cap = 256 * 1024
+    assert len(body) < cap
+    settings = ResponsesSettings(model="gpt-test", max_response_bytes=cap)
+
+    for adapter in adapters_for(Recorder([answer(body, label)]), settings):
+        with pytest.raises(MalformedResponseError) as raised:
+            await adapter.get_response(QUESTION)
+        assert raised.value.message.startswith("the response would take about ")
+        assert raised.value.message.endswith(
+            f"once parsed, more than three times agent.max_response_bytes ({cap} bytes): "
+            "too many small values"
+        )
+        if shape == "event":
+            # What had arrived before the event: the response's id.
+            assert raised.value.partial is not None
+            assert raised.value.partial.response_id == "resp_bloat"
+
+
+@pytest.mark.parametrize("items", [1, 3_000])
+async def test_an_ordinary_body_near_the_cap_is_not_taken_for_a_bloating_one(items: int) -> None:
+    # Calls of about 1 KB of arguments, or one long text, up to the cap: parsed, a little over their size.
+    arguments = json.dumps({"owner": "Ana", "item": 3, "due": "2026-12-04", "notes": "word " * 200})
+    output = [
+        {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "record",
+         "arguments": arguments, "status": "completed"}
+        for n in range(items)
+    ] if items > 1 else [message_item("msg_1", "word " * 200_000)]  # fmt: skip
+    body = json.dumps(response_document(output))
+    settings = ResponsesSettings(model="gpt-test", max_response_bytes=len(body) + 1)
+
+    for adapter in adapters_for(Recorder([answer(body, JSON)]), settings):
+        response = await adapter.get_response(QUESTION)
+        assert len(response.function_calls) == (items if items > 1 else 0)
+
+
 async def test_the_request_goes_out_byte_for_byte_as_the_sdks_keywords_would_send_it() -> None:
     # The adapters hand the SDK the body already written (client.post with content=, which skips the
     # SDK's walk of it against its TypedDicts); what goes out must be what create()'s keywords produce.
