@@ -170,10 +170,16 @@ def test_created_at_is_a_datetime_or_none_for_any_value(value: Any) -> None:
 
 @given(st.lists(events(), max_size=8))
 def test_any_event_sequence_folds_to_a_response_or_a_finding(sequence: list[Any]) -> None:
+    try:
+        built = [construct_type(type_=cast(Any, ResponseStreamEvent), value=event) for event in sequence]
+    except (OverflowError, ValueError):
+        # The SDK itself cannot build such an event (an integer too large for a float field): the
+        # adapters turn that into a typed error on the wire, which test_hostile_gateway checks.
+        return
     folder = EventFolder()
     try:
-        for event in sequence:
-            folder.feed(construct_type(type_=cast(Any, ResponseStreamEvent), value=event))
+        for event in built:
+            folder.feed(event)
         result = folder.result()
     except (ProviderFailureError, UnreadableResponseError) as finding:
         partial = finding.partial
