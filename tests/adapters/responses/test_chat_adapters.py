@@ -56,11 +56,13 @@ from tests.support.gateway import (
     served,
     streamed,
 )
+from tests.support.local_server import warm_up_event_parsing
 
 GATEWAY_TOKEN = "gw-token-9f8e7d6c"
 DEADLINE = 0.3
 # Far beyond the deadline: reaching it means the deadline did not hold, and the test fails instead of hanging.
 TEST_BOUND = 30.0
+STALL_DEADLINE = 2.0
 
 
 def test_both_adapters_satisfy_the_chat_port() -> None:
@@ -383,13 +385,17 @@ async def test_a_stream_that_stalls_ends_at_the_deadline_with_what_arrived(conte
         # The JSON adapter reads a stream labelled JSON as it arrives too, so what came is kept.
         return streamed(Pieces(head, then="stall"), content_type)
 
-    settings = ResponsesSettings(model="gpt-test", deadline_seconds=DEADLINE)
+    # The deadline must fire after the head is read, not during the SDK's lazy set-up of its event
+    # types (seconds, once per process, on a loaded machine): that is paid first, and the deadline is
+    # long enough for a loaded machine to read six events from memory.
+    await warm_up_event_parsing()
+    settings = ResponsesSettings(model="gpt-test", deadline_seconds=STALL_DEADLINE)
     for adapter in adapters_for(Recorder([stalling]), settings, timeout=TEST_BOUND):
         async with asyncio.timeout(TEST_BOUND):
             with pytest.raises(ChatTransportError) as caught:
                 await adapter.get_response(QUESTION)
         error = caught.value
-        assert error.message == "no complete answer within agent.deadline_seconds=0.3 s"
+        assert error.message == f"no complete answer within agent.deadline_seconds={STALL_DEADLINE:g} s"
         assert (error.status_code, error.attempts, error.request_id) == (None, 1, REQUEST_ID)
         assert error.partial is not None
         assert error.partial.text.startswith("What")
