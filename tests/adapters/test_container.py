@@ -558,9 +558,8 @@ async def test_chat_is_the_traced_chain_and_overriding_the_adapter_keeps_the_dec
     assert isinstance(container.workflow_editor_agent(), InstrumentedWorkflowEditorAgent)
 
 
-async def test_a_host_tool_loop_gets_chat_and_tool_spans_with_host_decorators_inside_them(
-    container: Container, otel: Otel
-) -> None:
+def ping_registry() -> ToolRegistry:
+    """A host's registry of one tool, ``ping``."""
     registry = ToolRegistry()
 
     @registry.tool()
@@ -568,6 +567,13 @@ async def test_a_host_tool_loop_gets_chat_and_tool_spans_with_host_decorators_in
         """Answer pong."""
         return {"pong": True}
 
+    return registry
+
+
+async def test_a_host_tool_loop_gets_chat_and_tool_spans_with_host_decorators_inside_them(
+    container: Container, otel: Otel
+) -> None:
+    registry = ping_registry()
     seen = CallLog()
     calls = response_document([call_item("fc_1", "p1", "ping", "{}")], response_id="resp_1")
     final = response_document([message_item("msg_1", "pong")], response_id="resp_2")
@@ -591,13 +597,7 @@ async def test_a_host_tool_loop_gets_chat_and_tool_spans_with_host_decorators_in
 async def test_a_host_tool_loop_gives_a_repeated_call_id_its_tool_span_without_any_agent_span(
     container: Container, otel: Otel
 ) -> None:
-    registry = ToolRegistry()
-
-    @registry.tool()
-    def ping() -> dict[str, object]:
-        """Answer pong."""
-        return {"pong": True}
-
+    registry = ping_registry()
     calls = response_document(
         [call_item("fc_1", "p1", "ping", "{}"), call_item("fc_2", "p1", "ping", "{}")], response_id="resp_1"
     )
