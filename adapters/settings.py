@@ -124,6 +124,9 @@ class AgentSettings:
     """``meeting-agents batch`` and ``worker``: transcripts one process summarizes at once."""
     batch_requests_per_minute: int | None = None
     """``batch`` and ``worker``: model requests per minute across every process sharing the database."""
+    batch_recovery_seconds: float = 10.0
+    """``batch`` and ``worker`` on Postgres: how often each process looks for processes that died holding
+    transcripts, and recovers those transcripts."""
     run_budget: RunBudget = attrs.Factory(RunBudget)
     """What one run may spend (``requests``, ``input_tokens``, ``output_tokens``, ``tool_calls``,
     ``cost_usd``); env ``AGENT_RUN_BUDGET__<KEY>``, e.g. ``AGENT_RUN_BUDGET__COST_USD``."""
@@ -147,6 +150,7 @@ class AgentSettings:
             "max_consecutive_tool_errors",
             "transcript_warning_chars",
             "batch_concurrency",
+            "batch_recovery_seconds",
             "chunk_chars",
             "chunk_concurrency",
         ):

@@ -278,6 +278,7 @@ async def durable_engine(
         concurrency=settings.agent.batch_concurrency,
         requests_per_minute=settings.agent.batch_requests_per_minute,
         traced=settings.agent.telemetry,
+        recovery_seconds=settings.agent.batch_recovery_seconds,
     )
     through = durable.requester(engine_settings)
     container.chat_decorators.add_args(
@@ -375,6 +376,7 @@ async def _batch(
             await engine.forget_failed(list(by_sha))
             pending: set[str] = set()
             while waiting or pending:
+                engine.check_alive()
                 while waiting and len(pending) < window and not budget.reached(totals):
                     sha256 = waiting.pop(0)
                     await engine.submit(sha256, by_sha[sha256][0].text)
@@ -424,6 +426,9 @@ def batch_command(
             except ConfigurationError as exc:
                 console.error(str(exc))
                 return _EXIT_USAGE
+            except _durable().LivenessLostError as exc:
+                console.error(f"{exc}: run the same command again to finish the batch")
+                return _EXIT_FAILED
         return _exit_code(outcomes)
 
     try:
@@ -456,9 +461,16 @@ def worker_command(args: argparse.Namespace, console: Console, settings: Setting
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         with endpoint(settings, console) as running:
-            async with durable_engine(running, database_url, executor_id):
+            async with durable_engine(running, database_url, executor_id) as engine:
                 console.line(f"worker {executor_id}: taking transcripts (Ctrl-C or SIGTERM stops)")
-                await stop.wait()
+                stopping = asyncio.create_task(stop.wait())
+                losing = asyncio.create_task(engine.wait_lost())
+                await asyncio.wait({stopping, losing}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (stopping, losing):
+                    task.cancel()
+                if engine.lost is not None:
+                    console.error(f"worker {executor_id}: {engine.lost}; stopping")
+                    return _EXIT_FAILED
         return _EXIT_OK
 
     try:

@@ -23,6 +23,7 @@ import sqlalchemy
 from dbos import DBOS, DBOSConfig, PropagateOtelContext, Queue, Serializer, SetWorkflowID, WorkflowStatus
 from opentelemetry import trace
 
+from adapters.durable.liveness import ExecutorInUseError, Liveness, LivenessLostError
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, scrubbed
 from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, WorkflowEditorAgent
@@ -35,6 +36,7 @@ __all__ = [
     "DatabaseError",
     "Engine",
     "EngineSettings",
+    "LivenessLostError",
     "Outcome",
     "Runtime",
     "check_database_url",
@@ -317,6 +319,9 @@ class EngineSettings:
     starts them in this process (at most ``concurrency`` at a time). None: the shared queue on a
     server database (Postgres, where workers run), here on SQLite (one process, no queue to wait for:
     a transcript starts the moment a slot frees instead of at the queue's next poll)."""
+    recovery_seconds: float = 10.0
+    """On Postgres, how often this process looks for processes that died holding workflows (and
+    recovers those workflows); it looks at launch too. See :mod:`adapters.durable.liveness`."""
 
     @property
     def queued(self) -> bool:
@@ -342,10 +347,14 @@ class Engine:
         settings: EngineSettings,
         database: sqlalchemy.Engine | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        liveness: Liveness | None = None,
     ) -> None:
         self.settings = settings
         self._database = database
         self._loop = loop
+        self._liveness = liveness
+        self._lost: str | None = None
+        self._lost_news = asyncio.Event()
         # Transcripts started in this process (not queued): the slots, the waits, their outcomes.
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._running: set[asyncio.Task[None]] = set()
@@ -357,9 +366,12 @@ class Engine:
         """Open (creating it if need be) the system database, recover this executor's unfinished
         workflows and start taking queued transcripts. Raises :class:`DatabaseError`."""
         global _runtime, _traced
+        url = settings.database_url
+        # On Postgres this id's lock first: DBOS recovers this id's own workflows at launch only once no
+        # survivor can be recovering them too (and never while a live process has the same id).
+        liveness = await _take_liveness(settings) if url.startswith("postgresql") else None
         _runtime = runtime
         _traced = settings.traced and host_traces()
-        url = settings.database_url
         config: DBOSConfig = {
             "name": APP_NAME,
             "system_database_url": url,
@@ -407,6 +419,8 @@ class Engine:
             DBOS.destroy(destroy_registry=False)
             if engine is not None:
                 engine.dispose()
+            if liveness is not None:
+                liveness.close()
             _runtime = None
             _traced = False
             _queues.clear()
@@ -414,7 +428,37 @@ class Engine:
             raise DatabaseError(
                 f"--db {_shown(url)!r}: cannot be used ({type(exc).__name__}: {_first_line(exc)})"
             ) from None
-        return cls(settings, engine, asyncio.get_running_loop())
+        launched = cls(settings, engine, asyncio.get_running_loop(), liveness)
+        if liveness is not None:
+            liveness.start(launched._heard_lost)
+        return launched
+
+    def _heard_lost(self, reason: str) -> None:
+        """From the liveness thread: this process can no longer prove it is alive."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._set_lost, reason)
+
+    def _set_lost(self, reason: str) -> None:
+        self._lost = reason
+        self._lost_news.set()
+
+    @property
+    def lost(self) -> str | None:
+        """Why this process stopped proving it is alive to the others (its liveness connection to a
+        Postgres run database broke), or None: once set, others may take its workflows over, so the
+        process should stop (``batch`` and ``worker`` end with exit code 1)."""
+        return self._lost
+
+    async def wait_lost(self) -> str:
+        """Until :attr:`lost` is set (on SQLite, never); why."""
+        await self._lost_news.wait()
+        assert self._lost is not None
+        return self._lost
+
+    def check_alive(self) -> None:
+        """A :class:`LivenessLostError` once :attr:`lost` is set."""
+        if self._lost is not None:
+            raise LivenessLostError(self._lost)
 
     async def submit(self, sha256: str, transcript: str) -> None:
         """Run ``transcript`` as the workflow ``sha256``: queued, or started here once a slot is free
@@ -492,7 +536,12 @@ class Engine:
         global _runtime, _traced
         for task in self._running:
             task.cancel()  # the waits only: the workflows stay PENDING, recovered by the next launch
+        if self._liveness is not None:
+            self._liveness.stop()
         DBOS.destroy(destroy_registry=False)
+        if self._liveness is not None:
+            # Last: once the lock is given back, others may recover what this process left PENDING.
+            self._liveness.close()
         if self._database is not None:
             self._database.dispose()
         _runtime = None
@@ -500,6 +549,21 @@ class Engine:
         _queues.clear()
         if self._loop is not None:
             _give_back_default_executor(self._loop)
+
+
+async def _take_liveness(settings: EngineSettings) -> Liveness:
+    """This executor id's liveness lock on a Postgres run database, or a :class:`DatabaseError`."""
+    url = settings.database_url
+    try:
+        return await asyncio.to_thread(
+            Liveness.take, url, settings.executor_id, settings.recovery_seconds, version()
+        )
+    except ExecutorInUseError as exc:
+        raise DatabaseError(str(exc)) from None
+    except Exception as exc:
+        raise DatabaseError(
+            f"--db {_shown(url)!r}: cannot be used ({type(exc).__name__}: {_first_line(exc)})"
+        ) from None
 
 
 def _give_back_default_executor(loop: asyncio.AbstractEventLoop) -> None:

@@ -6,6 +6,7 @@ the test process only starts gateways and servers on 127.0.0.1 and reads what th
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextlib
@@ -72,7 +73,9 @@ class CountingGateway(OfflineResponsesServer):
     """The offline stand-in, counting each request as it arrives and each answer once sent whole.
 
     ``kill_at(n, pid)``: the n-th request to arrive (counted over the gateway's life) is not answered;
-    the process ``pid`` is killed with SIGKILL instead, while its request is in flight.
+    the process ``pid`` is killed with SIGKILL instead, while its request is in flight (``killed`` is set
+    then). ``hold()``: requests arriving wait until ``release()`` before they are answered (bounded by
+    ``PROCESS_TIMEOUT``), so the processes sending them keep their transcripts meanwhile.
     """
 
     def __init__(self) -> None:
@@ -83,6 +86,15 @@ class CountingGateway(OfflineResponsesServer):
         """The body of every request answered whole, in order."""
         self.killed_in_flight: list[str] = []
         self._kill: tuple[int, int] | None = None
+        self.killed = threading.Event()
+        self._open = threading.Event()
+        self._open.set()
+
+    def hold(self) -> None:
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
 
     def kill_at(self, arrival: int, pid: int) -> None:
         with self._count_lock:
@@ -106,9 +118,12 @@ class CountingGateway(OfflineResponsesServer):
                 pass
             os.kill(pid, signal.SIGKILL)
             self.killed_in_flight.append(canonical(bytes(body)))
+            self.killed.set()
             await send({"type": "http.response.start", "status": 503, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
+        if not self._open.is_set():
+            await asyncio.to_thread(self._open.wait, PROCESS_TIMEOUT)
         await super()._serve(scope, recording, send)
         with self._count_lock:
             self.completed.append(canonical(bytes(body)))

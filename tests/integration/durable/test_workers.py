@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import select
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from typing import Any, Final
 import psycopg
 import pytest
 
+from adapters.durable.liveness import ExecutorInUseError, Liveness
 from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.support import (
     CountingGateway,
@@ -139,3 +141,111 @@ def test_the_request_rate_limit_holds_across_every_process(tmp_path: Path, datab
             _stop(workers)
     assert taken == limit
     assert arrivals <= limit
+
+
+def _outputs(out: Path) -> dict[str, dict[str, Any]]:
+    return {path.name: json.loads(path.read_text(encoding="utf-8")) for path in out.glob("*.json")}
+
+
+def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts_finished_by_the_others(
+    tmp_path: Path, database: str
+) -> None:
+    meetings = _meetings(4)
+    folder = write_transcripts(tmp_path / "in", meetings)
+    out = tmp_path / "out"
+    # Held requests wait for the kill however loaded the machine: no client gives up on one and retries.
+    limits = {
+        "AGENT_BATCH_CONCURRENCY": "1",
+        "AGENT_BATCH_RECOVERY_SECONDS": "0.5",
+        "AGENT_TIMEOUT_SECONDS": str(PROCESS_TIMEOUT),
+    }
+    # The doomed worker has a gateway of its own, which answers its first request and kills it on the
+    # second; the others' gateway holds their requests until then, so the doomed worker surely holds a
+    # transcript (one a process: the batch and the survivor hold one each, the doomed one a third).
+    with CountingGateway() as doomed_gateway, CountingGateway() as gateway:
+        gateway.hold()
+        doomed_environ = gateway_environment(doomed_gateway.base_url, **limits)
+        environ = gateway_environment(gateway.base_url, **limits)
+        doomed = start("worker", "--db", database, "--id", "worker-doomed", environ=doomed_environ)
+        survivor = start("worker", "--db", database, "--id", "worker-survivor", environ=environ)
+        batch = None
+        try:
+            doomed_gateway.kill_at(2, doomed.pid)
+            for worker in (doomed, survivor):
+                _wait_until_ready(worker)
+            batch = start(
+                "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch", environ=environ
+            )
+            assert doomed_gateway.killed.wait(PROCESS_TIMEOUT), "the doomed worker sent no second request"
+            assert finish(doomed).code == -signal.SIGKILL
+            gateway.release()
+            ran = finish(batch)
+            batch = None
+            # Started again after the others took its transcript over: nothing is left for it to run.
+            again = start("worker", "--db", database, "--id", "worker-doomed", environ=doomed_environ)
+            _wait_until_ready(again)
+            (stopped,) = _stop([again])
+        finally:
+            gateway.release()
+            if batch is not None:
+                batch.send_signal(signal.SIGKILL)
+                finish(batch)
+            _stop([survivor])
+    assert ran.code == 0, ran.err
+    assert stopped == 0
+    assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
+    # The doomed worker's first request was answered (a step recorded), its second killed in flight.
+    assert len(doomed_gateway.completed) == 1
+    assert len(doomed_gateway.killed_in_flight) == 1
+    # The others replayed the recorded step and sent only the request that never completed: every
+    # request of every transcript answered exactly once, across both gateways.
+    completed = doomed_gateway.completed + gateway.completed
+    assert len(set(completed)) == len(completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
+    assert doomed_gateway.killed_in_flight[0] in gateway.completed
+    assert doomed_gateway.arrivals == 2  # started again, it sent nothing
+    rows = _rows(database, "SELECT workflow_uuid, status, executor_id FROM dbos.workflow_status")
+    assert len(rows) == len(meetings)
+    assert {status for _, status, _ in rows} == {"SUCCESS"}
+    assert {executor for _, _, executor in rows} <= {"worker-survivor", "batch"}
+    # Each summary written once, whole: one file per transcript, no temporary file left.
+    outputs = _outputs(out)
+    assert sorted(outputs) == sorted(f"{Path(name).stem}.json" for name in meetings)
+    assert {document["sha256"] for document in outputs.values()} == {row[0] for row in rows}
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_an_id_a_live_process_holds_is_refused_until_its_connection_ends(database: str) -> None:
+    version = "meeting-agents-test"
+    holder = Liveness.take(database, "worker-a", 1.0, version)
+    try:
+        with pytest.raises(ExecutorInUseError, match="'worker-a': another live process runs with this id"):
+            Liveness.take(database, "worker-a", 1.0, version, wait_seconds=0.2)
+        other = Liveness.take(database, "worker-b", 1.0, version, wait_seconds=0.2)
+        other.close()
+    finally:
+        holder.close()
+    # The holder's connection gone (as when its process dies), the id is free again.
+    again = Liveness.take(database, "worker-a", 1.0, version, wait_seconds=5)
+    again.close()
+
+
+def test_a_worker_whose_liveness_connection_breaks_stops_with_exit_1(database: str) -> None:
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url, AGENT_BATCH_RECOVERY_SECONDS="0.5")
+        worker = start("worker", "--db", database, "--id", "worker-cut", environ=environ)
+        try:
+            _wait_until_ready(worker)
+            # As when the database restarts or the network cuts: its lock is gone, others may take over.
+            cut = _rows(
+                database,
+                """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                   WHERE application_name = 'meeting-agents liveness worker-cut'""",
+            )
+            ran = finish(worker)
+        finally:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGKILL)
+                finish(worker)
+    assert cut == [(True,)]
+    assert ran.code == 1, ran.err
+    assert "worker worker-cut: the liveness connection to the run database broke" in ran.err

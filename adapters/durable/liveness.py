@@ -1,0 +1,193 @@
+"""Which processes sharing a Postgres run database are alive, and recovery of the workflows of the dead.
+
+Each process that runs workflows on Postgres holds a session-level advisory lock keyed by its executor id,
+on a connection of its own, for as long as it runs. Postgres drops the lock by itself when the process or
+its connection dies (a SIGKILL closes the socket at once; a machine that vanishes is noticed by the TCP
+keepalives this connection asks both ends for), so no timer guesses whether a process is alive.
+
+Every live process looks, at start and then every ``interval`` seconds, for executor ids that hold
+PENDING workflows and whose lock it can take: their process is gone. It takes that lock while DBOS
+recovers exactly those workflows (puts them back on their queue, where the next process with a free slot
+takes them), then gives it back. Two survivors cannot both recover one dead executor (the lock admits one
+at a time, and DBOS re-enqueues only a workflow still PENDING under the dead executor's id); a process
+started again with the dead one's id waits (bounded) for the lock before DBOS recovers anything of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Final
+
+import psycopg
+from dbos import DBOS
+
+__all__ = ["ExecutorInUseError", "Liveness", "LivenessLostError"]
+
+_log = logging.getLogger(__name__)
+
+# The seed of hashtextextended: the advisory-lock keys of executor ids, apart from other users' keys.
+_KEY_SEED: Final = 0x6D656574  # "meet"
+_KEY: Final = "hashtextextended(%s, %s)"
+_CONNECT_TIMEOUT_SECONDS: Final = 10
+# How long a process starting waits for its own id's lock: a survivor holds it while it recovers the
+# dead process's workflows (a query or two), so a longer wait means a live process already has that id.
+_TAKE_SECONDS: Final = 10
+# Every statement on the liveness connection ends within this (an unreachable server is an error).
+_STATEMENT_SECONDS: Final = 30
+_STOP_SECONDS: Final = 30
+# TCP keepalives: a peer gone without closing its socket is noticed after idle + interval x count.
+_KEEPALIVE_COUNT: Final = 3
+
+
+class ExecutorInUseError(Exception):
+    """Another live process holds this executor id's lock on the database."""
+
+
+class LivenessLostError(RuntimeError):
+    """This process's liveness connection broke: other processes may take its workflows over, so it stops."""
+
+
+def _keepalive_seconds(interval: float) -> int:
+    return max(1, round(interval))
+
+
+def _connect(url: str, executor_id: str, interval: float) -> psycopg.Connection[tuple[object, ...]]:
+    keepalive = _keepalive_seconds(interval)
+    # The server's side of the keepalives (user-settable per session): it drops the backend, and so the
+    # lock, once a vanished client stops answering; the client's side notices a vanished server.
+    server_keepalives = (
+        f"-c tcp_keepalives_idle={keepalive} -c tcp_keepalives_interval={keepalive} "
+        f"-c tcp_keepalives_count={_KEEPALIVE_COUNT} -c statement_timeout={_STATEMENT_SECONDS * 1000}"
+    )
+    return psycopg.connect(
+        url,
+        autocommit=True,
+        connect_timeout=_CONNECT_TIMEOUT_SECONDS,
+        application_name=f"meeting-agents liveness {executor_id}"[:63],
+        keepalives=1,
+        keepalives_idle=keepalive,
+        keepalives_interval=keepalive,
+        keepalives_count=_KEEPALIVE_COUNT,
+        options=server_keepalives,
+    )
+
+
+class Liveness:
+    """This process's lock on a Postgres run database, and the recovery of dead processes' workflows.
+
+    :meth:`take` before DBOS launches (so DBOS recovers this id's own workflows only once it holds the
+    lock); :meth:`start` once it runs; :meth:`stop`, then DBOS's end, then :meth:`close` (the lock goes last).
+    """
+
+    def __init__(
+        self,
+        connection: psycopg.Connection[tuple[object, ...]],
+        executor_id: str,
+        interval: float,
+        app_version: str,
+    ) -> None:
+        self.executor_id = executor_id
+        self.interval = interval
+        self._connection = connection
+        self._app_version = app_version
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def take(
+        cls,
+        url: str,
+        executor_id: str,
+        interval: float,
+        app_version: str,
+        wait_seconds: float = _TAKE_SECONDS,
+    ) -> Liveness:
+        """The lock of ``executor_id``, waited for at most ``wait_seconds``; :class:`ExecutorInUseError`
+        when a live process holds it, a ``psycopg.Error`` when the database cannot be reached."""
+        connection = _connect(url, executor_id, interval)
+        try:
+            connection.execute(f"SET lock_timeout = {max(1, round(wait_seconds * 1000))}")
+            connection.execute(f"SELECT pg_advisory_lock({_KEY})", (executor_id, _KEY_SEED))
+            connection.execute("RESET lock_timeout")
+        except psycopg.errors.LockNotAvailable:
+            connection.close()
+            raise ExecutorInUseError(
+                f"--id {executor_id!r}: another live process runs with this id on this database; "
+                "give each process its own --id"
+            ) from None
+        except BaseException:
+            connection.close()
+            raise
+        return cls(connection, executor_id, interval, app_version)
+
+    def start(self, on_lost: Callable[[str], None]) -> None:
+        """Look for dead processes' workflows now and every ``interval`` seconds, in a thread of its own,
+        until :meth:`stop`; ``on_lost`` (called from that thread) hears why, if this connection breaks."""
+        self._thread = threading.Thread(
+            target=self._watch, args=(on_lost,), name=f"liveness {self.executor_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _watch(self, on_lost: Callable[[str], None]) -> None:
+        while not self._stop.is_set():
+            try:
+                self._connection.execute("SELECT 1")
+                self.recover_dead()
+            except psycopg.Error as exc:
+                if self._connection.broken or self._connection.closed:
+                    reason = f"the liveness connection to the run database broke ({type(exc).__name__})"
+                    _log.error("executor %s: %s; stopping", self.executor_id, reason)
+                    on_lost(reason)
+                    return
+                _log.warning("executor %s: looking for dead processes failed: %s", self.executor_id, exc)
+            except Exception:
+                # DBOS's own queries (it retries its transient errors itself): try again next time.
+                _log.warning("executor %s: recovering dead processes failed", self.executor_id, exc_info=True)
+            self._stop.wait(self.interval)
+
+    def recover_dead(self) -> list[str]:
+        """The executor ids whose lock was free and whose PENDING workflows DBOS recovered while this
+        process held that lock."""
+        pending = DBOS.list_workflows(
+            status="PENDING", app_version=self._app_version, load_input=False, load_output=False
+        )
+        candidates = sorted(
+            {s.executor_id for s in pending if s.executor_id and s.executor_id != self.executor_id}
+        )
+        recovered: list[str] = []
+        for executor in candidates:
+            row = self._connection.execute(
+                f"SELECT pg_try_advisory_lock({_KEY})", (executor, _KEY_SEED)
+            ).fetchone()
+            if row is None or not row[0]:
+                continue  # alive (or another survivor is recovering it right now)
+            try:
+                # DBOS's own recovery of one executor's PENDING workflows (what a process started again
+                # with that id runs at launch): each is re-enqueued only while still PENDING under that
+                # id, so it runs once. DBOS has no public call for another executor's workflows
+                # (DBOS.resume_workflow moves a workflow to the internal queue whatever runs it), hence
+                # the internal _recover_pending_workflows.
+                handles = DBOS._recover_pending_workflows([executor])
+            finally:
+                self._connection.execute(f"SELECT pg_advisory_unlock({_KEY})", (executor, _KEY_SEED))
+            if handles:
+                _log.warning(
+                    "executor %s: recovered %d workflows of executor %s, whose process is gone",
+                    self.executor_id,
+                    len(handles),
+                    executor,
+                )
+                recovered.append(executor)
+        return recovered
+
+    def stop(self) -> None:
+        """No more looking for dead processes (waits, bounded, for a look under way to end)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(_STOP_SECONDS)
+
+    def close(self) -> None:
+        """Give the lock back: from now on other processes may recover this executor's workflows."""
+        self._connection.close()
