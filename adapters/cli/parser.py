@@ -304,7 +304,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     worker.add_argument(
         "--id",
         metavar="NAME",
-        help="this worker's executor id (default worker@HOSTNAME); restarted with it, it resumes its runs",
+        help="this worker's executor id, unique among live processes (default worker@HOSTNAME)",
     )
     _add_global_options(worker, copy=True)
 
