@@ -143,6 +143,15 @@ def test_the_request_rate_limit_holds_across_every_process(tmp_path: Path, datab
     assert arrivals <= limit
 
 
+def _cut_liveness(database: str, executor_id: str) -> list[tuple[Any, ...]]:
+    """The server ends the liveness connection of ``executor_id`` (as a restart or a network cut would)."""
+    return _rows(
+        database,
+        f"""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE application_name = 'meeting-agents liveness {executor_id}'""",  # noqa: S608  # the test's own id
+    )
+
+
 def _outputs(out: Path) -> dict[str, dict[str, Any]]:
     return {path.name: json.loads(path.read_text(encoding="utf-8")) for path in out.glob("*.json")}
 
@@ -168,7 +177,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
         environ = gateway_environment(gateway.base_url, **limits)
         doomed = start("worker", "--db", database, "--id", "worker-doomed", environ=doomed_environ)
         survivor = start("worker", "--db", database, "--id", "worker-survivor", environ=environ)
-        batch = None
+        others = [doomed]  # killed in the end if the test failed before they ended
         try:
             doomed_gateway.kill_at(2, doomed.pid)
             for worker in (doomed, survivor):
@@ -176,23 +185,30 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
             batch = start(
                 "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch", environ=environ
             )
+            others.append(batch)
             assert doomed_gateway.killed.wait(PROCESS_TIMEOUT), "the doomed worker sent no second request"
             assert finish(doomed).code == -signal.SIGKILL
             gateway.release()
             ran = finish(batch)
-            batch = None
             # Started again after the others took its transcript over: nothing is left for it to run.
             again = start("worker", "--db", database, "--id", "worker-doomed", environ=doomed_environ)
+            others.append(again)
             _wait_until_ready(again)
-            (stopped,) = _stop([again])
+            # Then its liveness connection cut (a database restart, a network cut): it can no longer
+            # prove it is alive, so it stops (others may take its transcripts over).
+            cut = _cut_liveness(database, "worker-doomed")
+            restarted = finish(again)
         finally:
             gateway.release()
-            if batch is not None:
-                batch.send_signal(signal.SIGKILL)
-                finish(batch)
+            for process in others:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGKILL)
+                    finish(process)
             _stop([survivor])
     assert ran.code == 0, ran.err
-    assert stopped == 0
+    assert cut == [(True,)]
+    assert restarted.code == 1, restarted.err
+    assert "worker worker-doomed: the liveness connection to the run database broke" in restarted.err
     assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
     # The doomed worker's first request was answered (a step recorded), its second killed in flight.
     assert len(doomed_gateway.completed) == 1
@@ -227,25 +243,3 @@ def test_an_id_a_live_process_holds_is_refused_until_its_connection_ends(databas
     # The holder's connection gone (as when its process dies), the id is free again.
     again = Liveness.take(database, "worker-a", 1.0, version, wait_seconds=5)
     again.close()
-
-
-def test_a_worker_whose_liveness_connection_breaks_stops_with_exit_1(database: str) -> None:
-    with CountingGateway() as gateway:
-        environ = gateway_environment(gateway.base_url, AGENT_BATCH_RECOVERY_SECONDS="0.5")
-        worker = start("worker", "--db", database, "--id", "worker-cut", environ=environ)
-        try:
-            _wait_until_ready(worker)
-            # As when the database restarts or the network cuts: its lock is gone, others may take over.
-            cut = _rows(
-                database,
-                """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                   WHERE application_name = 'meeting-agents liveness worker-cut'""",
-            )
-            ran = finish(worker)
-        finally:
-            if worker.poll() is None:
-                worker.send_signal(signal.SIGKILL)
-                finish(worker)
-    assert cut == [(True,)]
-    assert ran.code == 1, ran.err
-    assert "worker worker-cut: the liveness connection to the run database broke" in ran.err
