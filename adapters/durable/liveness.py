@@ -55,13 +55,7 @@ def _keepalive_seconds(interval: float) -> int:
 
 def _connect(url: str, executor_id: str, interval: float) -> psycopg.Connection[tuple[object, ...]]:
     keepalive = _keepalive_seconds(interval)
-    # The server's side of the keepalives (user-settable per session): it drops the backend, and so the
-    # lock, once a vanished client stops answering; the client's side notices a vanished server.
-    server_keepalives = (
-        f"-c tcp_keepalives_idle={keepalive} -c tcp_keepalives_interval={keepalive} "
-        f"-c tcp_keepalives_count={_KEEPALIVE_COUNT} -c statement_timeout={_STATEMENT_SECONDS * 1000}"
-    )
-    return psycopg.connect(
+    connection = psycopg.connect(
         url,
         autocommit=True,
         connect_timeout=_CONNECT_TIMEOUT_SECONDS,
@@ -70,8 +64,22 @@ def _connect(url: str, executor_id: str, interval: float) -> psycopg.Connection[
         keepalives_idle=keepalive,
         keepalives_interval=keepalive,
         keepalives_count=_KEEPALIVE_COUNT,
-        options=server_keepalives,
     )
+    # The server's side of the keepalives (user-settable per session): it drops the backend, and so the
+    # lock, once a vanished client stops answering; the client's side (above) notices a vanished server.
+    # Set by statements, not the startup packet's options, which some poolers refuse and a URL may set.
+    try:
+        for setting, value in (
+            ("tcp_keepalives_idle", keepalive),
+            ("tcp_keepalives_interval", keepalive),
+            ("tcp_keepalives_count", _KEEPALIVE_COUNT),
+            ("statement_timeout", _STATEMENT_SECONDS * 1000),
+        ):
+            connection.execute(f"SET {setting} = {int(value)}")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 class Liveness:
