@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import itertools
@@ -23,6 +24,7 @@ from adapters.offline import OfflineResponsesServer
 from adapters.offline.threaded import Receive, Scope, Send
 from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent
+from benchmarks.durable_profile import profile_batch
 from benchmarks.harness import Check, Sizes
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, TextContent, Usage
 
@@ -307,3 +309,62 @@ async def worker_throughput(sizes: Sizes, timings: dict[str, Any]) -> list[Check
             detail,
         )
     ]
+
+
+# ---------------------------------------------------------------- python -m benchmarks.durable
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.durable", description=__doc__)
+    parser.add_argument("--runs", type=int, default=Sizes().runs, help="timed rounds (medians)")
+    parser.add_argument("--batch", type=int, default=Sizes().batch, help="transcripts a batch")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead: one batch on DBOS with SQLite under cProfile in every thread, CPU split by owner",
+    )
+    parser.add_argument("--sort", default="tottime", help="pstats sort key for --profile")
+    parser.add_argument("--top", type=int, default=40, help="functions --profile lists")
+    parser.add_argument("--workers", action="store_true", help="also throughput with 1 and 2 processes")
+    return parser
+
+
+async def _profile(count: int, sort: str, top: int) -> str:
+    with tempfile.TemporaryDirectory(prefix="bench-durable-") as folder:
+        await _plain(_transcripts(count, 0))
+        await _durable(_transcripts(count, 0), Path(folder) / "warm.sqlite")  # imports, first calls
+
+        async def plain() -> int:
+            await _plain(_transcripts(count, 1))
+            return count
+
+        async def durable() -> int:
+            await _durable(_transcripts(count, 1), Path(folder) / "profiled.sqlite")
+            return count
+
+        runs = {"plain asyncio": plain, "DBOS on SQLite": durable}
+        return await profile_batch(runs, sort=sort, top=top)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    sizes = Sizes(runs=args.runs, batch=args.batch)
+    if args.profile:
+        print(asyncio.run(_profile(sizes.batch, args.sort, args.top)))
+        return 0
+
+    async def measure() -> list[Check]:
+        timings: dict[str, Any] = {}
+        checks = await durable_overhead(sizes, timings)
+        if args.workers:
+            checks += await worker_throughput(sizes, timings)
+        return checks
+
+    from benchmarks.__main__ import render_table  # the CLI module imports the suite, which imports this
+
+    print(render_table(asyncio.run(measure())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
