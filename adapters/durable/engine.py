@@ -11,7 +11,6 @@ import io
 import logging
 import pickle
 import sys
-import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -55,55 +54,38 @@ REQUEST_WORKFLOW: Final = "meeting_agents.model_request"
 _POLLING_SECONDS: Final = 0.05
 _IDLE_POLLING_SECONDS: Final = 1.0
 _ENDED_IN_ERROR: Final = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
-_TURN: Final = "meeting_agents_turn"
-_TURN_SECONDS: Final = 1.0
-_SQLITE_CONNECTIONS: Final = 16
+# How long a transaction waits for this process's one SQLite connection, or for another process's lock.
+_SQLITE_WAIT_SECONDS: Final = 30
 _CONNECT_TIMEOUT_SECONDS: Final = 10
 _SCHEMES: Final = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql"}
 
 
 def _sqlite_engine(url: str) -> sqlalchemy.Engine:
-    """The SQLite engine DBOS would build, in write-ahead-log mode, its transactions taking turns.
+    """The SQLite engine DBOS would build, in write-ahead-log mode, with one connection that every
+    transaction of this process takes in turn.
 
     DBOS's own engine keeps SQLite's rollback journal, whose every commit waits for the disk (tens of
     milliseconds each on a busy machine, and a run commits once per step). In WAL mode with
-    ``synchronous=NORMAL`` a commit survives the process being killed at any point (only a power
-    cut can lose the last ones) and costs a write, not a wait for the disk.
+    ``synchronous=NORMAL`` a commit is in the operating system's hands before it returns, so it
+    survives the process being killed at any point; only an operating-system crash or a power cut
+    can lose the last commits (never the database itself), and a commit costs a write instead of a
+    wait for the disk. (``synchronous=FULL`` would keep those last commits through a power cut too,
+    at one disk flush per commit; ``OFF`` would risk the whole database on one.)
 
     SQLite lets one writer in at a time, and a writer that finds the file locked sleeps and tries
     again (1, 2, 5, 10 ... 100 ms): with a transcript's steps committing from several threads at
-    once, most of a run's time went to those sleeps. This process's transactions queue on a lock
-    instead, each woken the moment the one before ends (other processes still meet the busy timeout).
-    A transaction that waited :data:`_TURN_SECONDS` goes ahead without its turn, so no wait is unbounded.
+    once, most of a run's time went to those sleeps. Here the pool holds one connection, so this
+    process's transactions queue for it, each woken the moment the one before hands it back
+    (SQLAlchemy's own queue, bounded by :data:`_SQLITE_WAIT_SECONDS`; other processes still meet
+    SQLite's busy timeout). With no engine events of ours, SQLAlchemy dispatches none per statement.
     """
-    # Enough connections for every thread DBOS runs at once: none opened and closed per transaction.
-    engine = sqlalchemy.create_engine(url, pool_size=_SQLITE_CONNECTIONS, max_overflow=_SQLITE_CONNECTIONS)
-    turn = threading.Lock()
-
-    def take_turn(connection: sqlalchemy.Connection) -> None:
-        if not connection.info.get(_TURN) and turn.acquire(timeout=_TURN_SECONDS):
-            connection.info[_TURN] = True
-
-    def give_turn(connection: sqlalchemy.Connection) -> None:
-        if connection.info.pop(_TURN, False):
-            turn.release()
-
-    def give_back(_dbapi: Any, record: Any, *_: Any) -> None:
-        # A connection returned or dropped with its transaction not ended by commit or rollback.
-        if record is not None and record.info.pop(_TURN, False):
-            turn.release()
-
-    sqlalchemy.event.listen(engine, "begin", take_turn)
-    for ending in ("commit", "rollback"):
-        sqlalchemy.event.listen(engine, ending, give_turn)
-    for dropped in ("checkin", "invalidate", "soft_invalidate", "close_detached"):
-        sqlalchemy.event.listen(engine, dropped, give_back)
+    engine = sqlalchemy.create_engine(url, pool_size=1, max_overflow=0, pool_timeout=_SQLITE_WAIT_SECONDS)
 
     @sqlalchemy.event.listens_for(engine, "connect")
     def configure(connection: Any, _record: Any) -> None:
         # As DBOS's own engine: writers queue for the lock instead of failing at sqlite3's 5 s default.
         connection.isolation_level = "IMMEDIATE"
-        connection.execute("PRAGMA busy_timeout=30000")
+        connection.execute(f"PRAGMA busy_timeout={_SQLITE_WAIT_SECONDS * 1000}")
         connection.execute("PRAGMA foreign_keys=ON")
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
