@@ -23,7 +23,7 @@ from dbos import DBOS, DBOSConfig, PropagateOtelContext, Queue, Serializer, SetW
 from opentelemetry import trace
 
 from adapters.durable.liveness import ExecutorInUseError, Liveness, LivenessLostError
-from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, scrubbed
+from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, to_store
 from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, WorkflowEditorAgent
 from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse
@@ -194,7 +194,7 @@ class _RedactingSerializer(Serializer):
         pickler = pickle.Pickler(buffer)
         # The domain's values hold read-only mappings, which pickle cannot take as they are.
         pickler.dispatch_table = {**copyreg.dispatch_table, types.MappingProxyType: _mapping_proxy}
-        pickler.dump(scrubbed(data, self._redactor))
+        pickler.dump(to_store(data, self._redactor))
         return base64.b64encode(buffer.getvalue()).decode("ascii")
 
     def deserialize(self, serialized_data: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -21,7 +22,7 @@ from domain import (
     updates_of,
 )
 
-__all__ = ["MODEL_REQUEST_STEP", "DurableChat", "DurableToolInvoker", "scrubbed"]
+__all__ = ["MODEL_REQUEST_STEP", "DurableChat", "DurableToolInvoker", "scrubbed", "to_store"]
 
 MODEL_REQUEST_STEP: Final = "model request"
 """The name of every model request's step (a tool call's step is ``tool <name>``)."""
@@ -37,12 +38,72 @@ def scrubbed(value: _T, redactor: Redactor) -> _T:
 
     What a durable run stores (a step's answer, a workflow's result) goes through this, so a
     gateway that echoes the key back cannot put it in the database. Nothing is copied unless a
-    secret was found, so the common case returns ``value`` itself.
+    secret was found, so the common case returns ``value`` itself: its strings are gathered and
+    searched as one text (a secret in any one of them is found there too), and only a value with a
+    secret is walked again to cut it.
     """
     if not redactor:
         return value
+    texts: list[str] = []
+    _gather(value, texts)
+    if not texts or not redactor.contains_secret(texts[0] if len(texts) == 1 else "\0".join(texts)):
+        return value
     cleaned: _T = _scrub(value, redactor)
     return cleaned
+
+
+# The answer the last step of this context returned, scrubbed, and the redactor that scrubbed it.
+_STEP_ANSWER: ContextVar[tuple[object, Redactor] | None] = ContextVar(
+    "meeting_agents_step_answer", default=None
+)
+
+
+def _step_answer(value: _T, redactor: Redactor) -> _T:
+    """``value`` scrubbed, as a step returns it: DBOS stores that very object next (:func:`to_store`)."""
+    cleaned = scrubbed(value, redactor)
+    _STEP_ANSWER.set((cleaned, redactor))
+    return cleaned
+
+
+def to_store(value: _T, redactor: Redactor) -> _T:
+    """``value`` as a durable run stores it: :func:`scrubbed`, unless it is the very answer the step
+    just scrubbed with ``redactor`` (DBOS records a step's answer in the step's context; the values
+    are frozen), which is not searched a second time."""
+    answer = _STEP_ANSWER.get()
+    if answer is not None and answer[0] is value and answer[1] is redactor:
+        return value
+    return scrubbed(value, redactor)
+
+
+# Per type: its attrs fields' names, or None for a type that is not an attrs class.
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+_LEAVES: Final = frozenset({int, float, bool, type(None)})
+
+
+def _gather(value: Any, texts: list[str]) -> None:
+    """Every string :func:`_scrub` would look at in ``value``, into ``texts``."""
+    kind = type(value)
+    if kind is str:
+        texts.append(value)
+        return
+    if kind in _LEAVES:
+        return
+    try:
+        names = _FIELDS[kind]
+    except KeyError:
+        names = _FIELDS[kind] = tuple(field.name for field in attrs.fields(kind)) if attrs.has(kind) else None
+    if isinstance(value, str):
+        texts.append(value)
+    elif names is not None:
+        for name in names:
+            _gather(getattr(value, name), texts)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            _gather(item, texts)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _gather(key, texts)
+            _gather(item, texts)
 
 
 def _scrub(value: Any, redactor: Redactor) -> Any:
@@ -96,7 +157,7 @@ class DurableChat:
 
     async def send(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
         """The request itself, its answer scrubbed: what a step runs."""
-        return scrubbed(await self._inner.get_response(messages, options), self._redactor)
+        return _step_answer(await self._inner.get_response(messages, options), self._redactor)
 
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
@@ -135,7 +196,7 @@ class DurableToolInvoker:
         async def run() -> FunctionResultContent:
             nonlocal ran
             ran = True
-            return scrubbed(await self._inner.invoke(call), self._redactor)
+            return _step_answer(await self._inner.invoke(call), self._redactor)
 
         result: FunctionResultContent = await DBOS.run_step_async({"name": f"tool {call.name}"}, run)
         if not ran and self._rebuild:
