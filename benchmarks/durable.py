@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import itertools
 import os
 import select
@@ -269,7 +268,10 @@ def _throughput(server: str, gateway: str, folder: Path, workers: int, name: str
     finally:
         for helper in helpers:
             helper.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            try:
+                helper.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                helper.kill()  # a worker that did not stop on SIGTERM is not left running
                 helper.communicate(timeout=60)
     return len(list(folder.iterdir())) / _span_seconds(database)
 
