@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -316,6 +316,55 @@ async def worker_throughput(sizes: Sizes, timings: dict[str, Any]) -> list[Check
 # ---------------------------------------------------------------- python -m benchmarks.durable
 
 
+async def _command_batches(count: int, gateway: str, folder: Path) -> dict[str, Callable[[], Awaitable[int]]]:
+    """The same batch as the ``batch`` command builds it (the container's OpenAI SDK adapters, telemetry
+    off, ``summary_json``) against the offline stand-in, in plain asyncio and through
+    :func:`~adapters.cli.batch.durable_engine` on SQLite."""
+    from dependency_injector import providers
+
+    from adapters.cli.batch import durable_engine
+    from adapters.container import Container
+    from adapters.settings import resolve_settings
+
+    agent = {"base_url": gateway, "api_key": "sk-bench", "model": "offline", "telemetry": False}
+    settings = resolve_settings(config={"agent": {**agent, "batch_concurrency": CONCURRENCY}})
+    rounds = itertools.count(1)
+
+    async def plain() -> int:
+        container = Container()
+        container.settings.override(providers.Object(settings))
+        slots = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(text: str) -> MeetingSummary:
+            async with slots:
+                summary: MeetingSummary = await container.summary_agent().summarize(text)
+                return summary
+
+        async with container:
+            summaries = await asyncio.gather(*(one(text) for text in _transcripts(count, next(rounds))))
+        assert all(summary.complete for summary in summaries)
+        return count
+
+    async def durable() -> int:
+        round_ = next(rounds)
+        database = f"sqlite:///{folder / f'command-{round_}.sqlite'}"
+        async with durable_engine(settings, database, "bench") as engine:
+            ids = {f"command-{round_}-{n}": text for n, text in enumerate(_transcripts(count, round_))}
+            for workflow, text in ids.items():
+                await engine.submit(workflow, text)
+            ended: dict[str, Outcome] = {}
+            while len(ended) < len(ids):
+                ended |= await engine.finished(sorted(set(ids) - set(ended)))
+                if len(ended) < len(ids):
+                    await engine.wait(_POLL_SECONDS)
+        assert all(outcome.status == "done" for outcome in ended.values()), ended
+        return count
+
+    await plain()  # imports, first calls
+    await durable()
+    return {"plain asyncio": plain, "DBOS on SQLite": durable}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.durable", description=__doc__)
     parser.add_argument("--runs", type=int, default=Sizes().runs, help="timed rounds (medians)")
@@ -325,14 +374,23 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="instead: one batch on DBOS with SQLite under cProfile in every thread, CPU split by owner",
     )
+    parser.add_argument(
+        "--command",
+        action="store_true",
+        help="with --profile: the batch as the command builds it (container, OpenAI SDK, offline stand-in)",
+    )
     parser.add_argument("--sort", default="tottime", help="pstats sort key for --profile")
     parser.add_argument("--top", type=int, default=40, help="functions --profile lists")
     parser.add_argument("--workers", action="store_true", help="also throughput with 1 and 2 processes")
     return parser
 
 
-async def _profile(count: int, sort: str, top: int) -> str:
+async def _profile(count: int, sort: str, top: int, *, command: bool) -> str:
     with tempfile.TemporaryDirectory(prefix="bench-durable-") as folder:
+        if command:
+            with _SlowGateway() as gateway:
+                runs = await _command_batches(count, gateway.base_url, Path(folder))
+                return await profile_batch(runs, sort=sort, top=top)
         await _plain(_transcripts(count, 0))
         await _durable(_transcripts(count, 0), Path(folder) / "warm.sqlite")  # imports, first calls
 
@@ -352,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     sizes = Sizes(runs=args.runs, batch=args.batch)
     if args.profile:
-        print(asyncio.run(_profile(sizes.batch, args.sort, args.top)))
+        print(asyncio.run(_profile(sizes.batch, args.sort, args.top, command=args.command)))
         return 0
 
     async def measure() -> list[Check]:

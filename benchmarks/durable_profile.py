@@ -131,12 +131,27 @@ def render_cpu_shares(seconds: dict[str, float], transcripts: int) -> str:
     return "\n".join(lines)
 
 
+class _Snapshot:
+    """What ``pstats.Stats`` reads of a profiler: its stats as they stand, the profiler left running."""
+
+    def __init__(self, profiler: cProfile.Profile) -> None:
+        # Not create_stats(): its disable() would close the thread's unfinished calls (a worker blocked
+        # in its queue's get) on the clock of the thread calling it, here another thread's.
+        profiler.snapshot_stats()
+        self.stats = profiler.stats
+
+    def create_stats(self) -> None:
+        """Already made."""
+
+
 @contextmanager
 def profiled_threads() -> Iterator[list[cProfile.Profile]]:
     """A CPU-clock profiler in this thread and in every thread started inside the block.
 
     ``threading.setprofile`` runs a hook at each new thread's first call; the hook starts a profiler
-    there, which takes the thread's profile function over from it. Threads already running are not seen.
+    there, which takes the thread's profile function over from it. Threads already running are not
+    seen, and a thread started inside the block that outlives it goes on feeding its profiler (only
+    its own thread can stop it); its calls still open at the end are not counted.
     """
     profiles: list[cProfile.Profile] = []
     lock = threading.Lock()
@@ -153,14 +168,13 @@ def profiled_threads() -> Iterator[list[cProfile.Profile]]:
         yield profiles
     finally:
         threading.setprofile(None)
-        for profiler in profiles:
-            profiler.disable()  # in other threads this only stops it collecting once they next call
+        profiles[0].disable()  # this thread's
 
 
 def _stats(profiles: list[cProfile.Profile], stream: io.StringIO) -> pstats.Stats:
-    stats = pstats.Stats(profiles[0], stream=stream)
+    stats = pstats.Stats(_Snapshot(profiles[0]), stream=stream)  # type: ignore[arg-type]  # as a Profile
     for profiler in profiles[1:]:
-        stats.add(profiler)
+        stats.add(_Snapshot(profiler))  # type: ignore[arg-type]
     return stats
 
 

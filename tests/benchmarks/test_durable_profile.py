@@ -74,3 +74,19 @@ def test_the_profile_splits_a_batchs_cpu_between_dbos_sqlite_and_ours(
         assert more[owner] == dbos[owner], owner  # nothing of it in the plain batch
     assert set(dbos) <= set(OWNERS)
     assert "function calls" in report  # then the hot spots
+
+
+def test_the_command_profile_shows_the_sdks_share_on_both_sides(capsys: pytest.CaptureFixture[str]) -> None:
+    assert durable.main(["--profile", "--command", "--batch", "2", "--top", "5"]) == 0
+
+    report = capsys.readouterr().out
+    plain = _split(report, "plain asyncio")
+    dbos = _split(report, "DBOS on SQLite")
+    # Both sides send their requests through the OpenAI SDK to the offline stand-in; only one runs DBOS.
+    assert plain["OpenAI SDK"] > 0
+    assert dbos["OpenAI SDK"] > 0
+    assert "DBOS" not in plain
+    assert dbos["DBOS"] > 0
+    assert dbos["SQLAlchemy + sqlite3"] > 0
+    # No thread of the plain batch is charged for time it spent blocked (CPU clocks, per thread).
+    assert plain.get("thread hand-offs", 0.0) < plain["OpenAI SDK"]
