@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import statistics
 import time
@@ -32,23 +33,28 @@ CHUNK_BYTES = 16 * 1024
 
 
 class _ChunkedBody(httpx.AsyncByteStream):
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, turns: bool = False) -> None:
         self._body = body
+        self._turns = turns
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         view = memoryview(self._body)
         for start in range(0, len(view), CHUNK_BYTES):
+            if self._turns and start:
+                # A socket read gives the loop a turn (anyio's streams are checkpoints).
+                await asyncio.sleep(0)
             yield bytes(view[start : start + CHUNK_BYTES])
 
 
 def serve(
-    body: bytes, content_type: str, headers: Mapping[str, str] | None = None
+    body: bytes, content_type: str, headers: Mapping[str, str] | None = None, *, turns: bool = False
 ) -> tuple[openai.AsyncOpenAI, httpx.AsyncClient]:
-    """An SDK client whose every request is answered with ``body``, in chunks, without any socket."""
+    """An SDK client whose every request is answered with ``body``, in chunks, without any socket;
+    with ``turns``, the loop gets a turn between two chunks, as between two reads of a socket."""
 
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(
-            200, headers={"content-type": content_type, **(headers or {})}, stream=_ChunkedBody(body)
+            200, headers={"content-type": content_type, **(headers or {})}, stream=_ChunkedBody(body, turns)
         )
 
     http_client = httpx.AsyncClient(transport=httpx.MockTransport(answer))

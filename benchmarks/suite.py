@@ -12,7 +12,7 @@ from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
-from benchmarks.cpu import cpu_bounds, parse_off_the_loop
+from benchmarks.cpu import cpu_bounds, large_lines, parse_off_the_loop
 from benchmarks.durable import durable_overhead, worker_throughput
 from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, serve
 from benchmarks.memory import body_memory
@@ -142,6 +142,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         deadline_overshoot,
         cpu_bounds,
         parse_off_the_loop,
+        large_lines,
         body_memory_in_processes,
         durable_overhead,
         worker_throughput,

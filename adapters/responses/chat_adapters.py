@@ -15,6 +15,7 @@ import attrs
 import httpx
 import httpx2
 import openai
+from openai._streaming import ServerSentEvent
 from openai.types.responses import Response, ResponseStreamEvent
 
 from adapters.redaction import RedactingFilter, Redactor
@@ -34,6 +35,7 @@ from adapters.responses.http_front import (
     observed,
     retry_backoff,
 )
+from adapters.responses.incremental import LARGE, ParsedTooLargeError, over, parsed
 from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
 from adapters.responses.settings import ResponsesSettings
 from adapters.responses.to_domain import (
@@ -125,33 +127,40 @@ def _brackets(data: str | bytes | bytearray) -> int:
     return data.count(b"{") + data.count(b"[")
 
 
-def _parsed_size(data: str | bytes | bytearray) -> int:
-    """About how many bytes ``json.loads`` builds from ``data``, at most, counted at C speed.
-
-    Text parses to about its own size; what makes a small body large is many small values, each a
-    whole Python object with its place in its container: an object with members about 200 bytes, an
-    empty object or an array about 72, a string (two unescaped quotes) about 50, any element (a
-    comma) 32 more. Braces, quotes and commas inside strings count too: an over-estimate, which for
-    an ordinary body is at most a few times its size. 60 MiB of ``[{},{},...]`` is 1.4 GiB parsed.
-    """
-    if isinstance(data, str):
-        counts = (data.count(mark) for mark in ("{", "{}", "[", '"', '\\"', ","))
-    else:
-        counts = (data.count(mark.encode()) for mark in ("{", "{}", "[", '"', '\\"', ","))
-    braces, empty, brackets, quotes, escaped, commas = counts
-    objects = 200 * (braces - empty) + 72 * empty + 72 * brackets
-    return len(data) + objects + 25 * (quotes - escaped) + 32 * commas
+def _bloating(size: int, cap: int) -> UnreadableResponseError:
+    return UnreadableResponseError(
+        f"the response would take about {size // 2**20} MiB once parsed, more than three times "
+        f"agent.max_response_bytes ({cap} bytes): too many small values"
+    )
 
 
 def _refuse_if_bloating(data: str | bytes | bytearray, cap: int) -> None:
     """A body or event that would take more than three times ``max_response_bytes`` once parsed is
     refused unparsed (its text, held while it is parsed, comes on top)."""
-    size = _parsed_size(data)
-    if size > 3 * cap:
-        raise UnreadableResponseError(
-            f"the response would take about {size // 2**20} MiB once parsed, more than three times "
-            f"agent.max_response_bytes ({cap} bytes): too many small values"
-        )
+    size = over(data, 3 * cap)
+    if size is not None:
+        raise _bloating(size, cap)
+
+
+async def _parsed_in_steps(text: str, cap: int) -> Any:
+    """``json.loads(text)`` for a large text, parsed in steps with the loop running between them (and a
+    deadline able to end it there); refused part way once what it built would take more than three
+    times ``max_response_bytes``, as a smaller text is refused before it is parsed."""
+    try:
+        return await parsed(text, max_size=3 * cap)
+    except ParsedTooLargeError as exc:
+        raise _bloating(exc.size, cap) from None
+
+
+class _ParsedEvent(ServerSentEvent):
+    """An event whose data was already parsed, in steps: the SDK's ``json()`` hands that over."""
+
+    def __init__(self, sse: ServerSentEvent, value: object) -> None:
+        super().__init__(event=sse.event, data=sse.data, id=sse.id, retry=sse.retry)
+        self._value = value
+
+    def json(self) -> Any:
+        return self._value
 
 
 class _Decoding:
@@ -167,6 +176,13 @@ class _Decoding:
         cap = self._cap
         async for sse in self._inner.aiter_bytes(iterator):
             data = sse.data
+            if len(data) > LARGE:
+                # json.loads would parse it in one step the loop could not break into, and the SDK
+                # would build its model in another (0.8 s for one 16 MiB text): parsed in steps, and
+                # handed over as the mapping it is.
+                self.heavy = True
+                yield _ParsedEvent(sse, await _parsed_in_steps(data, cap))
+                continue
             if len(data) > _LARGE_EVENT:
                 _refuse_if_bloating(data, cap)
             self.heavy = _brackets(data) > _HEAVY_BRACKETS
@@ -773,7 +789,8 @@ class _ResponsesAdapter(abc.ABC):
                 http.status_code, headers=_plain_headers(http), content=bytes(body), request=http.request
             )
             return await self._fold_stream(replay, exchange)
-        _refuse_if_bloating(body, cap)
+        if len(body) <= LARGE:
+            _refuse_if_bloating(body, cap)
         try:
             # What json.loads does with bytes, done here so that the bytes go before the parse.
             document = body.decode(json.detect_encoding(body), "surrogatepass")
@@ -781,7 +798,9 @@ class _ResponsesAdapter(abc.ABC):
             raise UnreadableResponseError("the body is neither a JSON Response nor an event stream") from None
         del body
         try:
-            data = json.loads(document)
+            # A large document is parsed in steps (json.loads would hold the loop for the whole parse),
+            # refused part way should it take more than three times the cap.
+            data = json.loads(document) if len(document) <= LARGE else await _parsed_in_steps(document, cap)
         except json.JSONDecodeError as exc:
             if _cut_short(exc):
                 raise CutShortError("the JSON body ended before its document did") from None

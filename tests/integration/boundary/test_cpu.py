@@ -22,7 +22,7 @@ from typing import Any, Final
 import pytest
 
 from adapters.offline.render import call_item, event_frame, message_item, stream_events
-from adapters.responses import chat_adapters, folding, to_domain
+from adapters.responses import chat_adapters, folding, incremental, to_domain
 from domain import ChatError, ChatMessage, ChatResponse, ChatTransportError, MalformedResponseError
 from tests.support.gateway import response_document
 from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
@@ -263,3 +263,126 @@ async def test_more_output_items_than_max_output_items_is_malformed_with_what_ar
     assert outcome.message == f"the response holds more than agent.max_output_items ({ITEMS}) output items"
     assert outcome.partial is not None
     assert outcome.response_id in ("resp_many", "resp_over")
+
+
+# One line of several MiB: json.loads would parse it in one call the loop cannot break into (and a
+# worker thread would not help: it holds the GIL). It is parsed in steps instead.
+LONG_TEXT: Final = 'A line with "quotes", a \\ backslash, {braces} and é.\n' * 50_000
+STEP_TEXT: Final = 3 * incremental.PIECE + 64
+
+
+class Parses:
+    """Counts the text handed to the C scanner by the incremental parses; a heartbeat task counts how
+    much of it was handed over between two of its turns."""
+
+    def __init__(self) -> None:
+        self.parsers: list[incremental.JsonInSteps] = []
+        self.longest = 0
+        self.turns = 0
+        self._last = 0
+        self._at: tuple[int, Callable[[], None]] | None = None
+
+    @property
+    def scanned(self) -> int:
+        return sum(parser.scanned for parser in self.parsers)
+
+    def at(self, scanned: int, action: Callable[[], None]) -> None:
+        self._at = (scanned, action)
+
+    async def heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(0)
+            now = self.scanned
+            self.longest = max(self.longest, now - self._last)
+            self._last = now
+            self.turns += 1
+            if self._at is not None and now >= self._at[0]:
+                self._at[1]()
+                self._at = None
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> Parses:
+    counter = Parses()
+    real = incremental.JsonInSteps.__init__
+
+    def init(parser: incremental.JsonInSteps, *args: Any, **kwargs: Any) -> None:
+        real(parser, *args, **kwargs)
+        counter.parsers.append(parser)
+
+    monkeypatch.setattr(incremental.JsonInSteps, "__init__", init)
+    return counter
+
+
+async def _asked_beating(
+    handler: Any, adapter_type: AdapterType, parses: Parses, *, deadline: float
+) -> object:
+    async with serve(handler) as server, adapter_on(server.base_url, adapter_type, deadline=deadline) as chat:
+        async with adapter_on(server.base_url, adapter_type, deadline=60) as warm:
+            await warm.get_response([ChatMessage.user("warm up")])
+        task = asyncio.get_running_loop().create_task(parses.heartbeat())
+        try:
+            return await chat.get_response([ChatMessage.user("hello")])
+        except ChatError as error:
+            return error
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def _long_bodies() -> dict[str, list[Any]]:
+    calls = [
+        call_item(f"fc_{n}", f"call_{n}", "record_decision", json.dumps({"decision": "ship " * 60}))
+        for n in range(ITEMS)
+    ]
+    return {"long text": [message_item("msg_0", LONG_TEXT)], "calls": calls}
+
+
+@ADAPTERS
+@pytest.mark.parametrize("shape", ["stream", "json"])
+@pytest.mark.parametrize("what", ["long text", "calls"])
+async def test_a_line_of_megabytes_is_parsed_with_the_loop_running_every_few_pieces(
+    adapter_type: AdapterType, shape: str, what: str, parses: Parses
+) -> None:
+    output = _long_bodies()[what]
+    body, content_type = _body(output, shape)
+    assert len(body) > 2 * incremental.LARGE
+
+    outcome = await _asked_beating(_served(body, content_type), adapter_type, parses, deadline=60)
+
+    assert isinstance(outcome, ChatResponse), outcome
+    if what == "long text":
+        assert outcome.text == LONG_TEXT
+    else:
+        assert [call.call_id for call in outcome.function_calls] == [f"call_{n}" for n in range(ITEMS)]
+    # The one large line was parsed in steps: all of it went to the scanner, never more than a few
+    # pieces of it between two turns of the loop.
+    assert len(parses.parsers) == 1
+    assert parses.scanned >= len(body) * 0.9
+    assert parses.longest <= STEP_TEXT, f"{parses.longest} characters parsed without the loop"
+    assert parses.turns >= parses.scanned // STEP_TEXT
+
+
+@ADAPTERS
+@pytest.mark.parametrize("shape", ["stream", "json"])
+async def test_a_deadline_that_passes_in_the_middle_of_a_parse_ends_the_request_there(
+    adapter_type: AdapterType, shape: str, parses: Parses, scopes: list[asyncio.Timeout]
+) -> None:
+    body, content_type = _body(_long_bodies()["calls"], shape)
+    passes_at = len(body) // 4
+
+    def deadline_passes() -> None:
+        scopes[-1].reschedule(asyncio.get_running_loop().time())
+
+    parses.at(passes_at, deadline_passes)
+
+    outcome = await _asked_beating(_served(body, content_type), adapter_type, parses, deadline=DEADLINE)
+
+    assert isinstance(outcome, ChatTransportError), outcome
+    assert outcome.message == f"no complete answer within agent.deadline_seconds={DEADLINE:g} s"
+    # The parse stopped at the first turn the loop had after the deadline, not at the end of the line.
+    assert passes_at <= parses.scanned <= passes_at + 2 * STEP_TEXT
+    if shape == "stream":
+        # What had arrived goes with the error: the response.created before the large line.
+        assert outcome.partial is not None
+        assert outcome.partial.response_id == "resp_many"
