@@ -83,6 +83,8 @@ async def heartbeat() -> AsyncIterator[Heartbeat]:
     task = asyncio.get_running_loop().create_task(beat.run())
     try:
         yield beat
+        # One more beat: a stall at the very end of the block is only seen once the beat runs after it.
+        await asyncio.sleep(2 * BEAT)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
