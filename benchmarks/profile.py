@@ -4,6 +4,7 @@
     python -m benchmarks.profile large streaming --sort cumulative
     python -m benchmarks.profile large get_response --memory  # what is held at the highest point
     python -m benchmarks.profile json create                  # the SDK's own floor, for comparison
+    python -m benchmarks.profile large raw --layers           # each per-read layer added in turn
 
 Workloads: ``large`` (20k-delta answer), ``calls`` (200 streamed calls), ``small`` (a tool loop's
 round, 100 requests), ``json`` (2 MB JSON body, 5 reads); ``--kind`` picks the text of ``large``.
@@ -25,6 +26,8 @@ import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
+
+import attrs
 
 from adapters.responses.folding import EventFolder
 from benchmarks import harness
@@ -265,6 +268,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no profiler: the event folder alone against raw SDK iteration (large, calls)",
     )
+    parser.add_argument(
+        "--layers",
+        action="store_true",
+        help="no profiler: each per-read layer of the adapter added in turn to the bare SDK "
+        "(large, calls, small)",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=None, help="interleaved runs of --layers (the suite's by default)"
+    )
     return parser
 
 
@@ -276,6 +288,11 @@ def main(argv: Sequence[str] | None = None, *, sizes: Sizes | None = None) -> in
         sizes = QUICK if args.quick else Sizes()
 
     async def profile() -> str:
+        if args.layers:
+            from benchmarks.layers import layers_report
+
+            runs = sizes if args.runs is None else attrs.evolve(sizes, runs=args.runs)
+            return await layers_report(args.workload, runs, args.kind)
         run = await build(args.workload, args.variant, sizes, args.kind, memory=args.memory)
         if args.fold:
             return await fold_report(args.workload, sizes, args.kind)
@@ -284,7 +301,15 @@ def main(argv: Sequence[str] | None = None, *, sizes: Sizes | None = None) -> in
         return await time_report(run, sort=args.sort, top=args.top)
 
     what = f"{args.workload} {args.variant}" + (f" ({args.kind} text)" if args.workload == "large" else "")
-    tool = "folding alone (no profiler)" if args.fold else "tracemalloc" if args.memory else "cProfile"
+    tool = (
+        "per-read layers (no profiler)"
+        if args.layers
+        else "folding alone (no profiler)"
+        if args.fold
+        else "tracemalloc"
+        if args.memory
+        else "cProfile"
+    )
     print(f"{tool} of {what}\n")
     print(asyncio.run(profile()))
     return 0

@@ -84,6 +84,10 @@ _ITEMS_PER_STEP: Final = 256
 # Events folded between two looks at the clock; the loop gets control once a stretch passes _SLICE s.
 _EVENTS_PER_LOOK: Final = 32
 _SLICE: Final = 0.01
+# What is left of an HTTP/1.1 body after its answer is whole is read (so that its connection goes back
+# to the pool) only if it has ended within this long and this many bytes; otherwise it is closed.
+_DRAIN_SECONDS: Final = 0.05
+_DRAIN_BYTES: Final = 64 * 1024
 # The secrets of the request being sent in this context, for the libraries' own log records.
 _REDACTOR: Final[ContextVar[Redactor | None]] = ContextVar("responses_redactor", default=None)
 _LIBRARY_LOGGERS: Final = ("openai", "httpx", "httpx2", "httpcore")
@@ -176,16 +180,22 @@ class _Decoding:
         cap = self._cap
         async for sse in self._inner.aiter_bytes(iterator):
             data = sse.data
-            if len(data) > LARGE:
+            size = len(data)
+            if size > LARGE:
                 # json.loads would parse it in one step the loop could not break into, and the SDK
                 # would build its model in another (0.8 s for one 16 MiB text): parsed in steps, and
                 # handed over as the mapping it is.
                 self.heavy = True
                 yield _ParsedEvent(sse, await _parsed_in_steps(data, cap))
                 continue
-            if len(data) > _LARGE_EVENT:
-                _refuse_if_bloating(data, cap)
-            self.heavy = _brackets(data) > _HEAVY_BRACKETS
+            if size > _HEAVY_BRACKETS:
+                # Shorter data cannot open more brackets than it has characters: only a long event
+                # (a few per answer) is scanned, never the deltas that make up the stream.
+                if size > _LARGE_EVENT:
+                    _refuse_if_bloating(data, cap)
+                self.heavy = _brackets(data) > _HEAVY_BRACKETS
+            else:
+                self.heavy = False
             yield sse
 
 
@@ -463,6 +473,23 @@ class _Rest(httpx.AsyncByteStream):
         async for chunk in self._rest:
             yield chunk
             await between()
+
+    async def drain(self, seconds: float) -> None:
+        """Read what is left of an HTTP/1.1 body whose answer is already whole, without handing it
+        on, so that its connection can serve the next request: only if the body ends within
+        ``seconds`` and :data:`_DRAIN_BYTES`. A stream the peer holds open is left to be closed,
+        at once, as before; nothing read here is parsed."""
+        if self._original.http_version != "HTTP/1.1" or seconds <= 0:
+            return
+        left = _DRAIN_BYTES
+        try:
+            async with asyncio.timeout(seconds):
+                async for chunk in self._rest:
+                    left -= len(chunk)
+                    if left < 0:
+                        return
+        except Exception:  # noqa: S110  # the peer held it open or broke it: the close that follows ends it
+            pass
 
     async def aclose(self) -> None:
         await self._original.aclose()
@@ -837,7 +864,12 @@ class _ResponsesAdapter(abc.ABC):
                 else:
                     feed(event)
                 if folder.ended:
-                    # The answer is whole: what follows (a stream left open, a bad line) is not read.
+                    # The answer is whole: what follows (a stream left open, a bad line) is not parsed;
+                    # a body that has already ended is read to its end, so its connection is kept.
+                    body = http.stream
+                    if isinstance(body, _Rest):
+                        left = exchange.seconds_left()
+                        await body.drain(_DRAIN_SECONDS if left is None else min(_DRAIN_SECONDS, left / 2))
                     break
                 count += 1
                 if count % _EVENTS_PER_LOOK == 0:

@@ -139,7 +139,11 @@ class _ChatRequest:
 
     def _describe(self, response: ChatResponse) -> None:
         self._set_text(c.GEN_AI_RESPONSE_ID, response.response_id)
-        self._set_text(c.GEN_AI_RESPONSE_MODEL, response.model_id, metric=True)
+        model_id = response.model_id
+        if model_id is not None:
+            shown = self.telemetry.name(model_id)
+            self.span.set_attribute(c.GEN_AI_RESPONSE_MODEL, shown)
+            self.metric_attributes[c.GEN_AI_RESPONSE_MODEL] = shown
         if response.finish_reason is not None:
             self.span.set_attribute(c.GEN_AI_RESPONSE_FINISH_REASONS, (response.finish_reason,))
 
@@ -190,6 +194,13 @@ class InstrumentedChat:
         self._inner = inner
         self._telemetry = telemetry
         self._model = model
+        # What every request's span and metric points start with, made once: the texts are redacted.
+        self._attributes: dict[str, AttributeValue] = {
+            c.GEN_AI_OPERATION_NAME: c.OPERATION_CHAT,
+            c.GEN_AI_PROVIDER_NAME: c.PROVIDER_OPENAI,
+            c.GEN_AI_REQUEST_MODEL: telemetry.name(model),
+            **telemetry.server_attributes(),
+        }
 
     def __repr__(self) -> str:
         return f"InstrumentedChat({self._inner!r})"
@@ -259,13 +270,10 @@ class InstrumentedChat:
     def _begin(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> _ChatRequest:
         """Start the request's span (not yet current) with what is known before it is sent."""
         telemetry = self._telemetry
-        model = telemetry.text(options.model if options is not None and options.model else self._model)
-        attributes: dict[str, AttributeValue] = {
-            c.GEN_AI_OPERATION_NAME: c.OPERATION_CHAT,
-            c.GEN_AI_PROVIDER_NAME: c.PROVIDER_OPENAI,
-            c.GEN_AI_REQUEST_MODEL: model,
-            **telemetry.server_attributes(),
-        }
+        attributes = dict(self._attributes)
+        if options is not None and options.model:
+            attributes[c.GEN_AI_REQUEST_MODEL] = telemetry.name(options.model)
+        model = attributes[c.GEN_AI_REQUEST_MODEL]
         span_attributes = dict(attributes)
         if options is not None:
             if options.max_output_tokens is not None:

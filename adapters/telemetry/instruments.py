@@ -21,6 +21,8 @@ DEFAULT_CONTENT_LIMIT: Final = 64 * 1024
 # Any other attribute text (ids, model names, server, tool names) comes from the gateway or the model
 # too: a 5 MB response id must not become a 5 MB attribute on every span and metric point.
 TEXT_LIMIT: Final = 1024
+# Model names whose attribute text is kept once made (a gateway could name a new model every time).
+_NAMES_KEPT: Final = 64
 
 
 def _scope_version() -> str | None:
@@ -70,6 +72,7 @@ class Telemetry:
         self.capture_content = capture_content
         self.redactor = redactor or Redactor.none()
         self.content_limit = content_limit
+        self._names: dict[str, str] = {}
         self.server_address, self.server_port = server_of(base_url)
         scope_version = _scope_version()
         self.tracer = trace.get_tracer(SCOPE, scope_version, tracer_provider=tracer_provider)
@@ -120,3 +123,13 @@ class Telemetry:
         if self.server_port is not None:
             attributes[c.SERVER_PORT] = self.server_port
         return attributes
+
+    def name(self, value: str) -> str:
+        """A model's name as attribute text, as :meth:`text` makes it: the few names a container
+        sees are made once each (every span and metric point names one), other values each time."""
+        shown = self._names.get(value)
+        if shown is None:
+            shown = self.text(value)
+            if len(self._names) < _NAMES_KEPT and len(value) <= TEXT_LIMIT:
+                self._names[value] = shown
+        return shown

@@ -88,6 +88,8 @@ class LocalServer:
 
     port: int
     received: list[Received]
+    clients: list[tuple[str, int] | None] = attrs.field(factory=list)
+    """The client address (host, port) of each request received, in order: one per connection."""
 
     @property
     def origin(self) -> str:
@@ -149,11 +151,13 @@ async def endless_text(sender: Sender) -> None:
     await send_until_gone(sender, event_frame(_X_DELTA).encode(), every=0.02)
 
 
-def _app(handler: Handler, received: list[Received]) -> ASGIApp:
+def _app(handler: Handler, received: list[Received], clients: list[tuple[str, int] | None]) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         request = await read_request(scope, receive)
+        client = scope.get("client")
+        clients.append(None if client is None else (str(client[0]), int(client[1])))
         received.append(request)
         await handler(request, Sender(send, receive))
 
@@ -164,7 +168,8 @@ def _app(handler: Handler, received: list[Received]) -> ASGIApp:
 async def serve(handler: Handler) -> AsyncIterator[LocalServer]:
     """Run ``handler`` for every request on a free port of 127.0.0.1 until the block ends."""
     received: list[Received] = []
-    server, listener = listening(_app(handler, received), grace_seconds=1)
+    clients: list[tuple[str, int] | None] = []
+    server, listener = listening(_app(handler, received, clients), grace_seconds=1)
     loop = asyncio.get_running_loop()
     task = loop.create_task(server.serve(sockets=[listener]))
     try:
@@ -176,7 +181,7 @@ async def serve(handler: Handler) -> AsyncIterator[LocalServer]:
             if loop.time() > deadline:
                 raise TimeoutError("the local server did not start within 10 s")
             await asyncio.sleep(0.005)
-        yield LocalServer(port=listener.getsockname()[1], received=received)
+        yield LocalServer(port=listener.getsockname()[1], received=received, clients=clients)
     finally:
         server.should_exit = True
         try:

@@ -81,3 +81,38 @@ async def test_the_streaming_caller_gets_its_answer_while_the_peer_still_holds_t
     assert "".join(update.text for update in updates) == "The whole answer."
     assert updates[-1].status == "completed"
     assert held.left == [True]
+
+
+async def _ended(_: Received, sender: Sender) -> None:
+    await sender.start(200, {"content-type": "text/event-stream"})
+    await sender.body(COMPLETE, more=False)
+
+
+@ADAPTERS
+async def test_a_stream_that_ended_at_response_completed_leaves_its_connection_to_the_next_request(
+    adapter_type: AdapterType,
+) -> None:
+    async with serve(_ended) as server, adapter_on(server.base_url, adapter_type) as chat:
+        first = await chat.get_response([ChatMessage.user("hello")])
+        streamed = [update async for update in chat.get_streaming_response([ChatMessage.user("again")])]
+        third = await chat.get_response([ChatMessage.user("and again")])
+
+    assert first.text == third.text == "".join(update.text for update in streamed) == "The whole answer."
+    assert len(server.clients) == 3
+    # One connection (one client address) served all three: the ended bodies were read to their end.
+    assert len(set(server.clients)) == 1, server.clients
+
+
+@ADAPTERS
+async def test_a_stream_held_open_after_response_completed_is_not_kept_for_the_next_request(
+    adapter_type: AdapterType,
+) -> None:
+    held = HeldOpen()
+    async with serve(held) as server, adapter_on(server.base_url, adapter_type, deadline=60) as chat:
+        first = await chat.get_response([ChatMessage.user("hello")])
+        second = await chat.get_response([ChatMessage.user("again")])
+
+    assert first.text == second.text == "The whole answer."
+    assert held.left == [True, True]
+    # Its connection was closed, so the next request came on a new one.
+    assert len(set(server.clients)) == 2, server.clients

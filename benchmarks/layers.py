@@ -1,0 +1,278 @@
+"""The per-read layers between the SDK's iteration and ``get_response``, timed one by one.
+
+``python -m benchmarks.profile WORKLOAD raw --layers`` sends the very same request bytes (the
+adapter's, through ``client.post`` as the adapters send them) and reads the very same answer, each
+variant adding one layer of the adapter to the one before, interleaved runs, medians of CPU time:
+
+- ``sdk``: the bare SDK iterating the stream;
+- ``+front``: through the front every attempt goes through (``observed``: the delegating transport,
+  the body counted against ``max_response_bytes``);
+- ``+reader``: the body's first bytes read to tell its shape, the rest replayed behind them;
+- ``+heaviness``: the SDK's SSE decoder wrapped to refuse a bloating event and to note a heavy one;
+- ``+folder``: every event fed to the event folder and the answer built;
+- ``+fold loop``: the adapter's own loop around the folder (the output-item bound and the look at
+  the clock every 32 events), then the stream closed;
+- ``get_response``: the whole adapter (the request built, the deadline, the firewall, the logs' context).
+
+Each variant's figure is shown as a ratio to ``sdk`` and as what it adds to the variant before it.
+On a shared machine that difference is often within the runs' noise, so a second table times each
+layer's own work apart, without the SDK's event parsing around it, over the same bytes and events:
+the body read bare and through the front, then through the reader; the SDK's SSE decoder bare and
+wrapped by the heaviness check; the folder over the events the SDK built. Each difference is shown
+as a share of the SDK's whole iteration (``sdk`` above).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, cast
+
+import httpx
+import openai
+from openai.types.responses import ResponseStreamEvent
+
+from adapters.responses import ResponsesSseAdapter
+from adapters.responses.chat_adapters import _Decoding, _head, _plain_headers, _Rest, _StreamingClient
+from adapters.responses.folding import EventFolder
+from adapters.responses.http_front import observed
+from benchmarks.bodies import TextKind, make_body, make_calls_body, tool_loop_round
+from benchmarks.harness import Sizes, WrongOutputError, interleaved, paired_ratios, serve, spread
+from benchmarks.workloads import PROMPT, Scenario
+
+__all__ = ["LAYERS", "layers_report"]
+
+LAYERS: Final = ("sdk", "+front", "+reader", "+heaviness", "+folder", "+fold loop", "get_response")
+_SSE: Final = "text/event-stream"
+Run = Callable[[], Awaitable[object]]
+
+
+def _scenario(workload: str, sizes: Sizes, kind: TextKind) -> tuple[Scenario, int]:
+    if workload == "large":
+        return Scenario(PROMPT, None, make_body(sizes.fold, kind=kind)), 1
+    if workload == "calls":
+        return Scenario(PROMPT, None, make_calls_body(sizes.calls, sizes.call_chars)), 1
+    if workload == "small":
+        messages, options = tool_loop_round()
+        return Scenario(messages, options, make_body(sizes.small_deltas)), sizes.small_requests
+    raise ValueError("--layers reads a streamed answer: the large, calls or small workload")
+
+
+def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
+    """One run per layer, each over a client of its own serving the same body."""
+    chat = cast(ResponsesSseAdapter, scenario.adapter())
+    request = chat._built(scenario.messages, scenario.options)
+    cap = chat._settings.max_response_bytes
+
+    def bare() -> openai.AsyncOpenAI:
+        return serve(scenario.body.sse, _SSE)[0]
+
+    async def post(client: openai.AsyncOpenAI) -> Any:
+        return await ResponsesSseAdapter._post(client, request, stream=True)
+
+    async def read(client: Any, http: httpx.Response, folder: EventFolder | None) -> int:
+        stream = openai.AsyncStream(
+            cast_to=cast(Any, ResponseStreamEvent), response=cast(Any, http), client=client
+        )
+        count = 0
+        async for event in stream:
+            count += 1
+            if folder is not None:
+                folder.feed(event)
+        if folder is not None:
+            folder.result()
+        return count
+
+    async def replayed(http: httpx.Response) -> httpx.Response:
+        chunks = http.aiter_bytes()
+        head = await _head(chunks)
+        rest = _Rest(head, chunks, http)
+        headers = _plain_headers(http)
+        return httpx.Response(http.status_code, headers=headers, stream=rest, request=http.request)
+
+    def sdk_layer(client: openai.AsyncOpenAI) -> Run:
+        async def once() -> int:
+            count = 0
+            async for _ in await post(client):
+                count += 1
+            return count
+
+        return once
+
+    def front_layer(client: openai.AsyncOpenAI, *, heaviness: bool, folding: bool) -> Run:
+        async def once() -> int:
+            stream = await post(client)
+            http = await replayed(stream.response)
+            reader: Any = _StreamingClient(client, cap) if heaviness else client
+            try:
+                return await read(reader, http, EventFolder() if folding else None)
+            finally:
+                await stream.close()
+
+        return once
+
+    def loop_layer(adapter: ResponsesSseAdapter) -> Run:
+        client = adapter._client
+
+        async def once() -> int:
+            stream = await post(client)
+            try:
+                http = await replayed(stream.response)
+                exchange = adapter._new_exchange(request, seconds=600.0)
+                response = await adapter._fold_stream(http, exchange)
+                return len(response.messages)
+            finally:
+                await stream.close()
+
+        return once
+
+    def adapter_layer(adapter: ResponsesSseAdapter) -> Run:
+        async def once() -> int:
+            response = await adapter.get_response(scenario.messages, scenario.options)
+            return len(response.messages)
+
+        return once
+
+    front = observed(bare(), max_response_bytes=cap)
+    runs: dict[str, Run] = {
+        "sdk": sdk_layer(bare()),
+        "+front": sdk_layer(observed(bare(), max_response_bytes=cap)),
+        "+reader": front_layer(front, heaviness=False, folding=False),
+        "+heaviness": front_layer(observed(bare(), max_response_bytes=cap), heaviness=True, folding=False),
+        "+folder": front_layer(observed(bare(), max_response_bytes=cap), heaviness=True, folding=True),
+        "+fold loop": loop_layer(cast(ResponsesSseAdapter, scenario.adapter())),
+        "get_response": adapter_layer(cast(ResponsesSseAdapter, scenario.adapter())),
+    }
+
+    def repeated(once: Run) -> Run:
+        async def run() -> None:
+            for _ in range(times):
+                await once()
+
+        return run
+
+    return {name: repeated(once) for name, once in runs.items()}
+
+
+def _alone(scenario: Scenario, times: int) -> Callable[[], Awaitable[dict[str, Run]]]:
+    """The layers' own work apart from the SDK's event parsing (see the module's docstring)."""
+    chat = cast(ResponsesSseAdapter, scenario.adapter())
+    request = chat._built(scenario.messages, scenario.options)
+    cap = chat._settings.max_response_bytes
+
+    def client() -> openai.AsyncOpenAI:
+        return serve(scenario.body.sse, _SSE)[0]
+
+    async def post(sdk: openai.AsyncOpenAI) -> Any:
+        return await ResponsesSseAdapter._post(sdk, request, stream=True)
+
+    def read_bytes(sdk: openai.AsyncOpenAI, *, reader: bool) -> Run:
+        async def once() -> int:
+            stream = await post(sdk)
+            http: httpx.Response = stream.response
+            if reader:
+                chunks = http.aiter_bytes()
+                rest = _Rest(await _head(chunks), chunks, http)
+                http = httpx.Response(http.status_code, headers=_plain_headers(http), stream=rest)
+            size = 0
+            async for chunk in http.aiter_bytes():
+                size += len(chunk)
+            await stream.close()
+            return size
+
+        return once
+
+    async def build() -> dict[str, Run]:
+        bare = client()
+        stream = await post(bare)
+        chunks = [chunk async for chunk in stream.response.aiter_bytes()]
+        events = [event async for event in await post(bare)]
+
+        def decode(*, checked: bool) -> Run:
+            async def once() -> int:
+                async def body() -> Any:
+                    for chunk in chunks:
+                        yield chunk
+
+                decoder = bare._make_sse_decoder()
+                reader = _Decoding(decoder, cap) if checked else decoder
+                return len([sse async for sse in reader.aiter_bytes(body())])
+
+            return once
+
+        async def fold() -> int:
+            folder = EventFolder()
+            for event in events:
+                folder.feed(event)
+            return len(folder.result().messages)
+
+        async def nothing() -> int:
+            return 0
+
+        return {
+            "bytes, bare": read_bytes(bare, reader=False),
+            "bytes, front": read_bytes(observed(client(), max_response_bytes=cap), reader=False),
+            "bytes, front + reader": read_bytes(observed(client(), max_response_bytes=cap), reader=True),
+            "SSE decoder, bare": decode(checked=False),
+            "SSE decoder, heaviness check": decode(checked=True),
+            "no folder": nothing,
+            "folder": fold,
+        }
+
+    async def repeated() -> dict[str, Run]:
+        runs = await build()
+
+        def times_over(once: Run) -> Run:
+            async def run() -> None:
+                for _ in range(times):
+                    await once()
+
+            return run
+
+        return {name: times_over(once) for name, once in runs.items()}
+
+    return repeated
+
+
+# Each layer's own cost: the second variant over the first, both timed apart from the SDK's parsing.
+_APART: Final = (
+    ("front (delegating transport, counted body)", "bytes, bare", "bytes, front"),
+    ("reader (shape sniffed, rest replayed)", "bytes, front", "bytes, front + reader"),
+    ("heaviness check (per event)", "SSE decoder, bare", "SSE decoder, heaviness check"),
+    ("event folder", "no folder", "folder"),
+)
+
+
+async def layers_report(workload: str, sizes: Sizes, kind: TextKind = "mixed") -> str:
+    """The table of :data:`LAYERS` on ``workload``: medians of ``sizes.runs`` interleaved runs."""
+    scenario, times = _scenario(workload, sizes, kind)
+    variants = _variants(scenario, times)
+    for name in ("sdk", "+heaviness"):
+        # Every layer reads the whole body: the raw ones count its events.
+        await variants[name]()
+    samples = await interleaved(variants, runs=sizes.runs)
+    sdk = samples["sdk"]
+    if sdk.median <= 0:
+        raise WrongOutputError("the SDK's iteration took no CPU time")
+    lines = [
+        f"{workload}: {scenario.body.events} events x {times}, "
+        f"medians of {sizes.runs} interleaved runs (CPU)",
+        f"{'layer':<14}{'ms':>10}{'/ sdk':>9}{'spread':>14}{'adds':>9}",
+    ]
+    before = sdk.median
+    for name in LAYERS:
+        median = samples[name].median
+        ratios = paired_ratios(samples[name], sdk)
+        lines.append(
+            f"{name:<14}{median * 1e3:>10.1f}{median / sdk.median:>9.3f}{spread(ratios):>14}"
+            f"{(median - before) / sdk.median:>+9.1%}"
+        )
+        before = median
+    apart = await interleaved(await _alone(scenario, times)(), runs=sizes.runs)
+    lines += ["", "each layer apart, over the same bytes and events (share of the SDK's whole iteration):"]
+    for what, without, with_it in _APART:
+        added = apart[with_it].median - apart[without].median
+        lines.append(
+            f"  {what:<44}{added * 1e3:>9.1f} ms {added / sdk.median:>+8.2%}"
+            f"   ({apart[without].median * 1e3:.1f} -> {apart[with_it].median * 1e3:.1f} ms)"
+        )
+    return "\n".join(lines)
