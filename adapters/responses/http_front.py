@@ -351,12 +351,48 @@ class _Httpx2Delegation(_Delegation, httpx2.AsyncBaseTransport):
     _body = _Httpx2Body
 
 
+class _HttpxCookies(httpx.Cookies):
+    """The original client's own cookie jar, as the front's: each request the front builds carries
+    what the jar holds then, and each answer's cookies are taken once, by the original client that
+    receives it first (a second extraction, per request, cost more than the front's other work)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _Httpx2Cookies(httpx2.Cookies):
+    """:class:`_HttpxCookies` for an httpx2 original."""
+
+    def extract_cookies(self, response: httpx2.Response) -> None:
+        return None
+
+
 class _ObservedHttpClient(httpx.AsyncClient):
     """A legacy-httpx front; requests are built here and sent through the original client."""
+
+    _shared_cookies: httpx.Cookies
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._shared_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._shared_cookies = _HttpxCookies(httpx.Cookies(cookies).jar)
 
 
 class _ObservedHttpx2Client(httpx2.AsyncClient):
     """An httpx2 front (the SDK's own default client is httpx2)."""
+
+    _shared_cookies: httpx2.Cookies
+
+    @property
+    def cookies(self) -> httpx2.Cookies:
+        return self._shared_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._shared_cookies = _Httpx2Cookies(httpx2.Cookies(cookies).jar)
 
 
 def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.AsyncOpenAI:
@@ -384,10 +420,13 @@ def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.A
     front = front_type(
         transport=transport,
         headers=headers,
-        cookies=inner.cookies,
         params=inner.params,
         timeout=inner.timeout,
         # Proxies from the environment are the original client's business, applied when it sends.
         trust_env=False,
+    )
+    # The original's own jar, shared: the original fills it from each answer as it receives it.
+    front._shared_cookies = (_HttpxCookies if front_type is _ObservedHttpClient else _Httpx2Cookies)(
+        inner.cookies.jar
     )
     return client.with_options(http_client=cast(Any, front))

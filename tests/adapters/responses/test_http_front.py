@@ -64,6 +64,23 @@ async def test_the_original_clients_headers_hooks_and_transport_still_apply() ->
     assert original is http_client
 
 
+async def test_the_front_sends_the_original_clients_cookies_and_takes_each_answers_once() -> None:
+    recorder = Recorder([answer(OK, JSON, **{"set-cookie": "session=abc; Path=/"}), answer(OK, JSON)])
+    http_client = httpx.AsyncClient(transport=httpx.MockTransport(recorder), cookies={"team": "meetings"})
+    adapter = ResponsesSseAdapter(sdk_over(http_client), ResponsesSettings(model="gpt-test"))
+
+    await adapter.get_response([ChatMessage.user("hi")])
+    # Set on the host's client after the adapter was built: the front reads the original's own jar.
+    http_client.cookies.set("late", "1")
+    await adapter.get_response([ChatMessage.user("again")])
+
+    first, second = recorder.requests
+    assert first.headers["cookie"] == "team=meetings"
+    assert sorted(second.headers["cookie"].split("; ")) == ["late=1", "session=abc", "team=meetings"]
+    # The answer's cookie was taken into the original client's jar, once.
+    assert [cookie.name for cookie in http_client.cookies.jar].count("session") == 1
+
+
 def test_observing_twice_wraps_once() -> None:
     client = client_for(Recorder([answer(OK)]))
 
