@@ -65,7 +65,9 @@ async def test_the_original_clients_headers_hooks_and_transport_still_apply() ->
 
 
 async def test_the_front_sends_the_original_clients_cookies_and_takes_each_answers_once() -> None:
-    recorder = Recorder([answer(OK, JSON, **{"set-cookie": "session=abc; Path=/"}), answer(OK, JSON)])
+    setting = answer(OK, JSON)
+    setting.headers["set-cookie"] = "session=abc; Path=/"
+    recorder = Recorder([setting, answer(OK, JSON)])
     http_client = httpx.AsyncClient(transport=httpx.MockTransport(recorder), cookies={"team": "meetings"})
     adapter = ResponsesSseAdapter(sdk_over(http_client), ResponsesSettings(model="gpt-test"))
 
