@@ -38,6 +38,7 @@ from adapters.responses.http_front import observed
 from benchmarks.bodies import TextKind, make_body, make_calls_body, tool_loop_round
 from benchmarks.harness import Sizes, WrongOutputError, interleaved, paired_ratios, serve, spread
 from benchmarks.workloads import PROMPT, Scenario
+from domain import ChatResponse
 
 __all__ = ["LAYERS", "layers_report"]
 
@@ -69,7 +70,7 @@ def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
     async def post(client: openai.AsyncOpenAI) -> Any:
         return await ResponsesSseAdapter._post(client, request, stream=True)
 
-    async def read(client: Any, http: httpx.Response, folder: EventFolder | None) -> int:
+    async def read(client: Any, http: httpx.Response, folder: EventFolder | None) -> int | ChatResponse:
         stream = openai.AsyncStream(
             cast_to=cast(Any, ResponseStreamEvent), response=cast(Any, http), client=client
         )
@@ -78,9 +79,7 @@ def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
             count += 1
             if folder is not None:
                 folder.feed(event)
-        if folder is not None:
-            folder.result()
-        return count
+        return count if folder is None else folder.result()
 
     async def replayed(http: httpx.Response) -> httpx.Response:
         chunks = http.aiter_bytes()
@@ -99,7 +98,7 @@ def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
         return once
 
     def front_layer(client: openai.AsyncOpenAI, *, heaviness: bool, folding: bool) -> Run:
-        async def once() -> int:
+        async def once() -> int | ChatResponse:
             stream = await post(client)
             http = await replayed(stream.response)
             reader: Any = _StreamingClient(client, cap) if heaviness else client
@@ -113,22 +112,20 @@ def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
     def loop_layer(adapter: ResponsesSseAdapter) -> Run:
         client = adapter._client
 
-        async def once() -> int:
+        async def once() -> ChatResponse:
             stream = await post(client)
             try:
                 http = await replayed(stream.response)
                 exchange = adapter._new_exchange(request, seconds=600.0)
-                response = await adapter._fold_stream(http, exchange)
-                return len(response.messages)
+                return await adapter._fold_stream(http, exchange)
             finally:
                 await stream.close()
 
         return once
 
     def adapter_layer(adapter: ResponsesSseAdapter) -> Run:
-        async def once() -> int:
-            response = await adapter.get_response(scenario.messages, scenario.options)
-            return len(response.messages)
+        async def once() -> ChatResponse:
+            return await adapter.get_response(scenario.messages, scenario.options)
 
         return once
 
@@ -143,14 +140,25 @@ def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
         "get_response": adapter_layer(cast(ResponsesSseAdapter, scenario.adapter())),
     }
 
-    def repeated(once: Run) -> Run:
+    def repeated(name: str, once: Run) -> Run:
+        checked = False
+
         async def run() -> None:
+            nonlocal checked
             for _ in range(times):
-                await once()
+                result = await once()
+                if checked:
+                    continue
+                # Every layer reads the whole body: each is checked once, on its first read.
+                if isinstance(result, ChatResponse):
+                    scenario.check(result, name)
+                elif result != scenario.body.events:
+                    raise WrongOutputError(f"{name} saw {result} of the body's {scenario.body.events} events")
+                checked = True
 
         return run
 
-    return {name: repeated(once) for name, once in runs.items()}
+    return {name: repeated(name, once) for name, once in runs.items()}
 
 
 def _alone(scenario: Scenario, times: int) -> Callable[[], Awaitable[dict[str, Run]]]:
@@ -246,9 +254,6 @@ async def layers_report(workload: str, sizes: Sizes, kind: TextKind = "mixed") -
     """The table of :data:`LAYERS` on ``workload``: medians of ``sizes.runs`` interleaved runs."""
     scenario, times = _scenario(workload, sizes, kind)
     variants = _variants(scenario, times)
-    for name in ("sdk", "+heaviness"):
-        # Every layer reads the whole body: the raw ones count its events.
-        await variants[name]()
     samples = await interleaved(variants, runs=sizes.runs)
     sdk = samples["sdk"]
     if sdk.median <= 0:

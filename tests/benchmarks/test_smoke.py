@@ -19,6 +19,7 @@ from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
 from benchmarks.cpu import cpu_bounds
 from benchmarks.documents import document_costs, tool_run
 from benchmarks.harness import WrongOutputError
+from benchmarks.layers import LAYERS
 from benchmarks.memory import SHAPES, body_memory
 from benchmarks.suite import Check, Sizes
 from benchmarks.workloads import PROMPT, Scenario
@@ -176,6 +177,21 @@ def test_the_profiles_run_and_name_what_they_measured(
     assert ("peak" if "--memory" in arguments else "function calls") in printed
     if "--memory" not in arguments:
         assert "own time by owner: SDK" in printed
+
+
+@pytest.mark.parametrize("workload", ["large", "calls", "small"])
+def test_the_layers_profile_times_every_layer_of_a_checked_answer(
+    workload: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert profile.main([workload, "raw", "--layers"], sizes=TINY) == 0
+    printed = capsys.readouterr().out
+    rows = [
+        line[:14].strip() for line in printed.splitlines() if line.startswith(("sdk", "+", "get_response"))
+    ]
+    assert rows == list(LAYERS)
+    apart = printed.split("each layer apart")[1]
+    assert apart.count(" ms ") == 4  # the four layers timed apart
+    assert "event folder" in apart
 
 
 async def test_the_document_benchmark_reports_both_ratios_for_values_that_load_back_equal() -> None:
