@@ -16,12 +16,11 @@ import asyncio
 import gc
 import io
 import json
-import os
-import subprocess
+import multiprocessing
 import sys
 import tracemalloc
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from multiprocessing.connection import Connection
 from typing import Any, Final
 
 from adapters.offline.render import call_item, message_item, response_document, sse, stream_events
@@ -34,7 +33,6 @@ __all__ = ["SHAPES", "body_memory", "probe"]
 
 MIB: Final = 1 << 20
 MESSAGES: Final = (ChatMessage.user("Summarize the meeting."),)
-ROOT: Final = Path(__file__).resolve().parents[1]
 _DOCUMENT: Final[dict[str, Any]] = {
     "response_id": "resp_memory",
     "model": "gpt-5.5",
@@ -125,23 +123,49 @@ def probe(shape: str, variant: str, size: int, cap: int) -> dict[str, Any]:
     return {"body_bytes": len(body), "peak_bytes": peak - before, "outcome": outcome}
 
 
-def _in_subprocess(shape: str, variant: str, size: int, cap: int) -> dict[str, Any]:
-    environ = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    done = subprocess.run(  # noqa: S603  # our own interpreter running this module
-        [sys.executable, "-m", "benchmarks.memory", "--probe", shape, variant, str(size), str(cap)],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=1_200,
-        check=False,
+# Each probe runs in a process of its own, forked from a server process that has imported this
+# module once (POSIX): a clean heap per probe without paying the imports (the SDK, the adapters) twenty
+# times over, as a process started from scratch for each probe did.
+_CONTEXT: Final = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload([__name__])
+PROBE_TIMEOUT_SECONDS: Final = 1_200.0
+
+
+def _probe_into(sender: Connection, shape: str, variant: str, size: int, cap: int) -> None:
+    try:
+        sender.send(("done", probe(shape, variant, size, cap)))
+    except BaseException as error:  # reported to the parent, which raises it
+        sender.send(("failed", f"{type(error).__name__}: {error}"))
+    finally:
+        sender.close()
+
+
+def _in_process(shape: str, variant: str, size: int, cap: int) -> dict[str, Any]:
+    which = f"the probe of {shape!r}, {variant}"
+    receiver, sender = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(
+        target=_probe_into,
+        args=(sender, shape, variant, size, cap),
+        name=which,
+        daemon=True,
     )
-    if done.returncode:
-        raise RuntimeError(f"the probe of {shape!r}, {variant} failed:\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    process.start()
+    sender.close()
+    try:
+        if not receiver.poll(PROBE_TIMEOUT_SECONDS):
+            raise RuntimeError(f"{which} gave nothing in {PROBE_TIMEOUT_SECONDS:.0f} s")
+        outcome, value = receiver.recv()
+    except EOFError:
+        raise RuntimeError(f"{which} ended with exit code {process.exitcode}") from None
+    finally:
+        receiver.close()
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=10)
+    if outcome != "done":
+        raise RuntimeError(f"{which} failed: {value}")
+    result: dict[str, Any] = value
     return result
 
 
@@ -153,9 +177,9 @@ def body_memory(
     cap = 2 * size
     checks = []
     for shape in SHAPES:
-        floors = {variant: _in_subprocess(shape, variant, size, cap) for variant in FLOORS}
+        floors = {variant: _in_process(shape, variant, size, cap) for variant in FLOORS}
         for adapter in ADAPTERS:
-            result = _in_subprocess(shape, adapter, size, cap)
+            result = _in_process(shape, adapter, size, cap)
             body = result["body_bytes"]
             ratio = result["peak_bytes"] / body
             timings[f"memory: {shape}, {adapter}"] = {"adapter": result, **floors}
@@ -178,14 +202,7 @@ def body_memory(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__)
     parser.add_argument("--mib", type=float, default=Sizes().memory_body / MIB, help="body size in MiB")
-    parser.add_argument(
-        "--probe", nargs=4, metavar=("SHAPE", "VARIANT", "SIZE", "CAP"), help=argparse.SUPPRESS
-    )
     args = parser.parse_args(argv)
-    if args.probe:
-        shape, variant, size, cap = args.probe
-        print(json.dumps(probe(shape, variant, int(size), int(cap))))
-        return 0
 
     def show(check: Check) -> None:
         print(f"{check.name}: {check.value:.2f}x (target {check.target}: {'met' if check.met else 'MISSED'})")
