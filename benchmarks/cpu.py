@@ -50,6 +50,8 @@ class Heartbeat:
         self.longest_collection = 0.0
         # Collections of the oldest generation (a walk of the whole heap) while the beat ran.
         self.full_collections = 0
+        # Collections of each generation (young, middle, whole heap) while the beat ran.
+        self.collections = [0, 0, 0]
         self._collecting = 0.0
         self._started = 0.0
 
@@ -60,7 +62,9 @@ class Heartbeat:
             pause = time.thread_time() - self._started
             self._collecting += pause
             self.longest_collection = max(self.longest_collection, pause)
-            self.full_collections += info.get("generation") == 2
+            generation = info.get("generation", 0)
+            self.full_collections += generation == 2
+            self.collections[generation] += 1
 
     async def run(self) -> None:
         gc.callbacks.append(self._on_collection)
@@ -135,6 +139,7 @@ async def _measure(
         "longest_own_stall_s": beat.longest_own,
         "longest_collection_s": beat.longest_collection,
         "full_collections": beat.full_collections,
+        "collections": list(beat.collections),
         "outcome": ended,
     }
 
@@ -269,6 +274,7 @@ async def large_lines(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
         own = statistics.median(run["longest_own_stall_s"] for run in runs["in steps"])
         collection = max(run["longest_collection_s"] for run in runs["in steps"])
         full = max(run["full_collections"] for run in runs["in steps"])
+        counts = [statistics.median(run["collections"][g] for run in runs["in steps"]) for g in range(3)]
         outcomes = sorted({run["outcome"] for done in runs.values() for run in done})
         checks.append(
             Check(
@@ -280,7 +286,8 @@ async def large_lines(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
                 f"median of {sizes.runs}, wall time; with json.loads in one call "
                 f"{stall['json.loads'] * 1000:.0f} ms; the loop's own work {own * 1000:.1f} ms, "
                 "the longest garbage collection "
-                f"{collection * 1000:.1f} ms ({full} of the whole heap at most); returned after "
+                f"{collection * 1000:.1f} ms ({full} of the whole heap at most; median collections "
+                f"young/middle/whole {counts[0]:g}/{counts[1]:g}/{counts[2]:g}); returned after "
                 f"{returned['in steps']:.2f} s (json.loads: {returned['json.loads']:.2f} s; "
                 f"{', '.join(outcomes)})",
             )

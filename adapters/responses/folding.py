@@ -413,6 +413,22 @@ class _Item:
         return item_contents(self.added) if self.added is not None else []
 
 
+class _Whole:
+    """A call only the terminal event's output holds: its place and the one content it maps to (no
+    list is kept for it, as none is when a document's call is mapped)."""
+
+    __slots__ = ("content", "index", "order", "sequence")
+
+    def __init__(self, index: int, sequence: int, order: int, content: Content) -> None:
+        self.index = index
+        self.sequence = sequence
+        self.order: int | None = order
+        self.content = content
+
+    def contents(self) -> list[Content]:
+        return [self.content]
+
+
 def _match(
     final: Any,
     position: int,
@@ -490,6 +506,7 @@ class EventFolder:
         "_sequence",
         "_snapshot",
         "_terminal",
+        "_wholes",
         "cost",
         "orders",
         "out",
@@ -501,6 +518,8 @@ class EventFolder:
         self._terminal: str | None = None
         self._result: ChatResponse | None = None
         self._items: list[_Item] = []
+        # The items only the terminal output held that went out whole (see _add_whole).
+        self._wholes: list[_Whole] = []
         # The items by output_index: what a "done" or a late part at an index is looked up among.
         self._at: dict[int, list[_Item]] = {}
         self._current: dict[int, _Item] = {}
@@ -551,12 +570,20 @@ class EventFolder:
     @property
     def item_count(self) -> int:
         """How many output items have arrived so far."""
-        return len(self._items)
+        return len(self._items) + len(self._wholes)
 
     def _add(self, item: _Item) -> _Item:
         self._items.append(item)
         self._at.setdefault(item.index, []).append(item)
         return item
+
+    def _add_whole(self, position: int, call: Content) -> None:
+        """A call only the terminal ``output`` holds: kept as the content it maps to, as a document's
+        call is, without the parts an item that streams needs (a call goes out whole at once). Nothing
+        looks it up again (no event is folded after the terminal one), so it is not kept by index."""
+        self._wholes.append(_Whole(position, next(self._sequence), next(self.orders), call))
+        if self.out is not None:
+            self.out.append(ChatResponseUpdate((call,)))
 
     @property
     def ended(self) -> bool:
@@ -574,13 +601,14 @@ class EventFolder:
 
     def partial(self) -> ChatResponse | None:
         """What has arrived so far, or None when nothing has."""
-        if self._snapshot is None and not self._items:
+        if self._snapshot is None and not self._items and not self._wholes:
             return None
         return self._with_known(chat_response(self._snapshot, self._streamed()))
 
     def _streamed(self) -> list[Content]:
         # Items that reached the caller in that order; the rest (a partial answer) where they arrived.
-        ordered = sorted(self._items, key=lambda item: (item.order is None, item.order or 0, item.sequence))
+        items: list[_Item | _Whole] = [*self._items, *self._wholes]
+        ordered = sorted(items, key=lambda item: (item.order is None, item.order or 0, item.sequence))
         return [content for item in ordered for content in item.contents()]
 
     def _with_known(self, response: ChatResponse) -> ChatResponse:
@@ -625,11 +653,11 @@ class EventFolder:
             by_index.setdefault(item.index, []).append(item)
         taken: set[int] = set()
         finals: dict[int, Any] = {}
-        newcomers = []
+        newcomers: list[int] = []
         for position, final in enumerate(output):
             match = _match(final, position, by_identity, by_index, taken)
             if match is None:
-                newcomers.append((position, final))
+                newcomers.append(position)
             else:
                 taken.add(id(match))
                 finals[id(match)] = final
@@ -642,8 +670,14 @@ class EventFolder:
             item.end()
             if count % _STEP == 0:
                 yield
-        for count, (position, final) in enumerate(newcomers, 1):
-            if is_object(final) and isinstance(field(final, "type"), str):
+        for count, position in enumerate(newcomers, 1):
+            final = output[position]
+            kind = field(final, "type") if is_object(final) else None
+            if kind == "function_call":
+                # A call maps to one content, exactly as a document's call does: no parts to fold.
+                (call,) = item_contents(final)
+                self._add_whole(position, call)
+            elif isinstance(kind, str):
                 item = self._add(_Item(self, position, next(self._sequence)))
                 item.finish(final)
                 item.end()

@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.offline.render import call_item, message_item, reasoning_item, sse, stream_events
+from adapters.responses.folding import EventFolder
 from adapters.responses.to_domain import provider_item as provided
+from adapters.responses.to_domain import response_contents
 from domain import (
     ChatMessage,
     ChatPort,
@@ -785,3 +787,30 @@ def perturbed_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
 async def test_even_a_careless_stream_folds_the_same_streamed_or_whole(events: list[dict[str, Any]]) -> None:
     for adapter in adapters_for(Recorder([answer(sse(events), SSE)])):
         await assert_streams_what_it_answers(adapter)
+
+
+def test_calls_only_the_terminal_output_holds_fold_as_a_document_maps_them() -> None:
+    """Items that never streamed, calls among them (the light path), fold in the output's order to
+    exactly what the same output gives as a document, across several steps of a heavy event."""
+    streamed = message_item("msg_0", "Streamed first")
+    events = stream_events(response_document([streamed]), chunk=4)
+    hosted = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    output: list[Any] = [streamed]
+    for n in range(300):
+        output.append(call_item(f"fc_{n}", f"call_{n}", "record_decision", json.dumps({"n": n})))
+        if n % 97 == 0:
+            output += [hosted | {"id": f"ws_{n}"}, message_item(f"msg_{n + 1}", f"late {n}"), "not an item"]
+    events[-1]["response"] = {**events[-1]["response"], "output": output}
+    folder = EventFolder(updates=True)
+    steps = 0
+    for event in events:
+        steps += sum(1 for _ in folder.feed_in_steps(event))
+    response = folder.result()
+
+    assert steps >= 1  # the terminal event paused at least once: folded in more than one step
+    assert list(response.messages[0].contents) == response_contents({"output": output})
+    assert [c.raw_arguments for c in response.function_calls] == [json.dumps({"n": n}) for n in range(300)]
+    assert folder.item_count == len(output) - 4  # the items that are not objects are left out
+    assert_folds_to(folder.out or [], response)
+    whole_calls = [u for u in folder.out or [] for c in u.contents if isinstance(c, FunctionCallContent)]
+    assert len(whole_calls) == 300  # each call went out once, whole
