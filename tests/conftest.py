@@ -39,8 +39,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Under xdist (`-n auto --dist loadgroup`) the tests that share an expensive server run on one
     # worker, so it is started once rather than once per worker: the gateway tier's session-scoped
     # LiteLLM proxy (seconds to start, hundreds of MB) and the durable tier's module-scoped Postgres.
+    grouped = []
     for item in items:
         if item.get_closest_marker("gateway") is not None:
             item.add_marker(pytest.mark.xdist_group("gateway"))
+            grouped.append(item)
         elif "postgres" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("postgres"))
+            grouped.append(item)
+    # Longest first: each group runs on one worker, one test after another (minutes), and the tests marked
+    # slow start processes; collected late, they were the last minutes of the run with the other workers
+    # idle. xdist hands work out in collection order, so they go first (the order is stable otherwise).
+    in_group = set(grouped)
+    slow = [item for item in items if item not in in_group and item.get_closest_marker("slow") is not None]
+    early = in_group.union(slow)
+    items[:] = [*grouped, *slow, *(item for item in items if item not in early)]

@@ -104,6 +104,7 @@ def test_a_wrong_answer_is_refused_rather_than_timed() -> None:
         scenario.check(short, "a fold that lost the calls")
 
 
+@pytest.mark.slow  # every benchmark, a Postgres and three processes among them
 def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -245,6 +246,7 @@ def test_time_goes_to_whoever_called_the_standard_library() -> None:
     assert sdk["SDK"] > 0.9 * sum(sdk.values())
 
 
+@pytest.mark.slow  # twenty processes
 def test_the_memory_benchmark_measures_every_shape_on_both_adapters_in_processes_of_their_own() -> None:
     timings: dict[str, object] = {}
 
