@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.profile import shares_by_owner
+
 __all__ = ["OWNERS", "cpu_shares", "profiled_threads", "render_cpu_shares"]
 
 OWNERS: Final = (
@@ -91,32 +93,7 @@ def _owner(func: _Func) -> str | None:
 def cpu_shares(stats: pstats.Stats) -> dict[str, float]:
     """Seconds of own time per owner (:data:`OWNERS`); a standard-library or builtin function's own
     time goes to its callers, in proportion to the time each call edge took."""
-    table: dict[_Func, Any] = stats.stats  # type: ignore[attr-defined]  # pstats keeps no public view
-    resolved: dict[_Func, dict[str, float]] = {}
-
-    def owners(func: _Func, seen: frozenset[_Func]) -> dict[str, float]:
-        if func in resolved:
-            return resolved[func]
-        owner = _owner(func)
-        if owner is not None:
-            found = {owner: 1.0}
-        else:
-            callers = table[func][4] if func in table else {}
-            weights = {caller: edge[2] or edge[0] for caller, edge in callers.items() if caller not in seen}
-            total = sum(weights.values())
-            found = {}
-            for caller, weight in weights.items():
-                for name, share in owners(caller, seen | {func}).items():
-                    found[name] = found.get(name, 0.0) + share * weight / (total or 1.0)
-            found = found or {"other": 1.0}
-        resolved[func] = found
-        return found
-
-    seconds = dict.fromkeys(OWNERS, 0.0)
-    for func, (_, _, own, _, _) in table.items():
-        for name, share in owners(func, frozenset()).items():
-            seconds[name] += own * share
-    return seconds
+    return shares_by_owner(stats, _owner, OWNERS)
 
 
 def render_cpu_shares(seconds: dict[str, float], transcripts: int) -> str:

@@ -118,19 +118,28 @@ def time_shares(stats: pstats.Stats) -> dict[str, float]:
     """Seconds of own time per owner (see :data:`OWNERS`). A standard-library or builtin function's
     time (``json.loads``, ``str.encode``) goes to its callers, in proportion to the time each call
     edge took: json decoding inside the SDK's stream reader is the SDK's, inside ours is ours."""
+    return shares_by_owner(stats, _owner_by_file, OWNERS)
+
+
+def shares_by_owner(
+    stats: pstats.Stats, owner_of: Callable[[_Func], str | None], owners_named: Sequence[str]
+) -> dict[str, float]:
+    """Seconds of own time per owner in ``owners_named``, as ``owner_of`` tells a function's owner
+    (None: a function nobody owns, whose time goes to its callers in proportion to the time each call
+    edge took; "other" when no caller is owned)."""
     table: dict[_Func, Any] = stats.stats  # type: ignore[attr-defined]  # pstats keeps no public view
     resolved: dict[_Func, dict[str, float]] = {}
 
     def owners(func: _Func, seen: frozenset[_Func]) -> dict[str, float]:
         if func in resolved:
             return resolved[func]
-        owner = _owner_by_file(func)
+        owner = owner_of(func)
         if owner is not None:
             found = {owner: 1.0}
         else:
             callers = table[func][4] if func in table else {}
             weights = {caller: edge[2] or edge[0] for caller, edge in callers.items() if caller not in seen}
-            total = sum(weights.values())
+            total = sum(weights.values()) or 1.0
             found = {}
             for caller, weight in weights.items():
                 for name, share in owners(caller, seen | {func}).items():
@@ -139,7 +148,7 @@ def time_shares(stats: pstats.Stats) -> dict[str, float]:
         resolved[func] = found
         return found
 
-    seconds = dict.fromkeys(OWNERS, 0.0)
+    seconds = dict.fromkeys(owners_named, 0.0)
     for func, (_, _, own, _, _) in table.items():
         for name, share in owners(func, frozenset()).items():
             seconds[name] += own * share
