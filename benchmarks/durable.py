@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -98,6 +98,18 @@ async def _plain(transcripts: Sequence[str]) -> None:
     assert all(summary.action_items for summary in summaries)
 
 
+async def _all_done(engine: Engine, workflows: Iterable[str]) -> None:
+    """Wait until every one of ``workflows`` has ended (as the batch command reads it), each ``done``."""
+    waiting = set(workflows)
+    ended: dict[str, Outcome] = {}
+    while waiting:
+        ended |= await engine.finished(sorted(waiting))
+        waiting -= ended.keys()
+        if waiting:
+            await engine.wait(_POLL_SECONDS)
+    assert all(outcome.status == "done" for outcome in ended.values()), ended
+
+
 async def _durable(transcripts: Sequence[str], database: Path, *, queued: bool = False) -> float:
     """Wall seconds from the first submission to the last outcome (the launch not counted)."""
     redactor = Redactor(["sk-bench"])
@@ -120,13 +132,8 @@ async def _durable(transcripts: Sequence[str], database: Path, *, queued: bool =
             workflow = f"bench-{database.stem}-{len(ids)}"
             ids[workflow] = text
             await engine.submit(workflow, text)
-        ended: dict[str, Outcome] = {}
-        while len(ended) < len(ids):
-            ended |= await engine.finished(sorted(set(ids) - set(ended)))
-            if len(ended) < len(ids):
-                await engine.wait(_POLL_SECONDS)
+        await _all_done(engine, ids)
         seconds = time.perf_counter() - started
-        assert all(outcome.status == "done" for outcome in ended.values()), ended
     finally:
         engine.shutdown()
     return seconds
@@ -352,12 +359,7 @@ async def _command_batches(count: int, gateway: str, folder: Path) -> dict[str, 
             ids = {f"command-{round_}-{n}": text for n, text in enumerate(_transcripts(count, round_))}
             for workflow, text in ids.items():
                 await engine.submit(workflow, text)
-            ended: dict[str, Outcome] = {}
-            while len(ended) < len(ids):
-                ended |= await engine.finished(sorted(set(ids) - set(ended)))
-                if len(ended) < len(ids):
-                    await engine.wait(_POLL_SECONDS)
-        assert all(outcome.status == "done" for outcome in ended.values()), ended
+            await _all_done(engine, ids)
         return count
 
     await plain()  # imports, first calls
