@@ -11,7 +11,6 @@ from adapters.durable.engine import (
     Runtime,
     check_database_url,
     requester,
-    shown_database_url,
 )
 from adapters.durable.steps import DurableChat, DurableToolInvoker, scrubbed
 
@@ -29,6 +28,5 @@ __all__ = [
     "edit_result",
     "requester",
     "scrubbed",
-    "shown_database_url",
     "start_edit",
 ]

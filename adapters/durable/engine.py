@@ -41,7 +41,6 @@ __all__ = [
     "check_database_url",
     "current_runtime",
     "serializer",
-    "shown_database_url",
 ]
 
 APP_NAME: Final = "meeting-agents"
@@ -563,8 +562,3 @@ def _give_back_default_executor(loop: asyncio.AbstractEventLoop) -> None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def shown_database_url(url: str) -> str:
-    """``url`` as shown to people: without its password."""
-    return _shown(url)

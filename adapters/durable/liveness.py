@@ -55,7 +55,7 @@ def _keepalive_seconds(interval: float) -> int:
 
 def _connect(url: str, executor_id: str, interval: float) -> psycopg.Connection[tuple[object, ...]]:
     keepalive = _keepalive_seconds(interval)
-    connection = psycopg.connect(
+    return psycopg.connect(
         url,
         autocommit=True,
         connect_timeout=_CONNECT_TIMEOUT_SECONDS,
@@ -65,21 +65,21 @@ def _connect(url: str, executor_id: str, interval: float) -> psycopg.Connection[
         keepalives_interval=keepalive,
         keepalives_count=_KEEPALIVE_COUNT,
     )
-    # The server's side of the keepalives (user-settable per session): it drops the backend, and so the
-    # lock, once a vanished client stops answering; the client's side (above) notices a vanished server.
-    # Set by statements, not the startup packet's options, which some poolers refuse and a URL may set.
-    try:
-        for setting, value in (
-            ("tcp_keepalives_idle", keepalive),
-            ("tcp_keepalives_interval", keepalive),
-            ("tcp_keepalives_count", _KEEPALIVE_COUNT),
-            ("statement_timeout", _STATEMENT_SECONDS * 1000),
-        ):
-            connection.execute(f"SET {setting} = {int(value)}")
-    except BaseException:
-        connection.close()
-        raise
-    return connection
+
+
+def _configure(connection: psycopg.Connection[tuple[object, ...]], interval: float) -> None:
+    """The server's side of the keepalives (user-settable per session): it drops the backend, and so the
+    lock, once a vanished client stops answering; the client's side (:func:`_connect`) notices a vanished
+    server. Set by statements, not the startup packet's options, which some poolers refuse and a URL may
+    set."""
+    keepalive = _keepalive_seconds(interval)
+    for setting, value in (
+        ("tcp_keepalives_idle", keepalive),
+        ("tcp_keepalives_interval", keepalive),
+        ("tcp_keepalives_count", _KEEPALIVE_COUNT),
+        ("statement_timeout", _STATEMENT_SECONDS * 1000),
+    ):
+        connection.execute(f"SET {setting} = {int(value)}")
 
 
 class Liveness:
@@ -110,13 +110,16 @@ class Liveness:
         executor_id: str,
         interval: float,
         app_version: str,
-        wait_seconds: float = _TAKE_SECONDS,
+        wait_seconds: float | None = None,
     ) -> Liveness:
-        """The lock of ``executor_id``, waited for at most ``wait_seconds``; :class:`ExecutorInUseError`
-        when a live process holds it, a ``psycopg.Error`` when the database cannot be reached."""
+        """The lock of ``executor_id``, waited for at most ``wait_seconds`` (None: ten seconds);
+        :class:`ExecutorInUseError` when a live process holds it, a ``psycopg.Error`` when the database
+        cannot be reached or ends the connection meanwhile (which is then closed)."""
+        wait = _TAKE_SECONDS if wait_seconds is None else wait_seconds
         connection = _connect(url, executor_id, interval)
         try:
-            connection.execute(f"SET lock_timeout = {max(1, round(wait_seconds * 1000))}")
+            _configure(connection, interval)
+            connection.execute(f"SET lock_timeout = {max(1, round(wait * 1000))}")
             connection.execute(f"SELECT pg_advisory_lock({_KEY})", (executor_id, _KEY_SEED))
             connection.execute("RESET lock_timeout")
         except psycopg.errors.LockNotAvailable:
@@ -143,16 +146,17 @@ class Liveness:
             try:
                 self._connection.execute("SELECT 1")
                 self.recover_dead()
-            except psycopg.Error as exc:
+            except Exception as exc:
                 if self._connection.broken or self._connection.closed:
                     reason = f"the liveness connection to the run database broke ({type(exc).__name__})"
                     _log.error("executor %s: %s; stopping", self.executor_id, reason)
                     on_lost(reason)
                     return
-                _log.warning("executor %s: looking for dead processes failed: %s", self.executor_id, exc)
-            except Exception:
-                # DBOS's own queries (it retries its transient errors itself): try again next time.
-                _log.warning("executor %s: recovering dead processes failed", self.executor_id, exc_info=True)
+                # The lock still held (a query that failed on an open connection, or one of DBOS's own,
+                # which retries its transient errors itself): try again next time.
+                _log.warning(
+                    "executor %s: looking for dead processes failed: %s", self.executor_id, exc, exc_info=True
+                )
             self._stop.wait(self.interval)
 
     def recover_dead(self) -> list[str]:

@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import psycopg
+
 from adapters.offline import OfflineResponsesServer
 from adapters.offline.threaded import Receive, Scope, Send
 from tests.integration.cli.support import PROCESS_TIMEOUT, Ran
@@ -154,3 +156,18 @@ def stored_values(database: Path) -> Iterator[bytes]:
                         yield base64.b64decode(raw, validate=True)
     finally:
         connection.close()
+
+
+def selected(database: str, query: str) -> list[tuple[Any, ...]]:
+    """What ``query`` selects from the Postgres ``database``."""
+    with psycopg.connect(database, connect_timeout=10) as connection:
+        return connection.execute(query).fetchall()
+
+
+def cut_liveness(database: str, executor_id: str) -> list[tuple[Any, ...]]:
+    """The server ends the liveness connection of ``executor_id`` (as a restart or a network cut would)."""
+    return selected(
+        database,
+        f"""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE application_name = 'meeting-agents liveness {executor_id}'""",  # noqa: S608  # the test's own id
+    )

@@ -2,48 +2,34 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import select
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-import psycopg
 import pytest
 
 from adapters.durable.liveness import ExecutorInUseError, Liveness
 from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.support import (
     CountingGateway,
+    cut_liveness,
     finish,
     gateway_environment,
     index,
     run_batch,
+    selected,
     start,
     write_transcripts,
 )
-from tests.support.postgres import create_database, postgres_server
 
 pytestmark = pytest.mark.slow
 
 _REQUESTS_PER_TRANSCRIPT: Final = 2
 _READY: Final = b"taking transcripts"
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture
-def database(postgres: str) -> str:
-    return create_database(postgres, f"batch_{next(_databases)}")
 
 
 def _meetings(count: int) -> dict[str, str]:
@@ -74,11 +60,6 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> list[int]:
     return [finish(worker).code for worker in workers]
 
 
-def _rows(database: str, query: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(database, connect_timeout=10) as connection:
-        return connection.execute(query).fetchall()
-
-
 def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
     tmp_path: Path, database: str
 ) -> None:
@@ -100,7 +81,7 @@ def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
     assert stopped == [0, 0]
     assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
     assert len(set(gateway.completed)) == len(gateway.completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
-    executors = _rows(database, "SELECT executor_id FROM dbos.workflow_status")
+    executors = selected(database, "SELECT executor_id FROM dbos.workflow_status")
     assert len(executors) == len(meetings)
     # One transcript at a time per process, six transcripts: more than one process took some.
     assert len({executor for (executor,) in executors}) >= 2
@@ -129,10 +110,12 @@ def test_the_request_rate_limit_holds_across_every_process(tmp_path: Path, datab
                       AND status = 'ENQUEUED' AND created_at < extract(epoch from now()) * 1000 - 1000"""
             taken_query = """SELECT count(*) FROM dbos.workflow_status
                              WHERE queue_name = 'meeting-agents-requests' AND status <> 'ENQUEUED'"""
-            while (taken := _rows(database, taken_query)[0][0]) < limit or _rows(database, held)[0][0] == 0:
+            while (taken := selected(database, taken_query)[0][0]) < limit or selected(database, held)[0][
+                0
+            ] == 0:
                 assert time.monotonic() < deadline, f"{taken} requests taken, none held back"
                 time.sleep(0.1)
-            taken = _rows(database, taken_query)[0][0]
+            taken = selected(database, taken_query)[0][0]
             arrivals = gateway.arrivals
         finally:
             if batch is not None:
@@ -141,15 +124,6 @@ def test_the_request_rate_limit_holds_across_every_process(tmp_path: Path, datab
             _stop(workers)
     assert taken == limit
     assert arrivals <= limit
-
-
-def _cut_liveness(database: str, executor_id: str) -> list[tuple[Any, ...]]:
-    """The server ends the liveness connection of ``executor_id`` (as a restart or a network cut would)."""
-    return _rows(
-        database,
-        f"""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE application_name = 'meeting-agents liveness {executor_id}'""",  # noqa: S608  # the test's own id
-    )
 
 
 def _outputs(out: Path) -> dict[str, dict[str, Any]]:
@@ -196,7 +170,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
             _wait_until_ready(again)
             # Then its liveness connection cut (a database restart, a network cut): it can no longer
             # prove it is alive, so it stops (others may take its transcripts over).
-            cut = _cut_liveness(database, "worker-doomed")
+            cut = cut_liveness(database, "worker-doomed")
             restarted = finish(again)
         finally:
             gateway.release()
@@ -219,7 +193,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
     assert len(set(completed)) == len(completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
     assert doomed_gateway.killed_in_flight[0] in gateway.completed
     assert doomed_gateway.arrivals == 2  # started again, it sent nothing
-    rows = _rows(database, "SELECT workflow_uuid, status, executor_id FROM dbos.workflow_status")
+    rows = selected(database, "SELECT workflow_uuid, status, executor_id FROM dbos.workflow_status")
     assert len(rows) == len(meetings)
     assert {status for _, status, _ in rows} == {"SUCCESS"}
     assert {executor for _, _, executor in rows} <= {"worker-survivor", "batch"}

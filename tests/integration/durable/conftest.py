@@ -1,0 +1,27 @@
+"""One Postgres on 127.0.0.1 for every durable test that needs one (each test a database of its own).
+
+The tests that use it run on one xdist worker, one after another (``tests/conftest.py`` groups them), so
+the server starts once for all of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.postgres import create_database, postgres_server
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def database(postgres: str) -> str:
+    return create_database(postgres, f"batch_{next(_databases)}")

@@ -1,0 +1,112 @@
+"""A process's liveness on Postgres, in this process: a lock held by another live process, a server that
+ends the lock's connection (while it is awaited, or once held), a look for dead processes that fails."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+import pytest
+
+import adapters.durable.liveness as liveness
+from adapters.durable import DatabaseError, Engine, EngineSettings, LivenessLostError, Runtime
+from adapters.durable.engine import version
+from adapters.durable.liveness import Liveness
+from adapters.redaction import Redactor
+from adapters.scripted import ScriptedChat
+from application import SummaryAgent
+from tests.integration.cli.support import PROCESS_TIMEOUT
+from tests.integration.durable.support import cut_liveness, selected
+
+pytestmark = pytest.mark.slow
+
+
+def _runtime() -> Runtime:
+    chat = ScriptedChat()
+    return Runtime(
+        summary_agent=lambda: SummaryAgent(chat),
+        chat=chat,
+        render=lambda summary: {},
+        describe=str,
+        redactor=Redactor(),
+        spending=lambda run: {},
+    )
+
+
+def _settings(database: str, executor_id: str) -> EngineSettings:
+    return EngineSettings(database, executor_id, 1, traced=False, recovery_seconds=0.2)
+
+
+async def test_a_launch_with_an_id_a_live_process_holds_is_a_database_error(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(liveness, "_TAKE_SECONDS", 0.2)  # how long a launch waits for its id's lock
+    holder = Liveness.take(database, "engine-a", 1.0, version())
+    try:
+        with pytest.raises(DatabaseError, match=r"^--id 'engine-a': another live process runs with this id"):
+            await Engine.launch(_settings(database, "engine-a"), _runtime())
+    finally:
+        holder.close()
+
+
+def test_a_server_that_ends_the_connection_while_the_lock_is_awaited_is_an_error(database: str) -> None:
+    holder = Liveness.take(database, "worker-a", 1.0, version())
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(Liveness.take, database, "worker-a", 1.0, version(), PROCESS_TIMEOUT)
+            # The holder's backend is idle; the one waiting for its lock is ended (a restart, an admin).
+            waiter = """SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                        WHERE application_name = 'meeting-agents liveness worker-a'
+                        AND wait_event_type = 'Lock'"""
+            deadline = time.monotonic() + PROCESS_TIMEOUT
+            while not selected(database, waiter):
+                assert time.monotonic() < deadline, "no process waited for the lock"
+                time.sleep(0.05)
+            with pytest.raises(psycopg.OperationalError):
+                waiting.result(PROCESS_TIMEOUT)
+        # The holder still holds the lock: its id is refused to others.
+        with pytest.raises(liveness.ExecutorInUseError):
+            Liveness.take(database, "worker-a", 1.0, version(), wait_seconds=0.2)
+    finally:
+        holder.close()
+
+
+async def test_an_engine_whose_liveness_connection_the_server_ends_knows_it_is_lost(database: str) -> None:
+    engine = await Engine.launch(_settings(database, "engine-cut"), _runtime())
+    try:
+        engine.check_alive()
+        assert engine.lost is None
+        assert cut_liveness(database, "engine-cut") == [(True,)]
+        reason = await asyncio.wait_for(engine.wait_lost(), PROCESS_TIMEOUT)
+        with pytest.raises(LivenessLostError) as raised:
+            engine.check_alive()
+    finally:
+        engine.shutdown()
+    assert reason.startswith("the liveness connection to the run database broke (")
+    assert str(raised.value) == reason == engine.lost
+
+
+def test_a_look_for_dead_processes_that_fails_is_logged_and_tried_again(
+    database: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    lost: list[str] = []
+    # DBOS is not launched in this process: each look's query of DBOS fails, the lock's connection is fine.
+    watcher = Liveness.take(database, "worker-looking", 0.05, version())
+    try:
+        with caplog.at_level(logging.WARNING, logger=liveness.__name__):
+            watcher.start(lost.append)
+            deadline = time.monotonic() + PROCESS_TIMEOUT
+            failed: list[logging.LogRecord] = []
+            while len(failed) < 2:
+                assert time.monotonic() < deadline, "no look for dead processes failed twice"
+                time.sleep(0.05)
+                failed = [r for r in caplog.records if "looking for dead processes failed" in r.getMessage()]
+            watcher.stop()
+    finally:
+        watcher.close()
+    assert lost == []
+    assert {record.levelno for record in failed} == {logging.WARNING}
+    assert all(record.getMessage().startswith("executor worker-looking: ") for record in failed)
