@@ -206,9 +206,8 @@ class _ZlibPieces:
         if self._decoder is None:
             self._decoder = zlib.decompressobj(_zlib_wbits(self._coding, self._head))
             yield from self.feed(self._head)
-        # What zlib still holds comes out a piece at a time too, before its last (small) flush.
-        while not self._decoder.eof and (piece := self._decoder.decompress(b"", _PIECE)):
-            yield self._counted(piece)
+        # With all its input read (feed leaves no unconsumed tail), zlib holds at most what the bits
+        # already taken in spell out: the rest of one match (258 bytes at most), a small last piece.
         rest = self._decoder.flush()
         if rest:
             yield self._counted(rest)

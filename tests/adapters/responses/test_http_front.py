@@ -5,29 +5,37 @@ decompression."""
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import gzip
 import json
 import logging
+import time
 import zlib
+from types import SimpleNamespace
+from typing import cast
 
 import httpx
+import httpx2
+import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.offline.render import message_item, sse, stream_events
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
-from adapters.responses.http_front import attempts_of, observed
+from adapters.responses.http_front import ResponseTooLargeError, attempts_of, observed
 from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
 from tests.support.bombs import stacked_gzip_bomb
 from tests.support.gateway import (
     API_KEY,
+    BASE_URL,
     JSON,
     SSE,
     Pieces,
     Recorder,
     adapters_for,
     answer,
+    assert_shows_no_key,
     client_for,
     mocked,
     response_document,
@@ -333,3 +341,194 @@ async def test_requests_ask_only_for_the_codings_decoded_here() -> None:
     await adapter.get_response([ChatMessage.user("hi")])
 
     assert recorder.requests[0].headers["accept-encoding"] == "gzip, deflate"
+
+
+# ---------------------------------------------------------------- retry waits against the deadline
+
+
+def _http_date(seconds_from_now: float) -> str:
+    return email.utils.formatdate(time.time() + seconds_from_now, usegmt=True)
+
+
+def _rate_limited(**wait: str) -> httpx.Response:
+    # No retry-after-ms unless a case gives one: the header under test is the only wait the answer asks.
+    return httpx.Response(
+        429,
+        json={"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limited"}},
+        headers={"x-request-id": "req_limited", **wait},
+    )
+
+
+# A wait the front cannot read is the SDK's own back-off (half a second before the first retry): within
+# a deadline of seconds, so the answer is asked for again. One it reads as longer than the time left is
+# vetoed: the 429 comes back at once, where the SDK would have slept into the deadline.
+@pytest.mark.parametrize(
+    ("wait", "retried"),
+    [
+        ({"retry-after": "in a while"}, True),
+        ({"retry-after-ms": "soon"}, True),
+        ({"retry-after": "Fri, 31 Dec 99999999999 23:59:59 GMT"}, True),
+        ({"retry-after": "PAST"}, True),
+        ({"retry-after": "FUTURE"}, False),
+        ({"retry-after-ms": "soon", "retry-after": "FUTURE"}, False),
+        ({"retry-after-ms": "3000"}, False),
+    ],
+    ids=[
+        "words",
+        "ms-words",
+        "overflowing-date",
+        "past",
+        "future",
+        "ms-words-then-future",
+        "ms-past-deadline",
+    ],
+)
+async def test_a_retry_wait_is_read_as_the_sdk_reads_it_and_vetoed_past_the_deadline(
+    wait: dict[str, str], retried: bool
+) -> None:
+    dated = {
+        name: _http_date(-60) if value == "PAST" else _http_date(60) if value == "FUTURE" else value
+        for name, value in wait.items()
+    }
+    recorder = Recorder([_rate_limited(**dated)])
+    within = ResponsesSettings(model="gpt-test", deadline_seconds=2.0)
+    adapter = adapters_for(recorder, within, max_retries=1)[1]
+
+    with pytest.raises(ChatTransportError) as caught:
+        await adapter.get_response([ChatMessage.user("hi")])
+
+    # Retried, the second 429 ends it (no retry left); vetoed, the first comes back at once. Neither is
+    # the deadline's error, which a wait that was begun past the deadline would have ended in.
+    assert caught.value.status_code == 429
+    assert "deadline" not in caught.value.message
+    assert caught.value.attempts == (2 if retried else 1)
+    assert len(recorder.requests) == (2 if retried else 1)
+
+
+@pytest.mark.parametrize(
+    ("raised", "message"),
+    [
+        (httpx.ConnectError("refused"), "the connection to the Responses endpoint failed"),
+        (httpx.ConnectTimeout("no handshake"), "the request to the Responses endpoint timed out"),
+    ],
+    ids=["connect-error", "connect-timeout"],
+)
+async def test_a_failed_attempt_whose_back_off_would_pass_the_deadline_fails_at_once(
+    raised: httpx.TransportError, message: str
+) -> None:
+    def failing(request: httpx.Request) -> httpx.Response:
+        raised.request = request
+        raise raised
+
+    recorder = Recorder([failing])
+    # Shorter than the SDK's first back-off (at least 0.375 s): no retry could be waited for.
+    within = ResponsesSettings(model="gpt-test", deadline_seconds=0.3)
+
+    for adapter in adapters_for(recorder, within, max_retries=3):
+        with pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response([ChatMessage.user("hi")])
+        assert caught.value.message == message
+        assert (caught.value.status_code, caught.value.attempts) == (None, 1)
+        assert_shows_no_key(caught.value)
+
+    assert len(recorder.requests) == 2
+
+
+async def test_outside_any_adapter_the_front_leaves_every_retry_to_the_sdk() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    unavailable = answer("{}", JSON, 503)
+    recorder = Recorder([refuse, unavailable, answer(OK, JSON)])
+    client = observed(client_for(recorder, max_retries=2), max_response_bytes=1 << 20)
+
+    # No request of an adapter is current: no deadline to weigh a wait against, nothing told.
+    response = await client.responses.create(model="m", input="outside any adapter")
+
+    assert response.id == "resp_test"
+    assert [request.headers["x-stainless-retry-count"] for request in recorder.requests] == ["0", "1", "2"]
+
+
+# ---------------------------------------------------------------- the SDK's own httpx2 client as the original
+
+
+async def test_an_httpx2_original_is_fronted_like_a_legacy_one_headers_cookies_and_body() -> None:
+    requests: list[httpx2.Request] = []
+
+    def gateway(request: httpx2.Request) -> httpx2.Response:
+        requests.append(request)
+        body = gzip.compress(OK.encode())
+        headers = {"content-type": JSON, "content-encoding": "gzip", "set-cookie": "session=abc; Path=/"}
+        return httpx2.Response(200, headers=headers, content=body)
+
+    http_client = httpx2.AsyncClient(
+        transport=httpx2.MockTransport(gateway),
+        headers={"X-Team": "meetings", "accept-encoding": "br, zstd, gzip"},
+        cookies={"team": "meetings"},
+    )
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=BASE_URL, http_client=http_client, max_retries=0)
+    adapter = ResponsesSseAdapter(client, ResponsesSettings(model="gpt-test"))
+
+    first = await adapter.get_response([ChatMessage.user("hi")])
+    second = await adapter.get_response([ChatMessage.user("again")])
+
+    assert (first.text, second.text) == ("ok", "ok")
+    assert [request.headers["x-team"] for request in requests] == ["meetings", "meetings"]
+    assert requests[0].headers["accept-encoding"] == "gzip, deflate"
+    assert requests[0].headers["cookie"] == "team=meetings"
+    assert sorted(requests[1].headers["cookie"].split("; ")) == ["session=abc", "team=meetings"]
+    # The answer's cookie went into the original client's jar, once.
+    assert [cookie.name for cookie in http_client.cookies.jar].count("session") == 1
+    assert observed(client, max_response_bytes=1 << 20)._client is not http_client
+    assert not http_client.is_closed
+
+
+def test_a_client_without_an_httpx_client_is_refused_when_the_adapter_is_built() -> None:
+    not_the_sdk = cast(openai.AsyncOpenAI, SimpleNamespace(api_key=API_KEY, _client=object()))
+
+    with pytest.raises(TypeError) as caught:
+        ResponsesSseAdapter(not_the_sdk, ResponsesSettings(model="gpt-test"))
+
+    assert "HTTP client is a object" in str(caught.value)
+    assert API_KEY not in str(caught.value)
+
+
+def _held_by_zlib_at_the_end(head: bytes) -> tuple[bytes, bytes]:
+    """``head`` padded with spaces to just past 64 KiB, and its raw deflate coding, such that zlib,
+    asked for 64 KiB, has read every byte of the coding and still holds the last bytes of the body."""
+    for extra in range(1, 1024):
+        body = head + b" " * (64 * 1024 + extra - len(head))
+        coder = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+        # The padding in a block of its own: its last match runs across the 64 KiB mark.
+        coded = coder.compress(head) + coder.flush(zlib.Z_FULL_FLUSH) + coder.compress(body[len(head) :])
+        coded += coder.flush()
+        probe = zlib.decompressobj(-zlib.MAX_WBITS)
+        probe.decompress(coded, 64 * 1024)
+        if not probe.unconsumed_tail and not probe.eof:
+            return body, coded
+    raise AssertionError("no padding left zlib holding output once its input ran out")
+
+
+async def test_the_bytes_zlib_still_holds_when_the_body_ends_are_handed_on() -> None:
+    body, coded = _held_by_zlib_at_the_end(OK.encode())
+    recorder = Recorder([lambda _: streamed(Pieces(coded), JSON, encoding="deflate")])
+    front = observed(client_for(recorder), max_response_bytes=1 << 20)._client
+
+    response = await front.get(f"{BASE_URL}/responses/resp_test")
+
+    assert len(response.content) == len(body)
+    assert response.content == body
+    assert "content-encoding" not in response.headers
+
+
+async def test_the_bytes_zlib_still_holds_when_the_body_ends_count_against_the_cap() -> None:
+    body, coded = _held_by_zlib_at_the_end(OK.encode())
+    recorder = Recorder([lambda _: streamed(Pieces(coded), JSON, encoding="deflate")])
+    # Room for the first 64 KiB piece, not for what zlib hands over at the end.
+    front = observed(client_for(recorder), max_response_bytes=64 * 1024)._client
+
+    with pytest.raises(ResponseTooLargeError) as caught:
+        await front.get(f"{BASE_URL}/responses/resp_test")
+
+    assert caught.value.limit == 64 * 1024
+    assert len(body) > 64 * 1024
