@@ -103,9 +103,10 @@ async def _all_done(engine: Engine, workflows: Iterable[str]) -> None:
     waiting = set(workflows)
     ended: dict[str, Outcome] = {}
     while waiting:
-        ended |= await engine.finished(sorted(waiting))
-        waiting -= ended.keys()
-        if waiting:
+        news = await engine.take_finished()
+        ended |= news
+        waiting -= news.keys()
+        if waiting and not news:
             await engine.wait(_POLL_SECONDS)
     assert all(outcome.status == "done" for outcome in ended.values()), ended
 

@@ -13,6 +13,7 @@ import signal
 import socket
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -369,21 +370,23 @@ async def _batch(
     _remove_leftovers(folder, sources)
     # Without a budget all are queued at once; with one, a few at a time, so none starts once it is spent.
     window = len(by_sha) if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
-    waiting = list(by_sha)
+    waiting = deque(by_sha)
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
             # What an earlier run recorded as failed is tried again, from the start.
             await engine.forget_failed(list(by_sha))
+            # Each end costs the same however many are pending: the engine hands out only what
+            # ended since it was last asked, and nothing here walks what is still pending.
             pending: set[str] = set()
             while waiting or pending:
                 engine.check_alive()
                 while waiting and len(pending) < window and not budget.reached(totals):
-                    sha256 = waiting.pop(0)
+                    sha256 = waiting.popleft()
                     await engine.submit(sha256, by_sha[sha256][0].text)
                     pending.add(sha256)
                 if not pending:
                     break  # the budget is spent: what is still waiting is not started
-                ended = await engine.finished(sorted(pending))
+                ended = await engine.take_finished()
                 for sha256, outcome in ended.items():
                     outcomes[sha256] = outcome
                     totals.add(outcome)

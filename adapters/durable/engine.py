@@ -341,6 +341,10 @@ class Engine:
         self._running: set[asyncio.Task[None]] = set()
         self._ended: dict[str, Outcome] = {}
         self._news = asyncio.Event()
+        # What take_finished has still to hand out: started here, the ids that ended since its last
+        # call; queued, the ids submitted whose end it has not handed out yet.
+        self._fresh: list[str] = []
+        self._unfinished: set[str] = set()
 
     @classmethod
     async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
@@ -448,6 +452,7 @@ class Engine:
         if self.settings.queued:
             with SetWorkflowID(sha256):
                 await _queues[TRANSCRIPTS_QUEUE].enqueue_async(summarize_transcript, transcript)
+            self._unfinished.add(sha256)
             return
         task = asyncio.create_task(self._run_here(sha256, transcript), name=f"transcript {sha256[:12]}")
         self._running.add(task)
@@ -464,6 +469,7 @@ class Engine:
             else:
                 outcome = output if isinstance(output, Outcome) else Outcome("error", error="no outcome")
         self._ended[sha256] = outcome
+        self._fresh.append(sha256)
         self._news.set()
 
     async def forget_failed(self, ids: Sequence[str]) -> list[str]:
@@ -487,9 +493,30 @@ class Engine:
         return failed
 
     async def finished(self, ids: Sequence[str]) -> dict[str, Outcome]:
-        """Of the workflows ``ids``, those that ended, with their outcome (an error, as ``error``)."""
+        """Of the workflows ``ids``, those that ended, with their outcome (an error, as ``error``).
+        It looks at every one of ``ids``: a loop waiting for a batch takes :meth:`take_finished`."""
         if not self.settings.queued:
             return {id_: self._ended[id_] for id_ in ids if id_ in self._ended}
+        return await self._ended_of(ids)
+
+    async def take_finished(self) -> dict[str, Outcome]:
+        """The workflows :meth:`submit` ran that ended since the last call, each once, with its
+        outcome (as :meth:`finished` tells it): started here, in the order of their ids; queued, as
+        the database lists them (oldest first).
+
+        Started here, a call costs what ended since the one before (sorted), not what is still
+        running, so a batch that hears of its transcripts' ends one at a time pays the same for each
+        however long it is. Queued, it asks the database about every transcript submitted and not
+        yet handed out (one query a call), as a poll must.
+        """
+        if not self.settings.queued:
+            fresh, self._fresh = self._fresh, []
+            return {id_: self._ended[id_] for id_ in sorted(fresh)}
+        ended = await self._ended_of(sorted(self._unfinished))
+        self._unfinished.difference_update(ended)
+        return ended
+
+    async def _ended_of(self, ids: Sequence[str]) -> dict[str, Outcome]:
         statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
             workflow_ids=list(ids), load_input=False
         )
@@ -504,7 +531,7 @@ class Engine:
 
     async def wait(self, seconds: float) -> None:
         """Until a transcript started here ends, at most ``seconds`` (queued ones: ``seconds``); then
-        :meth:`finished` tells which."""
+        :meth:`take_finished` tells which."""
         if self.settings.queued:
             await asyncio.sleep(seconds)
             return

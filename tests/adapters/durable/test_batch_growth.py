@@ -1,0 +1,119 @@
+"""The batch loop and the engine pay the same for each finished transcript however long the batch.
+
+Counted, not timed: every hash, equality and ordering comparison of the transcripts' ids that the batch
+command's loop and the engine make, for a batch and for one four times as long. Before, each wake-up of
+the loop sorted every pending id and the engine looked each of them up: the count grew with the square
+of the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import io
+import itertools
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import adapters.durable.engine as engine_module
+from adapters.cli import batch
+from adapters.cli.batch import Budget, Source
+from adapters.cli.console import Console
+from adapters.durable import Engine, EngineSettings, Outcome
+from adapters.settings import Settings, resolve_settings
+
+_CONCURRENCY = 4
+
+
+class _CountedId(str):
+    """A transcript id that counts every comparison and hash made of it."""
+
+    __slots__ = ()
+    operations: ClassVar[int] = 0
+
+    def __hash__(self) -> int:
+        _CountedId.operations += 1
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        _CountedId.operations += 1
+        return str.__eq__(self, other)
+
+    def __lt__(self, other: str) -> bool:
+        _CountedId.operations += 1
+        return str.__lt__(self, other)
+
+
+class _Handle:
+    """A workflow that ends after a turn of the event loop or a few, as the id says."""
+
+    def __init__(self, turns: int) -> None:
+        self._turns = turns
+
+    async def get_result(self) -> Outcome:
+        for _ in range(self._turns):
+            await asyncio.sleep(0)
+        return Outcome("done", usage={"requests": 2, "total_tokens": 10})
+
+
+class _WorkflowsAtOnce:
+    """DBOS's calls the engine makes for transcripts started in the process, without a database: the
+    bookkeeping of the loop and the engine is what is counted."""
+
+    turns: ClassVar[Callable[[], int]]
+
+    @classmethod
+    async def start_workflow_async(cls, _workflow: Any, _transcript: str) -> _Handle:
+        return _Handle(cls.turns())
+
+    @staticmethod
+    async def list_workflows_async(**_: Any) -> list[Any]:
+        return []  # nothing failed before
+
+
+def _settings() -> Settings:
+    agent = {"base_url": "http://127.0.0.1:9", "api_key": "sk-test", "model": "m", "telemetry": False}
+    return resolve_settings(config={"agent": {**agent, "batch_concurrency": _CONCURRENCY}})
+
+
+def _operations(count: int, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict[str, Outcome]]:
+    turns = itertools.cycle([1, 3, 2, 1, 5])
+    monkeypatch.setattr(_WorkflowsAtOnce, "turns", lambda: next(turns), raising=False)
+    monkeypatch.setattr(engine_module, "DBOS", _WorkflowsAtOnce)
+
+    @contextlib.asynccontextmanager
+    async def started_here(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
+        yield Engine(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
+
+    monkeypatch.setattr(batch, "durable_engine", started_here)
+    sources = []
+    for number in range(count):
+        text = f"Ana: item {number}.\n"
+        digest = _CountedId(hashlib.sha256(text.encode()).hexdigest())
+        sources.append(Source(f"in/{number}.txt", str(number), text, digest))
+    folder.mkdir()
+    console = Console(io.StringIO(), io.StringIO(), verbose=False, chatty=False, environ={})
+    _CountedId.operations = 0
+    outcomes = asyncio.run(
+        batch._batch(sources, folder, "sqlite:///unused", "test", _settings(), console, Budget())
+    )
+    return _CountedId.operations, outcomes
+
+
+def test_each_finished_transcript_costs_the_loop_and_the_engine_the_same_however_long_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short, short_outcomes = _operations(100, tmp_path / "short", monkeypatch)
+    long, long_outcomes = _operations(400, tmp_path / "long", monkeypatch)
+
+    assert len(short_outcomes) == 100
+    assert len(long_outcomes) == 400
+    assert {outcome.status for outcome in long_outcomes.values()} == {"done"}
+    # Four times the transcripts, about four times the work (the ends heard together are sorted: a
+    # little more); the square of the batch would be sixteen times.
+    assert long / short < 6, (short, long)
+    assert long / 400 < 60, f"{long / 400:.1f} operations a transcript"
