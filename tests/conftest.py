@@ -35,10 +35,13 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Under xdist (`-n auto --dist loadgroup`) the tests that share an expensive server run on one
     # worker, so it is started once rather than once per worker: the gateway tier's session-scoped
     # LiteLLM proxy (seconds to start, hundreds of MB) and the durable tier's module-scoped Postgres.
+    # First of this hook's implementations (tryfirst): pytest-xdist's own reads the marks to group by, and
+    # ran before this one added them, so every worker started a proxy and a cluster of its own.
     grouped = []
     for item in items:
         if item.get_closest_marker("gateway") is not None:
