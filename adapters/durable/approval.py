@@ -5,7 +5,8 @@
 tool call is a step, as in a batch; when the edit stops for approval, the workflow publishes the
 pending calls (the event ``pending``) and waits with ``DBOS.recv`` for one message of decisions, at
 most ``approval_timeout_seconds``. The wait is durable: the process may stop, and the workflow,
-recovered by the next launch with the same executor id, goes on waiting for what is left of it.
+recovered by the next launch with the same executor id (on Postgres, by any live process: see
+:mod:`adapters.durable.liveness`), goes on waiting for what is left of it.
 :class:`Approvals` reads the pending calls and sends the decisions from any process that reaches the
 run database (without launching DBOS there); the workflow then resumes the edit and goes on.
 """

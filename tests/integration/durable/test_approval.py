@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.integration.cli.support import PROCESS_TIMEOUT, ROOT
-from tests.integration.durable.support import CountingGateway, gateway_environment
+from tests.integration.durable.support import CountingGateway, gateway_environment, selected
 from tests.support.processes import clean_environment, python_module, start
 
 pytestmark = pytest.mark.slow
@@ -85,6 +85,37 @@ def test_killed_while_waiting_a_later_decision_resumes_the_same_edit_when_its_ho
     assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
     assert gateway.completed[: len(sent_before)] == sent_before
     assert len(gateway.completed) > len(sent_before), "the resumed edit sent nothing"
+
+
+def test_killed_while_waiting_on_postgres_another_host_takes_the_edit_over_and_a_decision_resumes_it_once(
+    database: str,
+) -> None:
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url, AGENT_BATCH_RECOVERY_SECONDS="0.5")
+        editing = _host("edit", database, EDIT_ID, "host-a", "600", environ=environ)
+        _started(editing)
+        # Paused: the pending call is published; then the host dies while it waits, never to start again.
+        waited = _json_line(_host("decide", database, EDIT_ID, "none", environ=environ))
+        editing.send_signal(signal.SIGKILL)
+        editing.communicate(timeout=PROCESS_TIMEOUT)
+        sent_before = list(gateway.completed)
+        # Another host, asking for the same edit: it finds it there, and recovers it from the dead host.
+        other = _host("edit", database, EDIT_ID, "host-b", "600", environ=environ)
+        _started(other)
+        decided = _json_line(_host("decide", database, EDIT_ID, "approve", environ=environ))
+        edit = _json_line(other)
+    assert waited == decided
+    assert edit["status"] == "done"
+    assert _steps(edit) == ["s1", "s3"]
+    assert sent_before, "the edit sent no request before it paused"
+    assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
+    assert gateway.completed[: len(sent_before)] == sent_before
+    assert len(gateway.completed) > len(sent_before), "the resumed edit sent nothing"
+    assert selected(database, "SELECT status, executor_id FROM dbos.workflow_status") == [
+        ("SUCCESS", "host-b")
+    ]
+    # The one decision sent, consumed once, by one step of the edit.
+    assert selected(database, "SELECT consumed FROM dbos.notifications") == [(True,)]
 
 
 def test_a_wait_that_times_out_hands_back_the_paused_edit_with_its_state(tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+import psycopg
 import pytest
 
 from adapters.durable.liveness import ExecutorInUseError, Liveness
@@ -217,3 +219,157 @@ def test_an_id_a_live_process_holds_is_refused_until_its_connection_ends(databas
     # The holder's connection gone (as when its process dies), the id is free again.
     again = Liveness.take(database, "worker-a", 1.0, version, wait_seconds=5)
     again.close()
+
+
+_SUMMARIES: Final = """SELECT workflow_uuid, status, executor_id FROM dbos.workflow_status
+                        WHERE name = 'meeting_agents.summarize' ORDER BY workflow_uuid"""
+
+
+def _until(
+    database: str, query: str, reached: Callable[[list[tuple[Any, ...]]], bool]
+) -> list[tuple[Any, ...]]:
+    """The rows of ``query`` once they are ``reached`` (polled, bounded: a state never reached fails);
+    none while the first process to launch has not made DBOS's tables yet."""
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    while True:
+        try:
+            found = selected(database, query)
+        except psycopg.errors.UndefinedTable:
+            found = []
+        if reached(found):
+            return found
+        assert time.monotonic() < deadline, f"never reached: {found}"
+        time.sleep(0.1)
+
+
+def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_finished_by_a_worker(
+    tmp_path: Path, database: str
+) -> None:
+    meetings = _meetings(3)
+    folder = write_transcripts(tmp_path / "in", meetings)
+    limits = {
+        "AGENT_BATCH_CONCURRENCY": "1",
+        "AGENT_BATCH_RECOVERY_SECONDS": "0.5",
+        "AGENT_TIMEOUT_SECONDS": str(PROCESS_TIMEOUT),
+    }
+    # The batch has a gateway of its own, which answers its first request and kills it on the second; the
+    # worker's gateway holds its requests until then, so the batch surely holds a transcript.
+    with CountingGateway() as doomed_gateway, CountingGateway() as gateway:
+        gateway.hold()
+        environ = gateway_environment(gateway.base_url, **limits)
+        worker = start("worker", "--db", database, "--id", "worker-survivor", environ=environ)
+        batch = None
+        try:
+            _wait_until_ready(worker)
+            batch = start(
+                "batch",
+                str(folder),
+                "--out",
+                str(tmp_path / "out"),
+                "--db",
+                database,
+                "--id",
+                "batch",
+                environ=gateway_environment(doomed_gateway.base_url, **limits),
+            )
+            doomed_gateway.kill_at(2, batch.pid)
+            assert doomed_gateway.killed.wait(PROCESS_TIMEOUT), "the batch sent no second request"
+            assert finish(batch).code == -signal.SIGKILL
+            gateway.release()
+            rows = _until(database, _SUMMARIES, lambda found: [s for _, s, _ in found] == ["SUCCESS"] * 3)
+            # The batch's results, collected by the same command (another id): nothing is sent again.
+            with CountingGateway() as collecting_gateway:
+                collected = run_batch(
+                    "batch",
+                    str(folder),
+                    "--out",
+                    str(tmp_path / "collected"),
+                    "--db",
+                    database,
+                    "--id",
+                    "collector",
+                    environ=gateway_environment(collecting_gateway.base_url, **limits),
+                )
+        finally:
+            gateway.release()
+            if batch is not None and batch.returncode is None:
+                batch.send_signal(signal.SIGKILL)
+                finish(batch)
+            stopped = _stop([worker])
+    assert stopped == [0]
+    assert collected.code == 0, collected.err
+    assert collecting_gateway.arrivals == 0
+    assert sorted(line["status"] for line in index(tmp_path / "collected")) == ["done"] * len(meetings)
+    assert {status for _, status, _ in rows} == {"SUCCESS"}
+    assert {executor for _, _, executor in rows} == {"worker-survivor"}
+    # The batch's first request was answered (a step recorded), its second killed in flight; the worker
+    # replayed the first and sent only the second: every request answered exactly once, on both gateways.
+    assert len(doomed_gateway.completed) == 1
+    assert len(doomed_gateway.killed_in_flight) == 1
+    completed = doomed_gateway.completed + gateway.completed
+    assert len(set(completed)) == len(completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
+    assert doomed_gateway.killed_in_flight[0] in gateway.completed
+    assert doomed_gateway.completed[0] not in gateway.completed
+
+
+_REQUESTS: Final = """SELECT status FROM dbos.workflow_status
+                       WHERE name = 'meeting_agents.model_request' ORDER BY status"""
+
+
+def test_a_worker_taking_over_a_killed_batch_keeps_to_the_request_rate_limit(
+    tmp_path: Path, database: str
+) -> None:
+    folder = write_transcripts(tmp_path / "in", _meetings(2))
+    limits = {"AGENT_BATCH_REQUESTS_PER_MINUTE": "1", "AGENT_BATCH_RECOVERY_SECONDS": "0.5"}
+    with CountingGateway() as gateway:
+        batch = start(
+            "batch",
+            str(folder),
+            "--out",
+            str(tmp_path / "out"),
+            "--db",
+            database,
+            "--id",
+            "batch",
+            environ=gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1", **limits),
+        )
+        worker = None
+        try:
+            # The batch holds one transcript, whose first request used the minute's one request and whose
+            # second waits on the limiter; the other transcript waits on the queue. Then it dies.
+            _until(database, _REQUESTS, lambda found: found == [("ENQUEUED",), ("SUCCESS",)])
+            batch.send_signal(signal.SIGKILL)
+            assert finish(batch).code == -signal.SIGKILL
+            worker = start(
+                "worker",
+                "--db",
+                database,
+                "--id",
+                "worker-survivor",
+                environ=gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="2", **limits),
+            )
+            _wait_until_ready(worker)
+            # The worker takes both transcripts, the batch's recovered; each waits for its next request.
+            taken_over = _until(
+                database,
+                _SUMMARIES,
+                lambda found: [(s, e) for _, s, e in found] == [("PENDING", "worker-survivor")] * 2,
+            )
+            requests = _until(database, _REQUESTS, lambda found: len(found) == 3)
+            # The limit counts what the dead batch sent: while the worker polls its queues for a second,
+            # nothing more goes out.
+            held_until = time.monotonic() + 1.0
+            while time.monotonic() < held_until:
+                assert gateway.arrivals == 1
+                time.sleep(0.1)
+            still = selected(database, _REQUESTS)
+        finally:
+            if batch.returncode is None:
+                batch.send_signal(signal.SIGKILL)
+                finish(batch)
+            stopped = _stop([worker]) if worker is not None else []
+    assert stopped == [0]
+    assert len(taken_over) == 2
+    assert requests == still == [("ENQUEUED",), ("ENQUEUED",), ("SUCCESS",)]
+    # The recorded request was replayed, not sent again: the gateway answered one request in all.
+    assert gateway.arrivals == len(gateway.completed) == 1
