@@ -117,7 +117,115 @@ class ChatResponseUpdate(HasContents):
 
         Folding an answer's updates is ``metadata.update(update.metadata)`` for each, in order.
         """
+        if (
+            self.response_id is None
+            and self.model_id is None
+            and self.created_at is None
+            and self.status is None
+            and self.finish_reason is None
+            and self.usage is None
+        ):
+            # A streamed piece, most updates of an answer: no dictionary is built to be read empty.
+            return {}
         return {name: value for name in _METADATA if (value := getattr(self, name)) is not None}
+
+
+# The streamed pieces of an answer, one per delta event (tens of thousands for a long answer), are
+# built by the constructors below: every slot is set directly, as attrs' own __init__ sets it, but
+# without the converter and the validator, which have nothing to check in values typed as these are.
+# The public constructors keep every check; tests hold each piece equal to the one they build.
+_new: Final = object.__new__
+
+
+def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], ...]:
+    """The slots' own setters (a frozen class's ``__setattr__`` refuses; the slot does not)."""
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+(
+    _set_contents,
+    _set_role,
+    _set_item_index,
+    _set_part_index,
+    _set_response_id,
+    _set_model_id,
+    _set_created_at,
+    _set_status,
+    _set_finish_reason,
+    _set_usage,
+) = _setters(
+    ChatResponseUpdate,
+    "contents",
+    "role",
+    "item_index",
+    "part_index",
+    "response_id",
+    "model_id",
+    "created_at",
+    "status",
+    "finish_reason",
+    "usage",
+)
+_set_text, _set_provider_item = _setters(TextContent, "text", "provider_item")
+(
+    _set_reasoning_text,
+    _set_item_id,
+    _set_encrypted_content,
+    _set_summary,
+    _set_reasoning_provider_item,
+) = _setters(ReasoningContent, "text", "item_id", "encrypted_content", "summary", "provider_item")
+
+
+def piece_update(
+    content: TextContent | ReasoningContent, item_index: int, part_index: int | None
+) -> ChatResponseUpdate:
+    """``ChatResponseUpdate((content,), "assistant", item_index, part_index)``: one streamed piece."""
+    update = _new(ChatResponseUpdate)
+    _set_contents(update, (content,))
+    _set_role(update, "assistant")
+    _set_item_index(update, item_index)
+    _set_part_index(update, part_index)
+    _set_response_id(update, None)
+    _set_model_id(update, None)
+    _set_created_at(update, None)
+    _set_status(update, None)
+    _set_finish_reason(update, None)
+    _set_usage(update, None)
+    return update
+
+
+def text_piece(text: str, item_index: int, part_index: int | None) -> ChatResponseUpdate:
+    """``piece_update(TextContent(text), item_index, part_index)``: one delta of an answer's text."""
+    content = _new(TextContent)
+    _set_text(content, text)
+    _set_provider_item(content, None)
+    # piece_update's body, inline: this is the one constructor run for every delta of a long answer.
+    update = _new(ChatResponseUpdate)
+    _set_contents(update, (content,))
+    _set_role(update, "assistant")
+    _set_item_index(update, item_index)
+    _set_part_index(update, part_index)
+    _set_response_id(update, None)
+    _set_model_id(update, None)
+    _set_created_at(update, None)
+    _set_status(update, None)
+    _set_finish_reason(update, None)
+    _set_usage(update, None)
+    return update
+
+
+def reasoning_piece(
+    text: str, item_index: int, part_index: int | None, *, summary: bool
+) -> ChatResponseUpdate:
+    """One delta of a reasoning item: of a summary part (``ReasoningContent(text, summary=(text,))``)
+    or of its reasoning text (``ReasoningContent(text)``)."""
+    content = _new(ReasoningContent)
+    _set_reasoning_text(content, text)
+    _set_item_id(content, None)
+    _set_encrypted_content(content, None)
+    _set_summary(content, (text,) if summary else ())
+    _set_reasoning_provider_item(content, None)
+    return piece_update(content, item_index, part_index)
 
 
 class _TextItem:

@@ -36,6 +36,7 @@ from domain import (
     ReasoningContent,
     TextContent,
 )
+from domain.responses import reasoning_piece, text_piece
 
 __all__ = ["EventFolder"]
 
@@ -56,9 +57,12 @@ def _high_surrogate(character: str) -> bool:
     return "\ud800" <= character <= "\udbff"
 
 
-def _reasoning_piece(kind: int, piece: str) -> ReasoningContent:
-    """A piece of a reasoning summary part (``summary`` is the piece itself) or of reasoning text."""
-    return ReasoningContent(piece, summary=(piece,)) if kind == _SUMMARY else ReasoningContent(piece)
+def _piece(kind: int, piece: str, item: int, part: int | None) -> ChatResponseUpdate:
+    """The update of one piece: message text, a reasoning summary part's (``summary`` is the piece
+    itself) or reasoning text's. Built by the domain's per-delta constructors: the values are typed."""
+    if kind == _TEXT:
+        return text_piece(piece, item, part)
+    return reasoning_piece(piece, item, part, summary=kind == _SUMMARY)
 
 
 class _Text:
@@ -100,8 +104,10 @@ class _Text:
         if out is not None:
             if self.seen and not self.held and delta and not _high_surrogate(delta[-1]):
                 # The common case, kept short: one delta, one update.
-                content = TextContent(delta) if kind == _TEXT else _reasoning_piece(kind, delta)
-                out.append(ChatResponseUpdate((content,), "assistant", self.item.sequence, self.part))
+                if kind == _TEXT:
+                    out.append(text_piece(delta, self.item.sequence, self.part))
+                else:
+                    out.append(_piece(kind, delta, self.item.sequence, self.part))
             else:
                 self._emit(delta)
         elif not self.seen:
@@ -276,8 +282,7 @@ class _Item:
         out = folder.out
         if out is None:
             return
-        content = TextContent(piece) if kind == _TEXT else _reasoning_piece(kind, piece)
-        out.append(ChatResponseUpdate((content,), "assistant", self.sequence, part))
+        out.append(_piece(kind, piece, self.sequence, part))
 
     def emit_whole(self, contents: list[Content]) -> None:
         self.whole = contents

@@ -4,6 +4,7 @@ and ChatResponse.from_updates folding pieces back into the whole response."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -26,6 +27,7 @@ from domain import (
     Usage,
     updates_of,
 )
+from domain.responses import piece_update, reasoning_piece, text_piece
 from tests.domain.strategies import adapter_shaped_responses, streamed_updates
 
 
@@ -239,6 +241,56 @@ def test_an_update_gives_exactly_the_metadata_it_knows() -> None:
         response_id="r", model_id="m", created_at=created, status="done", finish_reason="stop", usage=Usage(1)
     )
     assert set(every.metadata) == {field.name for field in attrs.fields(ChatResponse)} - {"messages"}
+
+
+@given(
+    metadata=st.fixed_dictionaries(
+        {},
+        optional={
+            "response_id": st.text(max_size=3),
+            "model_id": st.text(max_size=3),
+            "created_at": st.just(datetime(2026, 5, 1, tzinfo=UTC)),
+            "status": st.text(max_size=3),
+            "finish_reason": st.sampled_from(["stop", "length"]),
+            "usage": st.builds(Usage, st.integers(0, 9)),
+        },
+    )
+)
+def test_an_update_gives_every_metadata_field_it_was_given(metadata: dict[str, object]) -> None:
+    assert ChatResponseUpdate((TextContent("a"),), **metadata).metadata == metadata  # type: ignore[arg-type]  # drawn per field
+
+
+_pieces = st.text(max_size=8) | st.sampled_from(["\ud83d", "\ude00", ""])
+_indexes = st.integers(min_value=0, max_value=2**40)
+
+
+@given(text=_pieces, item=_indexes, part=st.none() | _indexes, summary=st.booleans())
+def test_the_per_delta_constructors_build_what_the_public_constructors_build(
+    text: str, item: int, part: int | None, summary: bool
+) -> None:
+    built = {
+        text_piece(text, item, part): ChatResponseUpdate((TextContent(text),), "assistant", item, part),
+        reasoning_piece(text, item, part, summary=summary): ChatResponseUpdate(
+            (ReasoningContent(text, summary=(text,) if summary else ()),), "assistant", item, part
+        ),
+        piece_update(TextContent(text, "{}"), item, part): ChatResponseUpdate(
+            (TextContent(text, "{}"),), "assistant", item, part
+        ),
+    }
+    for fast, public in built.items():
+        # Every field set (a slot left unset would raise here), equal, hashed and shown alike.
+        assert type(fast) is ChatResponseUpdate
+        assert attrs.asdict(fast) == attrs.asdict(public)
+        assert fast == public
+        assert hash(fast) == hash(public)
+        assert repr(fast) == repr(public)
+        assert pickle.loads(pickle.dumps(fast)) == public  # noqa: S301  # our own value, pickled here
+        assert fast.metadata == {}
+        # Still a frozen value, and what is made from it goes through the validated constructor.
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            fast.role = "user"  # type: ignore[misc]  # the point: a piece is frozen too
+        with pytest.raises(ValueError, match="role"):
+            attrs.evolve(fast, role="robot")  # type: ignore[arg-type]  # the point: still refused
 
 
 def test_response_text_and_function_calls_span_messages() -> None:
