@@ -58,17 +58,32 @@ def _scenario(workload: str, sizes: Sizes, kind: TextKind) -> tuple[Scenario, in
     raise ValueError("--layers reads a streamed answer: the large, calls or small workload")
 
 
-def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
+class _SetUp:
+    """What both tables build on: the adapter's request for the scenario (the very bytes every
+    variant sends), its body cap, and SDK clients serving the scenario's answer."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        chat = cast(ResponsesSseAdapter, scenario.adapter())
+        self.request = chat._built(scenario.messages, scenario.options)
+        self.cap = chat._settings.max_response_bytes
+
+    def client(self) -> openai.AsyncOpenAI:
+        """A client of its own serving the scenario's answer."""
+        return serve(self.scenario.body.sse, _SSE)[0]
+
+    def observed(self) -> openai.AsyncOpenAI:
+        """A client of its own behind the front (the delegating transport, the counted body)."""
+        return observed(self.client(), max_response_bytes=self.cap)
+
+    async def post(self, client: openai.AsyncOpenAI) -> Any:
+        """The adapter's request sent through ``client`` as the adapters send it; the stream unread."""
+        return await ResponsesSseAdapter._post(client, self.request, stream=True)
+
+
+def _variants(setup: _SetUp, times: int) -> dict[str, Run]:
     """One run per layer, each over a client of its own serving the same body."""
-    chat = cast(ResponsesSseAdapter, scenario.adapter())
-    request = chat._built(scenario.messages, scenario.options)
-    cap = chat._settings.max_response_bytes
-
-    def bare() -> openai.AsyncOpenAI:
-        return serve(scenario.body.sse, _SSE)[0]
-
-    async def post(client: openai.AsyncOpenAI) -> Any:
-        return await ResponsesSseAdapter._post(client, request, stream=True)
+    scenario, request, cap, post = setup.scenario, setup.request, setup.cap, setup.post
 
     async def read(client: Any, http: httpx.Response, folder: EventFolder | None) -> int | ChatResponse:
         stream = openai.AsyncStream(
@@ -129,13 +144,12 @@ def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
 
         return once
 
-    front = observed(bare(), max_response_bytes=cap)
     runs: dict[str, Run] = {
-        "sdk": sdk_layer(bare()),
-        "+front": sdk_layer(observed(bare(), max_response_bytes=cap)),
-        "+reader": front_layer(front, heaviness=False, folding=False),
-        "+heaviness": front_layer(observed(bare(), max_response_bytes=cap), heaviness=True, folding=False),
-        "+folder": front_layer(observed(bare(), max_response_bytes=cap), heaviness=True, folding=True),
+        "sdk": sdk_layer(setup.client()),
+        "+front": sdk_layer(setup.observed()),
+        "+reader": front_layer(setup.observed(), heaviness=False, folding=False),
+        "+heaviness": front_layer(setup.observed(), heaviness=True, folding=False),
+        "+folder": front_layer(setup.observed(), heaviness=True, folding=True),
         "+fold loop": loop_layer(cast(ResponsesSseAdapter, scenario.adapter())),
         "get_response": adapter_layer(cast(ResponsesSseAdapter, scenario.adapter())),
     }
@@ -161,17 +175,9 @@ def _variants(scenario: Scenario, times: int) -> dict[str, Run]:
     return {name: repeated(name, once) for name, once in runs.items()}
 
 
-def _alone(scenario: Scenario, times: int) -> Callable[[], Awaitable[dict[str, Run]]]:
+def _alone(setup: _SetUp, times: int) -> Callable[[], Awaitable[dict[str, Run]]]:
     """The layers' own work apart from the SDK's event parsing (see the module's docstring)."""
-    chat = cast(ResponsesSseAdapter, scenario.adapter())
-    request = chat._built(scenario.messages, scenario.options)
-    cap = chat._settings.max_response_bytes
-
-    def client() -> openai.AsyncOpenAI:
-        return serve(scenario.body.sse, _SSE)[0]
-
-    async def post(sdk: openai.AsyncOpenAI) -> Any:
-        return await ResponsesSseAdapter._post(sdk, request, stream=True)
+    cap, post = setup.cap, setup.post
 
     def read_bytes(sdk: openai.AsyncOpenAI, *, reader: bool) -> Run:
         async def once() -> int:
@@ -190,7 +196,7 @@ def _alone(scenario: Scenario, times: int) -> Callable[[], Awaitable[dict[str, R
         return once
 
     async def build() -> dict[str, Run]:
-        bare = client()
+        bare = setup.client()
         stream = await post(bare)
         chunks = [chunk async for chunk in stream.response.aiter_bytes()]
         events = [event async for event in await post(bare)]
@@ -218,8 +224,8 @@ def _alone(scenario: Scenario, times: int) -> Callable[[], Awaitable[dict[str, R
 
         return {
             "bytes, bare": read_bytes(bare, reader=False),
-            "bytes, front": read_bytes(observed(client(), max_response_bytes=cap), reader=False),
-            "bytes, front + reader": read_bytes(observed(client(), max_response_bytes=cap), reader=True),
+            "bytes, front": read_bytes(setup.observed(), reader=False),
+            "bytes, front + reader": read_bytes(setup.observed(), reader=True),
             "SSE decoder, bare": decode(checked=False),
             "SSE decoder, heaviness check": decode(checked=True),
             "no folder": nothing,
@@ -253,7 +259,8 @@ _APART: Final = (
 async def layers_report(workload: str, sizes: Sizes, kind: TextKind = "mixed") -> str:
     """The table of :data:`LAYERS` on ``workload``: medians of ``sizes.runs`` interleaved runs."""
     scenario, times = _scenario(workload, sizes, kind)
-    variants = _variants(scenario, times)
+    setup = _SetUp(scenario)
+    variants = _variants(setup, times)
     samples = await interleaved(variants, runs=sizes.runs)
     sdk = samples["sdk"]
     if sdk.median <= 0:
@@ -272,7 +279,7 @@ async def layers_report(workload: str, sizes: Sizes, kind: TextKind = "mixed") -
             f"{(median - before) / sdk.median:>+9.1%}"
         )
         before = median
-    apart = await interleaved(await _alone(scenario, times)(), runs=sizes.runs)
+    apart = await interleaved(await _alone(setup, times)(), runs=sizes.runs)
     lines += ["", "each layer apart, over the same bytes and events (share of the SDK's whole iteration):"]
     for what, without, with_it in _APART:
         added = apart[with_it].median - apart[without].median

@@ -41,6 +41,7 @@ class _ChatRequest:
     __slots__ = (
         "answered",
         "attempts",
+        "capture_content",
         "context",
         "metadata",
         "metric_attributes",
@@ -66,6 +67,7 @@ class _ChatRequest:
         # when content is captured (the answer is then folded from them).
         self.streamed = False
         self.metadata: dict[str, Any] = {}
+        self.capture_content = telemetry.capture_content
         self.updates: list[ChatResponseUpdate] = []
 
     # ------------------------------------------------------------ attempts (from the HTTP client's hooks)
@@ -84,13 +86,16 @@ class _ChatRequest:
 
     # ------------------------------------------------------------ a streamed answer
     def received(self, update: ChatResponseUpdate) -> None:
+        # Run for every piece of a streamed answer: nothing is made for a piece that brings no metadata.
         if not self.streamed:
             self.streamed = True
             waited = time.perf_counter() - self.started
             self.span.set_attribute(c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, waited)
             self.telemetry.time_to_first_chunk.record(waited, self.metric_attributes)
-        self.metadata.update(update.metadata)
-        if self.telemetry.capture_content:
+        metadata = update.metadata
+        if metadata:
+            self.metadata.update(metadata)
+        if self.capture_content:
             self.updates.append(update)
 
     def stream_ended(self) -> None:
@@ -237,17 +242,20 @@ class InstrumentedChat:
             raise
         finally:
             context.detach(token)
+        # Per piece, what the loop needs is looked up once per request.
+        following, received = updates.__anext__, request.received
+        traced, attach, detach, current = request.traced, context.attach, context.detach, request.context
         try:
             while True:
-                step = context.attach(request.context) if request.traced else None
+                step = attach(current) if traced else None
                 try:
-                    update = await anext(updates)
+                    update = await following()
                 except StopAsyncIteration:
                     break
                 finally:
                     if step is not None:
-                        context.detach(step)
-                request.received(update)
+                        detach(step)
+                received(update)
                 yield update
         except GeneratorExit:
             request.stream_abandoned()
