@@ -366,7 +366,14 @@ class _Httpx2Cookies(httpx2.Cookies):
         return None
 
 
-class _ObservedHttpClient(httpx.AsyncClient):
+class _Front:
+    """What a front keeps of how it was built: the original client and the cap it counts bodies against."""
+
+    original: Any
+    max_response_bytes: int
+
+
+class _ObservedHttpClient(_Front, httpx.AsyncClient):
     """A legacy-httpx front; requests are built here and sent through the original client."""
 
     _shared_cookies: httpx.Cookies
@@ -380,7 +387,7 @@ class _ObservedHttpClient(httpx.AsyncClient):
         self._shared_cookies = _HttpxCookies(httpx.Cookies(cookies).jar)
 
 
-class _ObservedHttpx2Client(httpx2.AsyncClient):
+class _ObservedHttpx2Client(_Front, httpx2.AsyncClient):
     """An httpx2 front (the SDK's own default client is httpx2)."""
 
     _shared_cookies: httpx2.Cookies
@@ -398,11 +405,15 @@ def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.A
     """A copy of ``client`` whose attempts go through the front described in this module's docstring.
 
     Works for the legacy ``httpx.AsyncClient`` the container hands the SDK and for the SDK's own
-    ``httpx2`` clients; returns ``client`` itself when it is already observed.
+    ``httpx2`` clients; returns ``client`` itself when it is already observed with the same cap. One
+    observed with another cap is fronted afresh over the same original client, so that every body is
+    counted against ``max_response_bytes``, whatever client a host hands in.
     """
     inner: Any = getattr(client, "_client", None)
-    if isinstance(inner, _ObservedHttpClient | _ObservedHttpx2Client):
-        return client
+    if isinstance(inner, _Front):
+        if inner.max_response_bytes == max_response_bytes:
+            return client
+        inner = inner.original
     if isinstance(inner, httpx.AsyncClient):
         front_type: Any = _ObservedHttpClient
         transport: Any = _HttpxDelegation(inner, max_response_bytes)
@@ -428,4 +439,5 @@ def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.A
     front._shared_cookies = (_HttpxCookies if front_type is _ObservedHttpClient else _Httpx2Cookies)(
         inner.cookies.jar
     )
+    front.original, front.max_response_bytes = inner, max_response_bytes
     return client.with_options(http_client=cast(Any, front))

@@ -19,7 +19,7 @@ import pytest
 
 from adapters.offline.render import message_item, sse, stream_events
 from adapters.redaction import REDACTED
-from adapters.responses import ResponsesSettings
+from adapters.responses import EventFolder, ResponsesSettings
 from adapters.responses.error_mapping import LowerLevelError
 from adapters.responses.http_front import LISTENER, ResponseTooLargeError
 from adapters.responses.payload import ResponsesPayloadBuilder
@@ -731,3 +731,140 @@ async def test_a_conversation_over_max_output_items_is_refused_before_anything_i
         )
         assert await adapter.get_response(history[:1]) is not None
     assert len(recorder.requests) == 2
+
+
+# ---------------------------------------------------------------- output items over the limit, in a stream
+
+
+def _items(count: int) -> list[dict[str, Any]]:
+    return [message_item(f"msg_{index}", f"text {index}") for index in range(count)]
+
+
+def _texts(partial: ChatResponse) -> list[str | None]:
+    """Each content's text, in order (None for a content that holds none)."""
+    return [c.text if isinstance(c, TextContent) else None for m in partial.messages for c in m.contents]
+
+
+async def test_a_short_stream_of_more_items_than_the_limit_is_refused_once_it_ends() -> None:
+    # 3 items, 24 events: too few for a look part way (every 32 events), so the end of the stream says it.
+    body = sse(stream_events(response_document(_items(3))))
+    limited = ResponsesSettings(model="gpt-test", max_output_items=2)
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)]), limited):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.message == "the response holds more than agent.max_output_items (2) output items"
+        assert caught.value.request_id == REQUEST_ID
+        assert caught.value.partial is not None
+        assert caught.value.partial.response_id == "resp_test"
+        assert _texts(caught.value.partial) == ["text 0", "text 1", "text 2"]
+
+
+async def test_a_stream_of_more_items_than_the_limit_is_refused_part_way_though_its_peer_holds_it_open() -> (
+    None
+):
+    # 20 items, no terminal event, then nothing more: only the look part way can end it before the deadline.
+    body = sse(stream_events(response_document(_items(20)), terminal=False)).encode()
+    limited = ResponsesSettings(model="gpt-test", max_output_items=2, deadline_seconds=TEST_BOUND)
+
+    for adapter in adapters_for(Recorder([lambda _: streamed(Pieces(body, 512, then="stall"))]), limited):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.message == "the response holds more than agent.max_output_items (2) output items"
+        assert caught.value.partial is not None
+        texts = _texts(caught.value.partial)
+        # What had arrived when the count was looked at: past the limit, short of the whole answer.
+        assert 2 < len(texts) < 20
+        assert texts == [f"text {index}" for index in range(len(texts))]
+
+
+# ------------------------------------------------------------- what follows a whole answer on the connection
+
+
+class _Counted(httpx.AsyncByteStream):
+    """A body in the given chunks, counting those read; then the end, or a peer that holds it open."""
+
+    def __init__(self, chunks: list[bytes], *, stall: bool = False) -> None:
+        self._chunks = chunks
+        self._stall = stall
+        self.read = 0
+        self.closed = False
+
+    async def __aiter__(self) -> Any:
+        for chunk in self._chunks:
+            self.read += 1
+            yield chunk
+        if self._stall:
+            await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+WHOLE = sse(stream_events(response_document([message_item("msg_1", "whole")]))).encode()
+
+
+@pytest.mark.parametrize(("version", "drained"), [("HTTP/1.1", True), ("HTTP/2", False)])
+async def test_what_follows_a_whole_answer_is_read_to_its_end_only_on_an_http_1_1_connection(
+    version: str, drained: bool
+) -> None:
+    bodies: list[_Counted] = []
+
+    def answering(_: httpx.Request) -> httpx.Response:
+        body = _Counted([WHOLE, b": after the answer\n\n", b": and more\n\n"])
+        bodies.append(body)
+        extensions = {"http_version": version.encode()}
+        return httpx.Response(200, headers={"content-type": SSE}, stream=body, extensions=extensions)
+
+    for adapter in adapters_for(Recorder([answering])):
+        assert (await adapter.get_response(QUESTION)).text == "whole"
+
+    # HTTP/1.1: read to its end, so that the connection can serve the next request. HTTP/2 streams share
+    # a connection that a stream left unread does not hold up: closed at once.
+    assert [body.read for body in bodies] == [3 if drained else 1] * 2
+    assert all(body.closed for body in bodies)
+
+
+async def test_more_than_64_kib_after_a_whole_answer_is_left_unread_and_closed() -> None:
+    bodies: list[_Counted] = []
+
+    def answering(_: httpx.Request) -> httpx.Response:
+        # 40 pieces of 16 KiB at hand after the answer, then a peer that holds the stream open.
+        body = _Counted([WHOLE, *[b": " + b"x" * (16 * 1024 - 4) + b"\n\n"] * 40], stall=True)
+        bodies.append(body)
+        return httpx.Response(200, headers={"content-type": SSE}, stream=body)
+
+    for adapter in adapters_for(
+        Recorder([answering]), ResponsesSettings(model="gpt-test", deadline_seconds=TEST_BOUND)
+    ):
+        assert (await adapter.get_response(QUESTION)).text == "whole"
+
+    # Read until more than 64 KiB past the answer have come (the fifth piece), no further: the rest, and
+    # the peer holding the stream open, are the close's to end.
+    assert [body.read for body in bodies] == [1 + 5] * 2
+    assert all(body.closed for body in bodies)
+
+
+# ---------------------------------------------------------------- a failure while gathering what had arrived
+
+
+async def test_a_failure_while_gathering_what_arrived_still_raises_the_typed_error_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(self: EventFolder) -> ChatResponse | None:
+        raise RuntimeError("a folder state no response can be built from")
+
+    head = sse(events_until_text()).encode()
+    recorder = Recorder([lambda _: streamed(Pieces(head, then=httpx.ReadError("connection reset")))])
+    monkeypatch.setattr(EventFolder, "partial", broken)
+
+    for adapter in adapters_for(recorder):
+        with pytest.raises(ChatTransportError) as caught:
+            await adapter.get_response(QUESTION)
+        # The break is still said as the break it is, with the ids known; only what arrived is left out.
+        assert caught.value.message == "the connection to the Responses endpoint failed"
+        assert (caught.value.status_code, caught.value.request_id, caught.value.partial) == (
+            None,
+            REQUEST_ID,
+            None,
+        )

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.offline.render import message_item, sse, stream_events
-from adapters.responses import ResponsesSettings, ResponsesSseAdapter
+from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from adapters.responses.http_front import ResponseTooLargeError, attempts_of, observed
 from domain import ChatError, ChatMessage, ChatTransportError, MalformedResponseError
 from tests.support.bombs import stacked_gzip_bomb
@@ -532,3 +532,25 @@ async def test_the_bytes_zlib_still_holds_when_the_body_ends_count_against_the_c
 
     assert caught.value.limit == 64 * 1024
     assert len(body) > 64 * 1024
+
+
+@pytest.mark.parametrize("shape", sorted(BODIES))
+async def test_a_client_observed_for_a_larger_cap_still_gets_the_adapters_cap(shape: str) -> None:
+    big = response_document([message_item("msg_1", "x" * 20_000)])
+    body = sse(stream_events(big, chunk=100)).encode() if shape == "sse" else json.dumps(big).encode()
+    recorder = Recorder([lambda _: streamed(Pieces(body, 500), SSE if shape == "sse" else JSON)])
+    # Another adapter's copy, fronted for a cap of 16 MiB, handed in to adapters capped at 8,000 bytes.
+    roomy = observed(client_for(recorder), max_response_bytes=1 << 24)
+    capped = ResponsesSettings(model="gpt-test", max_response_bytes=8_000)
+
+    for adapter in (ResponsesSseAdapter(roomy, capped), ResponsesJsonAdapter(roomy, capped)):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response([ChatMessage.user("hi")])
+        assert caught.value.message == "the response body exceeded agent.max_response_bytes (8000 bytes)"
+
+    # The roomier copy itself is left as it was: the same body folds through an adapter of its cap.
+    roomy_settings = ResponsesSettings(model="gpt-test", max_response_bytes=1 << 24)
+    response = await ResponsesSseAdapter(roomy, roomy_settings).get_response([ChatMessage.user("hi")])
+    assert response.text == "x" * 20_000
+    assert observed(roomy, max_response_bytes=1 << 24) is roomy
+    assert observed(roomy, max_response_bytes=8_000)._client is not roomy._client

@@ -193,3 +193,35 @@ def test_strings_full_of_braces_are_not_refused_for_them() -> None:
         pass
     assert parser.value == json.loads(text)
     assert quick_size(text) > 3 * len(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\ufeff{}",
+        '\ufeff["a", 1]',
+        '{"a": 1} {"b": 2}',
+        "[1]]",
+        "1 2",
+        '"done" ,',
+        '{"a": [1, {"b": "c"}]}\n\n x',
+    ],
+    ids=[
+        "bom-object",
+        "bom-array",
+        "two-documents",
+        "stray-closer",
+        "two-numbers",
+        "stray-comma",
+        "trailing-word",
+    ],
+)
+@pytest.mark.parametrize("piece", [16, 64 * 1024])
+def test_a_byte_order_mark_or_text_after_the_document_is_json_loads_own_fault(text: str, piece: int) -> None:
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as found:
+        _in_steps(piece)(text)
+
+    assert (found.value.msg, found.value.pos) == (expected.value.msg, expected.value.pos)
+    assert found.value.doc == text
