@@ -23,7 +23,7 @@ from adapters.offline import OfflineResponsesServer
 from adapters.offline.threaded import Receive, Scope, Send
 from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent
-from benchmarks.durable_profile import profile_batch
+from benchmarks.durable_profile import profile_batch, split_batch
 from benchmarks.harness import Check, Sizes
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, TextContent, Usage
 
@@ -382,6 +382,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --profile: the batch as the command builds it (container, OpenAI SDK, offline stand-in)",
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="instead: rounds of a plain and a DBOS batch, the DBOS one's CPU split by timing wrappers "
+        "on DBOS's database calls and SQLAlchemy's steps (no profiler)",
+    )
     parser.add_argument("--sort", default="tottime", help="pstats sort key for --profile")
     parser.add_argument("--top", type=int, default=40, help="functions --profile lists")
     parser.add_argument("--workers", action="store_true", help="also throughput with 1 and 2 processes")
@@ -409,9 +415,30 @@ async def _profile(count: int, sort: str, top: int, *, command: bool) -> str:
         return await profile_batch(runs, sort=sort, top=top)
 
 
+async def _split(count: int, runs: int) -> str:
+    rounds = itertools.count(1)
+    with tempfile.TemporaryDirectory(prefix="bench-durable-") as folder:
+        await _plain(_transcripts(count, 0))
+        await _durable(_transcripts(count, 0), Path(folder) / "warm.sqlite")  # imports, first calls
+
+        async def plain() -> int:
+            await _plain(_transcripts(count, next(rounds)))
+            return count
+
+        async def durable() -> int:
+            round_ = next(rounds)
+            await _durable(_transcripts(count, round_), Path(folder) / f"split-{round_}.sqlite")
+            return count
+
+        return await split_batch(plain, durable, runs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     sizes = Sizes(runs=args.runs, batch=args.batch)
+    if args.split:
+        print(asyncio.run(_split(sizes.batch, sizes.runs)))
+        return 0
     if args.profile:
         print(asyncio.run(_profile(sizes.batch, args.sort, args.top, command=args.command)))
         return 0

@@ -90,3 +90,23 @@ def test_the_command_profile_shows_the_sdks_share_on_both_sides(capsys: pytest.C
     assert dbos["SQLAlchemy + sqlite3"] > 0
     # No thread of the plain batch is charged for time it spent blocked (CPU clocks, per thread).
     assert plain.get("thread hand-offs", 0.0) < plain["OpenAI SDK"]
+
+
+def test_the_split_times_dboss_database_calls_and_sqlalchemys_steps_within_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert durable.main(["--split", "--batch", "2", "--runs", "1"]) == 0
+
+    report = capsys.readouterr().out
+    counts = re.search(r"([\d.]+) statements and ([\d.]+) commits a transcript", report)
+    assert counts is not None, report
+    # Each of a transcript's five steps (two requests, three tool calls) checks and records.
+    assert float(counts[1]) >= 10
+    assert float(counts[2]) >= 5
+    rows = dict(re.findall(r"^  ( *\S.+?)\s+-?[\d.]+%\s+(-?[\d.]+) ms a transcript$", report, re.MULTILINE))
+    calls = float(rows["DBOS's database calls (a step's check and record, a workflow's start and end)"])
+    # One level in: the parts of those calls (deeper: the parts of SQLAlchemy's execution).
+    inner = [float(value) for label, value in rows.items() if re.match("  \\S", label)]
+    assert calls > 0
+    assert len(inner) == 6, rows
+    assert sum(inner) == pytest.approx(calls, abs=0.05)  # what is timed inside them, and the rest
