@@ -216,10 +216,10 @@ class _ZlibPieces:
 
 
 def _decoded(decoders: list[_ZlibPieces], data: bytes, level: int = 0) -> Iterator[bytes]:
-    """``data`` through ``decoders[level:]``, each one's output fed to the next, a piece at a time."""
+    """``data`` through ``decoders[level:]``, each one's output fed to the next, a piece at a time
+    (a decoder hands on only pieces that hold something, so none comes out empty)."""
     if level == len(decoders):
-        if data:
-            yield data
+        yield data
         return
     for piece in decoders[level].feed(data):
         yield from _decoded(decoders, piece, level + 1)

@@ -22,6 +22,7 @@ from adapters.redaction import REDACTED
 from adapters.responses import EventFolder, ResponsesSettings
 from adapters.responses.error_mapping import LowerLevelError
 from adapters.responses.http_front import LISTENER, ResponseTooLargeError
+from adapters.responses.incremental import LARGE
 from adapters.responses.payload import ResponsesPayloadBuilder
 from domain import (
     ChatError,
@@ -868,3 +869,31 @@ async def test_a_failure_while_gathering_what_arrived_still_raises_the_typed_err
             REQUEST_ID,
             None,
         )
+
+
+# ---------------------------------------------------------------- faults json.loads finds, in large text too
+
+
+@pytest.mark.parametrize("size", [100, LARGE], ids=["small", "parsed-in-steps"])
+async def test_an_events_data_opening_with_a_byte_order_mark_is_refused_large_or_small(size: int) -> None:
+    delta = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0}
+    data = json.dumps({**delta, "delta": "y" * size, "sequence_number": 99, "logprobs": []})
+    body = sse(events_until_text()) + f"data: \ufeff{data}\n\n"
+
+    for adapter in adapters_for(Recorder([answer(body, SSE)])):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.message == "an event's data was not valid JSON (at character 0)"
+        assert_partial_text(caught.value.partial, "Half of the answ")
+
+
+@pytest.mark.parametrize("size", [100, LARGE], ids=["small", "parsed-in-steps"])
+async def test_a_json_document_followed_by_more_text_is_refused_large_or_small(size: int) -> None:
+    document = json.dumps(response_document([message_item("msg_1", "y" * size)]))
+
+    for adapter in adapters_for(Recorder([answer(document + ' {"id": "resp_second"}', JSON)])):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        # Not cut short (so not asked for again): something is wrong after the document.
+        assert caught.value.message == "the body is neither a JSON Response nor an event stream"
+        assert caught.value.partial is None
