@@ -76,9 +76,22 @@ REASONING_SEPARATOR: Final = "\n\n"
 _UNFINISHED: Final = frozenset({"queued", "in_progress"})
 
 
+# Whether a type is an SDK model, by type: ``isinstance`` against pydantic's BaseModel goes through
+# ABCMeta's Python-level __instancecheck__, and several fields of every delta event are read. The
+# classes are the program's own (the SDK's event and item models, dict, list...); the first few
+# hundred are kept, so that classes made at run time could not make it grow without end.
+_IS_MODEL: Final[dict[type, bool]] = {}
+_TYPES_KEPT: Final = 512
+
+
 def field(obj: Any, name: str) -> Any:
     """``obj``'s field ``name`` (an SDK model's attribute or a mapping's key), or None."""
-    if isinstance(obj, BaseModel):
+    model = _IS_MODEL.get(type(obj))
+    if model is None:
+        model = isinstance(obj, BaseModel)
+        if len(_IS_MODEL) < _TYPES_KEPT:
+            _IS_MODEL[type(obj)] = model
+    if model:
         # Every event the SDK builds, several fields read per delta: the quick test comes first.
         return getattr(obj, name, None)
     if isinstance(obj, Mapping):
