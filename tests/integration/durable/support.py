@@ -17,14 +17,19 @@ import signal
 import sqlite3
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import psycopg
+from dbos import DBOSClient
 
+from adapters.durable import Outcome
+from adapters.durable.engine import SUMMARIZE_WORKFLOW, serializer
 from adapters.offline import OfflineResponsesServer
 from adapters.offline.threaded import Receive, Scope, Send
+from adapters.redaction import Redactor
 from tests.integration.cli.support import PROCESS_TIMEOUT, Ran
 from tests.support import processes
 from tests.support.processes import python_module
@@ -171,3 +176,33 @@ def cut_liveness(database: str, executor_id: str) -> list[tuple[Any, ...]]:
         f"""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
             WHERE application_name = 'meeting-agents liveness {executor_id}'""",  # noqa: S608  # the test's own id
     )
+
+
+def until_selected(
+    database: str, query: str, reached: Callable[[list[tuple[Any, ...]]], bool]
+) -> list[tuple[Any, ...]]:
+    """The rows of ``query`` once they are ``reached`` (polled, bounded: a state never reached fails);
+    none while the first process to launch has not made DBOS's tables yet."""
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    while True:
+        try:
+            found = selected(database, query)
+        except psycopg.errors.UndefinedTable:
+            found = []
+        if reached(found):
+            return found
+        assert time.monotonic() < deadline, f"never reached: {found}"
+        time.sleep(0.1)
+
+
+def stored_outcomes(database: str) -> list[Outcome]:
+    """Every transcript's outcome as DBOS stored it, read back as another process would (DBOS's client,
+    with the engine's serializer)."""
+    client = DBOSClient(system_database_url=database, serializer=serializer(Redactor()))
+    try:
+        statuses = client.list_workflows(name=SUMMARIZE_WORKFLOW, load_input=False)
+    finally:
+        client.destroy()
+    outcomes = [status.output for status in statuses if isinstance(status.output, Outcome)]
+    assert len(outcomes) == len(statuses), [status.output for status in statuses]
+    return outcomes

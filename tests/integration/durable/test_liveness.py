@@ -110,3 +110,17 @@ def test_a_look_for_dead_processes_that_fails_is_logged_and_tried_again(
     assert lost == []
     assert {record.levelno for record in failed} == {logging.WARNING}
     assert all(record.getMessage().startswith("executor worker-looking: ") for record in failed)
+
+
+async def test_a_launch_that_fails_after_taking_the_lock_gives_the_lock_back(database: str) -> None:
+    # A role that may connect but not create DBOS's schema: the lock is taken, then DBOS cannot start.
+    reader = f"reader_{database.rsplit('/', 1)[1]}"
+    with psycopg.connect(database, autocommit=True, connect_timeout=10) as connection:
+        connection.execute(f"CREATE ROLE {reader} LOGIN")
+    as_reader = database.replace("postgresql://postgres@", f"postgresql://{reader}@")
+    with pytest.raises(DatabaseError, match=r"^--db 'postgresql://reader_.*': cannot be used \(") as raised:
+        await Engine.launch(_settings(as_reader, "engine-reader"), _runtime())
+    assert "permission denied" in str(raised.value)
+    # The id is free again at once (a lock left behind would refuse it), and nothing is left launched.
+    Liveness.take(database, "engine-reader", 1.0, version(), wait_seconds=0.2).close()
+    assert await asyncio.to_thread(sum, [1, 2]) == 3
