@@ -384,7 +384,9 @@ class _ObservedHttpClient(_Front, httpx.AsyncClient):
 
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
-        self._shared_cookies = _HttpxCookies(httpx.Cookies(cookies).jar)
+        # The jar is the original's: set through the front, it is set on the original, still shared.
+        self.original.cookies = cookies
+        self._shared_cookies = _HttpxCookies(self.original.cookies.jar)
 
 
 class _ObservedHttpx2Client(_Front, httpx2.AsyncClient):
@@ -398,7 +400,8 @@ class _ObservedHttpx2Client(_Front, httpx2.AsyncClient):
 
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
-        self._shared_cookies = _Httpx2Cookies(httpx2.Cookies(cookies).jar)
+        self.original.cookies = cookies
+        self._shared_cookies = _Httpx2Cookies(self.original.cookies.jar)
 
 
 def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.AsyncOpenAI:

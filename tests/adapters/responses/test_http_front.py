@@ -12,7 +12,7 @@ import logging
 import time
 import zlib
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import httpx
 import httpx2
@@ -554,3 +554,32 @@ async def test_a_client_observed_for_a_larger_cap_still_gets_the_adapters_cap(sh
     assert response.text == "x" * 20_000
     assert observed(roomy, max_response_bytes=1 << 24) is roomy
     assert observed(roomy, max_response_bytes=8_000)._client is not roomy._client
+
+
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+async def test_cookies_set_through_the_front_are_the_original_clients_still_shared(library: str) -> None:
+    sent: list[str | None] = []
+
+    def gateway(request: Any) -> Any:
+        sent.append(request.headers.get("cookie"))
+        headers = {"content-type": JSON, "set-cookie": "session=abc; Path=/"}
+        response_type = httpx.Response if library == "httpx" else httpx2.Response
+        return response_type(200, headers=headers, content=OK.encode())
+
+    http_client: Any = (
+        httpx.AsyncClient(transport=httpx.MockTransport(gateway), cookies={"team": "meetings"})
+        if library == "httpx"
+        else httpx2.AsyncClient(transport=httpx2.MockTransport(gateway), cookies={"team": "meetings"})
+    )
+    client = observed(sdk_over(http_client), max_response_bytes=1 << 20)
+
+    # The front is the copy's HTTP client; a jar set on it replaces the one it shares with the original.
+    client._client.cookies = {"team": "ops"}
+    await client.responses.create(model="m", input="first")
+    await client.responses.create(model="m", input="second")
+    await http_client.get(f"{BASE_URL}/responses/resp_test")
+
+    assert sent[0] == "team=ops"
+    # The answer's cookie, taken by the original into the jar both share, goes out from either.
+    assert sorted(str(sent[1]).split("; ")) == sorted(str(sent[2]).split("; ")) == ["session=abc", "team=ops"]
+    assert sorted(cookie.name for cookie in client._client.cookies.jar) == ["session", "team"]
