@@ -84,6 +84,20 @@ def test_a_secret_anywhere_in_an_answer_is_cut_and_a_clean_answer_is_not_copied(
     assert scrubbed(echoed, Redactor.none()) is echoed
 
 
+class _Label(str):
+    """A string of a type of its own (as an enum's ``str`` members are)."""
+
+
+def test_a_secret_in_a_string_of_a_type_of_its_own_is_cut_too() -> None:
+    value = (_Label(f"label {SECRET}"), {"kind": _Label("clean")})
+
+    cut = scrubbed(value, REDACTOR)
+
+    assert cut == (f"label {REDACTED}", {"kind": "clean"})
+    assert cut == _scrub(value, REDACTOR)
+    assert scrubbed(value[1], REDACTOR) is value[1]
+
+
 @pytest.fixture
 def searches(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Every value :func:`to_store` searches for secrets."""

@@ -13,9 +13,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.durable import DatabaseError, Engine, EngineSettings, Outcome, Runtime
+from adapters.durable import DatabaseError, DurableChat, Engine, EngineSettings, Outcome, Runtime
 from adapters.durable.engine import current_runtime
-from adapters.redaction import Redactor
+from adapters.redaction import REDACTED, Redactor
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import SummaryAgent
 from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, updates_of
@@ -189,3 +189,16 @@ async def test_a_transcript_running_at_shutdown_stays_pending_and_the_next_launc
     assert unanswered.requests == 1
     assert len(answering.requests) == 1
     assert _statuses(tmp_path / "runs.sqlite") == [("transcript-1", "SUCCESS")]
+
+
+async def test_a_durable_chat_streams_the_answer_of_its_step_scrubbed(tmp_path: Path) -> None:
+    secret = "sk-live-4242-abcd"
+    scripted = ScriptedChat(ScriptedTurn(text=f"the key is {secret}"))
+    chat = DurableChat(scripted, Redactor([secret]))
+    engine = await Engine.launch(_settings(tmp_path, "runs"), _runtime())
+    try:
+        updates = [update async for update in chat.get_streaming_response([ChatMessage.user("Hello")])]
+    finally:
+        engine.shutdown()
+    assert ChatResponse.from_updates(updates).text == f"the key is {REDACTED}"
+    assert len(scripted.requests) == 1
