@@ -507,7 +507,7 @@ class Engine:
         Started here, a call costs what ended since the one before (sorted), not what is still
         running, so a batch that hears of its transcripts' ends one at a time pays the same for each
         however long it is. Queued, it asks the database about every transcript submitted and not
-        yet handed out (one query a call), as a poll must.
+        yet handed out (one query a call), as a poll must, and reads back the rows of those that ended only.
         """
         if not self.settings.queued:
             fresh, self._fresh = self._fresh, []
@@ -517,8 +517,9 @@ class Engine:
         return ended
 
     async def _ended_of(self, ids: Sequence[str]) -> dict[str, Outcome]:
+        # Only the rows of those that ended: a poll over a long batch does not load every running one.
         statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
-            workflow_ids=list(ids), load_input=False
+            workflow_ids=list(ids), status=["SUCCESS", *_ENDED_IN_ERROR], load_input=False
         )
         ended: dict[str, Outcome] = {}
         for status in statuses:
