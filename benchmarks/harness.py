@@ -148,11 +148,11 @@ class Sizes:
     runs: int = 5
     body_cap: int = 8 * 1024 * 1024
     batch: int = 40
+    """Transcripts of the durable batch benchmarks (twice as many for the throughput across processes)."""
     cpu_items: int = 10_000
+    """Output items of the CPU-heavy bodies (``benchmarks/cpu.py``): the attacker's 10,000."""
     memory_body: int = 4 * 1024 * 1024
     """Bytes of each body shape whose peak memory ``benchmarks/memory.py`` measures."""
-    """Output items of the CPU-heavy bodies (``benchmarks/cpu.py``): the attacker's 10,000."""
-    """Transcripts of the durable batch benchmarks (twice as many for the throughput across processes)."""
 
 
 @attrs.frozen
