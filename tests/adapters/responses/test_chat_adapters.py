@@ -897,3 +897,25 @@ async def test_a_json_document_followed_by_more_text_is_refused_large_or_small(s
         # Not cut short (so not asked for again): something is wrong after the document.
         assert caught.value.message == "the body is neither a JSON Response nor an event stream"
         assert caught.value.partial is None
+
+
+# ---------------------------------------------------------------- a body with nothing in it
+
+
+@pytest.mark.parametrize("body", [b"", b"\n", b" \r\n\r\n "], ids=["empty", "newline", "blank-lines"])
+@pytest.mark.parametrize("label", [SSE, JSON], ids=["sse-label", "json-label"])
+async def test_a_body_of_nothing_but_blanks_is_refused_by_its_label_with_nothing_partial(
+    body: bytes, label: str
+) -> None:
+    # A byte at a time: no piece says the shape, so the label does.
+    recorder = Recorder([lambda _: streamed(Pieces(body, 1), label)])
+
+    for adapter in adapters_for(recorder):
+        with pytest.raises(MalformedResponseError) as caught:
+            await adapter.get_response(QUESTION)
+        assert caught.value.message == (
+            "the event stream ended before a terminal event (response.completed, .incomplete or .failed)"
+            if label == SSE
+            else "the body is neither a JSON Response nor an event stream"
+        )
+        assert (caught.value.partial, caught.value.request_id) == (None, REQUEST_ID)
