@@ -225,3 +225,22 @@ def test_a_byte_order_mark_or_text_after_the_document_is_json_loads_own_fault(te
 
     assert (found.value.msg, found.value.pos) == (expected.value.msg, expected.value.pos)
     assert found.value.doc == text
+
+
+def test_values_past_the_size_after_strings_full_of_braces_are_still_refused() -> None:
+    """The quick count takes the braces in the strings for values, so the runs are counted again
+    leaving out what strings hold, once; many small values after them still stop the parse."""
+    braces = [{"arguments": "{}" * 2000} for _ in range(20)]
+    text = json.dumps([*braces, *([{}] * 100_000)])
+    limit = 3 * len(json.dumps(braces))
+    parser = JsonInSteps(text, max_size=limit, piece=4096)
+
+    with pytest.raises(ParsedTooLargeError) as raised:
+        for _ in parser.steps():
+            pass
+
+    assert raised.value.limit == limit
+    assert limit < raised.value.size <= limit + 4 * parsed_size(",{}" * 2048)
+    # Counted as text first: a parse that stopped at the strings would not have passed them.
+    assert parser.scanned > len(json.dumps(braces))
+    assert parser.scanned < len(text)
