@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 from openai.types.responses import Response, ResponseFunctionToolCall, ResponseUsage
 
+from adapters.responses import to_domain
 from adapters.responses.to_domain import created_at, field, finish_reason, has_surrogate, item_contents, usage
 from domain import ChatMessage, FunctionCallContent, ProviderItemContent, Usage
 from tests.support.gateway import JSON, Recorder, adapters_for, answer
@@ -154,6 +155,23 @@ def test_an_item_makes_the_same_contents_as_a_mapping_and_as_the_sdks_model(item
 )
 def test_a_field_is_read_from_whatever_shape_the_sdk_handed_over(obj: object, expected: object) -> None:
     assert field(obj, "input_tokens") == expected
+
+
+def test_a_field_is_read_alike_from_classes_made_at_run_time_and_what_is_kept_of_them_stays_bounded() -> None:
+    # Whether a class is an SDK model is kept by class: classes made at run time, more than are kept,
+    # are each still read by what they are, and the table does not grow past its bound.
+    for n in range(3 * to_domain._TYPES_KEPT // 2):
+
+        class Model(ResponseUsage):
+            pass
+
+        class Mapping(dict[str, int]):
+            pass
+
+        assert field(Model.construct(input_tokens=n), "input_tokens") == n
+        assert field(Mapping(input_tokens=n), "input_tokens") == n
+        assert field(Model.construct(), "input_tokens") is None
+    assert len(to_domain._IS_MODEL) <= to_domain._TYPES_KEPT
 
 
 @pytest.mark.parametrize(
