@@ -341,6 +341,11 @@ class _Exchange:
             "stream": self.stream,
         }
 
+    def attempt_started(self, request: httpx.Request) -> None:
+        # Counted as it goes out: an attempt the deadline cuts before it answers or raises is one too.
+        self.attempts = self.earlier_attempts + attempts_of(request)
+        self.status_code = None
+
     def attempt_answered(self, request: httpx.Request, response: httpx.Response) -> None:
         # The headers are in even if the body then breaks inside the SDK (a JSON body is read within
         # its retry loop, so the error it raises has no response): keep the latest attempt's id.

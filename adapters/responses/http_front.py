@@ -83,7 +83,10 @@ class UnsupportedCodingError(Exception):
 
 
 class AttemptListener(Protocol):
-    """Told how each attempt of the current request ended; asked how long the request may still take."""
+    """Told of each attempt of the current request and how it ended; asked how long it may still take."""
+
+    def attempt_started(self, request: httpx.Request) -> None:
+        """The attempt is going out: it counts even if the deadline cuts it before it ends either way."""
 
     def attempt_answered(self, request: httpx.Request, response: httpx.Response) -> None: ...
 
@@ -303,6 +306,8 @@ class _Delegation:
 
     async def handle_async_request(self, request: Any) -> Any:
         listener = LISTENER.get()
+        if listener is not None:
+            listener.attempt_started(request)
         delegating = _DELEGATING.set(True)
         try:
             response = await self._inner.send(request, stream=True, follow_redirects=False)

@@ -10,6 +10,7 @@ adapters talking to it (``ADAPTERS`` parametrizes a test over both).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Final
@@ -122,6 +123,14 @@ class Sender:
 
     async def body(self, data: bytes, *, more: bool = True) -> None:
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def silent_until_gone(self, limit: float = PEER_LIMIT) -> None:
+        """Answer nothing, not even the start line, until the client leaves (or ``limit`` seconds pass)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(limit):
+                while (await self._receive())["type"] != "http.disconnect":
+                    pass
+        self.disconnected.set()
 
     async def whole(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         await self.start(status, {"content-length": str(len(body)), **(headers or {})})

@@ -131,6 +131,32 @@ async def test_a_retry_after_that_would_pass_the_deadline_is_not_waited(adapter_
 
 
 @ADAPTERS
+async def test_an_attempt_the_deadline_cuts_before_any_answer_is_counted(adapter_type: AdapterType) -> None:
+    async def refused_then_silent(request: Received, sender: Sender) -> None:
+        if request.headers.get("x-stainless-retry-count", "0") == "0":
+            error = {"error": {"message": "try again", "type": "server_error", "code": "overloaded"}}
+            await sender.whole(
+                500, json.dumps(error).encode(), {"content-type": "application/json", "retry-after-ms": "20"}
+            )
+            return
+        await sender.silent_until_gone()
+
+    await warm_up_event_parsing()
+    async with (
+        serve(refused_then_silent) as server,
+        adapter_on(server.base_url, adapter_type, deadline=DEADLINE, max_retries=2) as chat,
+    ):
+        with pytest.raises(ChatTransportError) as caught:
+            await chat.get_response([ChatMessage.user("hello")])
+
+    assert "deadline" in caught.value.message
+    # The second attempt was sent and went unanswered until the deadline: it is one of the attempts.
+    assert len(server.received) == 2
+    assert caught.value.attempts == 2
+    assert caught.value.status_code is None
+
+
+@ADAPTERS
 async def test_a_retry_after_within_the_deadline_is_waited_and_retried(adapter_type: AdapterType) -> None:
     handler = _rate_limited_then_ok({"retry-after-ms": "20"})
     async with (
