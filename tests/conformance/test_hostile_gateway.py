@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import gzip
 import json
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 import attrs
@@ -41,6 +39,7 @@ from tests.support.gateway import (
     all_updates,
     answer,
     client_for,
+    no_collection_mid_parse,
     response_document,
 )
 
@@ -59,27 +58,9 @@ EXCHANGE_BOUND_SECONDS: Final = 30.0
 BODIES_PER_ADAPTER: Final = 2_000 if settings.get_current_profile_name() == "ci" else 200
 
 
-@contextlib.contextmanager
-def _no_collection_mid_parse() -> Iterator[None]:
-    """No garbage collection while a hostile body is read; what is left is collected afterwards.
-
-    A collection started while json is a thousand levels deep in a hostile body (it gives up at the
-    recursion limit) would run an earlier example's async-generator finalizers at that depth, where
-    they fail before they can even be reported (an "unraisable" exception, seen under coverage).
-    """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
-        gc.collect(1)
-
-
 async def _ask(adapter: ResponsesSseAdapter | ResponsesJsonAdapter) -> ChatResponse | ChatError:
     try:
-        with _no_collection_mid_parse():
+        with no_collection_mid_parse():
             async with asyncio.timeout(EXCHANGE_BOUND_SECONDS):
                 return await adapter.get_response(QUESTION)
     except ChatError as error:
@@ -158,7 +139,7 @@ async def _streamed(adapter_type: Adapter, body: HostileBody) -> ChatResponse | 
     """``body`` asked for through ``get_streaming_response``, its updates folded."""
     adapter = adapter_type(client_for(Recorder([body.response()])), ResponsesSettings(model="gpt-test"))
     try:
-        with _no_collection_mid_parse():
+        with no_collection_mid_parse():
             async with asyncio.timeout(EXCHANGE_BOUND_SECONDS):
                 updates = await all_updates(adapter, QUESTION)
     except ChatError as error:
@@ -291,7 +272,7 @@ TRANSCRIPT: Final = "Ana: I'll send the deck by Friday.\nBen: We decided to ship
 
 async def _summarize(agent: SummaryAgent, *, as_events: bool) -> MeetingSummary | ChatError:
     try:
-        with _no_collection_mid_parse():
+        with no_collection_mid_parse():
             async with asyncio.timeout(EXCHANGE_BOUND_SECONDS):
                 if not as_events:
                     return await agent.summarize(TRANSCRIPT)
