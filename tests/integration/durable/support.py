@@ -25,11 +25,13 @@ from typing import Any, Final
 import psycopg
 from dbos import DBOSClient
 
-from adapters.durable import Outcome
+from adapters.durable import Outcome, Runtime
 from adapters.durable.engine import SUMMARIZE_WORKFLOW, serializer
 from adapters.offline import OfflineResponsesServer
 from adapters.offline.threaded import Receive, Scope, Send
 from adapters.redaction import Redactor
+from application import SummaryAgent, WorkflowEditorAgent
+from domain import ChatPort
 from tests.integration.cli.support import PROCESS_TIMEOUT, Ran
 from tests.support import processes
 from tests.support.processes import python_module
@@ -206,3 +208,17 @@ def stored_outcomes(database: str) -> list[Outcome]:
     outcomes = [status.output for status in statuses if isinstance(status.output, Outcome)]
     assert len(outcomes) == len(statuses), [status.output for status in statuses]
     return outcomes
+
+
+def runtime_over(chat: ChatPort) -> Runtime:
+    """The runtime in-process tests launch an engine with: both pipelines on ``chat``, a summary rendered
+    as its text, a run's spending as its request count."""
+    return Runtime(
+        summary_agent=lambda: SummaryAgent(chat),
+        chat=chat,
+        render=lambda summary: {"text": summary.text},
+        describe=str,
+        redactor=Redactor(),
+        spending=lambda run: {"requests": len(run.responses)},
+        workflow_editor=lambda: WorkflowEditorAgent(chat),
+    )

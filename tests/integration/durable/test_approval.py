@@ -52,6 +52,14 @@ async def _approve_all(database: str) -> tuple[ApprovalRequest, ...]:
     return pending
 
 
+def _assert_resumed_without_resending(completed: list[str], sent_before: list[str]) -> None:
+    """The edit sent requests before its pause, and after it only new ones: none answered twice."""
+    assert sent_before, "the edit sent no request before it paused"
+    assert len(set(completed)) == len(completed), "a completed request was sent again"
+    assert completed[: len(sent_before)] == sent_before
+    assert len(completed) > len(sent_before), "the resumed edit sent nothing"
+
+
 def _steps(edit: dict[str, Any]) -> list[str]:
     return [step["id"] for step in edit["workflow"]["steps"]]
 
@@ -94,10 +102,7 @@ def test_killed_while_waiting_a_later_decision_resumes_the_same_edit_when_its_ho
     assert waited == decided
     assert edit["status"] == "done"
     assert _steps(edit) == ["s1", "s3"]
-    assert sent_before, "the edit sent no request before it paused"
-    assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
-    assert gateway.completed[: len(sent_before)] == sent_before
-    assert len(gateway.completed) > len(sent_before), "the resumed edit sent nothing"
+    _assert_resumed_without_resending(gateway.completed, sent_before)
 
 
 def test_killed_while_waiting_on_postgres_another_host_takes_the_edit_over_and_a_decision_resumes_it_once(
@@ -123,10 +128,7 @@ def test_killed_while_waiting_on_postgres_another_host_takes_the_edit_over_and_a
     assert [(call.name, dict(call.arguments)) for call in decided] == [("remove_step", {"step_id": "s2"})]
     assert edit["status"] == "done"
     assert _steps(edit) == ["s1", "s3"]
-    assert sent_before, "the edit sent no request before it paused"
-    assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
-    assert gateway.completed[: len(sent_before)] == sent_before
-    assert len(gateway.completed) > len(sent_before), "the resumed edit sent nothing"
+    _assert_resumed_without_resending(gateway.completed, sent_before)
     assert selected(database, "SELECT status, executor_id FROM dbos.workflow_status") == [
         ("SUCCESS", "host-b")
     ]

@@ -12,28 +12,17 @@ import attrs
 import pytest
 from dbos import DBOSClient
 
-from adapters.durable import Approvals, Engine, EngineSettings, Runtime, edit_result, start_edit
+from adapters.durable import Approvals, Engine, EngineSettings, edit_result, start_edit
 from adapters.durable.approval import DECISIONS_TOPIC
 from adapters.durable.engine import serializer
 from adapters.redaction import Redactor
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import Approve, SummaryAgent, WorkflowEditorAgent
+from application import Approve
 from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.editing import INSTRUCTION, WORKFLOW
+from tests.integration.durable.support import runtime_over
 
 EDIT_ID = "release-edit-here"
-
-
-def _runtime(chat: ScriptedChat) -> Runtime:
-    return Runtime(
-        summary_agent=lambda: SummaryAgent(chat),
-        chat=chat,
-        render=lambda summary: {},
-        describe=str,
-        redactor=Redactor(),
-        spending=lambda run: {},
-        workflow_editor=lambda: WorkflowEditorAgent(chat),
-    )
 
 
 def _url(folder: Path) -> str:
@@ -50,7 +39,7 @@ async def test_a_message_that_fits_no_pending_call_is_ignored_and_the_next_decis
     chat = ScriptedChat(
         ScriptedTurn(calls=(("d1", "remove_step", '{"step_id": "s2"}'),)), ScriptedTurn(text="Removed QA.")
     )
-    engine = await Engine.launch(_settings(tmp_path), _runtime(chat))
+    engine = await Engine.launch(_settings(tmp_path), runtime_over(chat))
     try:
         await start_edit(engine, EDIT_ID, WORKFLOW, INSTRUCTION, approval_timeout_seconds=PROCESS_TIMEOUT)
         with Approvals(_url(tmp_path)) as approvals:
@@ -77,7 +66,7 @@ async def test_a_message_that_fits_no_pending_call_is_ignored_and_the_next_decis
 
 
 async def test_a_wait_for_decisions_must_be_finite_and_positive(tmp_path: Path) -> None:
-    engine = await Engine.launch(_settings(tmp_path), _runtime(ScriptedChat()))
+    engine = await Engine.launch(_settings(tmp_path), runtime_over(ScriptedChat()))
     try:
         for seconds in (0.0, -1.0, math.inf, math.nan):
             with pytest.raises(
@@ -96,7 +85,7 @@ async def test_a_wait_for_decisions_must_be_finite_and_positive(tmp_path: Path) 
 async def test_an_edit_in_a_process_whose_runtime_has_no_editor_fails_naming_what_is_missing(
     tmp_path: Path,
 ) -> None:
-    runtime = attrs.evolve(_runtime(ScriptedChat()), workflow_editor=None)
+    runtime = attrs.evolve(runtime_over(ScriptedChat()), workflow_editor=None)
     engine = await Engine.launch(_settings(tmp_path), runtime)
     try:
         await start_edit(engine, EDIT_ID, WORKFLOW, INSTRUCTION)

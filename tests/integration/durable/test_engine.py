@@ -13,25 +13,14 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.durable import DatabaseError, DurableChat, Engine, EngineSettings, Outcome, Runtime
+from adapters.durable import DatabaseError, DurableChat, Engine, EngineSettings, Outcome
 from adapters.durable.engine import current_runtime
 from adapters.redaction import REDACTED, Redactor
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import SummaryAgent
 from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, updates_of
 from tests.integration.cli.support import PROCESS_TIMEOUT
-
-
-def _runtime(chat: ScriptedChat | None = None) -> Runtime:
-    chat = chat or ScriptedChat()
-    return Runtime(
-        summary_agent=lambda: SummaryAgent(chat),
-        chat=chat,
-        render=lambda summary: {"text": summary.text},
-        describe=str,
-        redactor=Redactor(),
-        spending=lambda run: {"requests": len(run.responses)},
-    )
+from tests.integration.durable.support import runtime_over
 
 
 def _settings(folder: Path, name: str, *, shared_queue: bool | None = None) -> EngineSettings:
@@ -41,7 +30,7 @@ def _settings(folder: Path, name: str, *, shared_queue: bool | None = None) -> E
 
 
 async def test_after_shutdown_the_loop_runs_work_in_threads_again(tmp_path: Path) -> None:
-    engine = await Engine.launch(_settings(tmp_path, "runs"), _runtime())
+    engine = await Engine.launch(_settings(tmp_path, "runs"), runtime_over(ScriptedChat()))
     try:
         # A DBOS call from the loop makes DBOS's thread pool the loop's default executor.
         assert await engine.finished(["no-such-workflow"]) == {}
@@ -55,7 +44,7 @@ async def test_after_shutdown_the_loop_runs_work_in_threads_again(tmp_path: Path
 
 async def test_a_second_engine_in_the_same_loop_runs_after_the_first(tmp_path: Path) -> None:
     for round_ in range(2):
-        engine = await Engine.launch(_settings(tmp_path, str(round_)), _runtime())
+        engine = await Engine.launch(_settings(tmp_path, str(round_)), runtime_over(ScriptedChat()))
         try:
             assert await engine.finished([f"none-{round_}"]) == {}
         finally:
@@ -72,11 +61,11 @@ async def test_a_launch_after_the_stderr_of_an_earlier_one_was_closed_logs_to_th
     captured = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     with monkeypatch.context() as patched:
         patched.setattr(sys, "stderr", captured)  # a host capturing stderr around its first run
-        first = await Engine.launch(_settings(tmp_path, "first"), _runtime())
+        first = await Engine.launch(_settings(tmp_path, "first"), runtime_over(ScriptedChat()))
         first.shutdown()
     captured.close()
 
-    second = await Engine.launch(_settings(tmp_path, "second"), _runtime())
+    second = await Engine.launch(_settings(tmp_path, "second"), runtime_over(ScriptedChat()))
     try:
         assert await second.finished(["no-such-workflow"]) == {}
     finally:
@@ -94,13 +83,13 @@ async def test_a_file_that_is_no_database_is_a_database_error_and_leaves_nothing
 ) -> None:
     (tmp_path / "notes.sqlite").write_text("meeting notes, not a database\n" * 100, encoding="utf-8")
     with pytest.raises(DatabaseError, match=r"^--db 'sqlite:///.*notes.sqlite': cannot be used \("):
-        await Engine.launch(_settings(tmp_path, "notes"), _runtime())
+        await Engine.launch(_settings(tmp_path, "notes"), runtime_over(ScriptedChat()))
 
     # Nothing of the failed launch is left: no runtime, the loop's threads work, a launch after it runs.
     with pytest.raises(RuntimeError, match="no durable runtime"):
         current_runtime()
     assert await asyncio.to_thread(sum, [1, 2]) == 3
-    engine = await Engine.launch(_settings(tmp_path, "runs"), _runtime())
+    engine = await Engine.launch(_settings(tmp_path, "runs"), runtime_over(ScriptedChat()))
     try:
         assert await engine.finished(["no-such-workflow"]) == {}
     finally:
@@ -115,7 +104,7 @@ def _unbuildable() -> SummaryAgent:
 async def test_a_workflow_that_raises_ends_in_error_with_its_reason(
     tmp_path: Path, shared_queue: bool
 ) -> None:
-    runtime = attrs.evolve(_runtime(), summary_agent=_unbuildable)
+    runtime = attrs.evolve(runtime_over(ScriptedChat()), summary_agent=_unbuildable)
     engine = await Engine.launch(_settings(tmp_path, "runs", shared_queue=shared_queue), runtime)
     try:
         await engine.submit("transcript-1", "Ann: We decided to ship.\n")
@@ -164,7 +153,9 @@ async def test_a_transcript_running_at_shutdown_stays_pending_and_the_next_launc
     tmp_path: Path,
 ) -> None:
     unanswered = _Unanswered()
-    stuck = attrs.evolve(_runtime(), summary_agent=lambda: SummaryAgent(unanswered), chat=unanswered)
+    stuck = attrs.evolve(
+        runtime_over(ScriptedChat()), summary_agent=lambda: SummaryAgent(unanswered), chat=unanswered
+    )
     engine = await Engine.launch(_settings(tmp_path, "runs"), stuck)
     try:
         await engine.submit("transcript-1", "Ann: We decided to ship.\n")
@@ -175,7 +166,7 @@ async def test_a_transcript_running_at_shutdown_stays_pending_and_the_next_launc
 
     # Launched again with the same executor id, DBOS recovers the run; submitted again, it is that run.
     answering = ScriptedChat(ScriptedTurn(text="Ann decided to ship."))
-    engine = await Engine.launch(_settings(tmp_path, "runs"), _runtime(answering))
+    engine = await Engine.launch(_settings(tmp_path, "runs"), runtime_over(answering))
     try:
         await engine.submit("transcript-1", "Ann: We decided to ship.\n")
         ended: dict[str, Outcome] = {}
@@ -195,7 +186,7 @@ async def test_a_durable_chat_streams_the_answer_of_its_step_scrubbed(tmp_path: 
     secret = "sk-live-4242-abcd"
     scripted = ScriptedChat(ScriptedTurn(text=f"the key is {secret}"))
     chat = DurableChat(scripted, Redactor([secret]))
-    engine = await Engine.launch(_settings(tmp_path, "runs"), _runtime())
+    engine = await Engine.launch(_settings(tmp_path, "runs"), runtime_over(ScriptedChat()))
     try:
         updates = [update async for update in chat.get_streaming_response([ChatMessage.user("Hello")])]
     finally:

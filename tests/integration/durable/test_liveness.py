@@ -12,28 +12,14 @@ import psycopg
 import pytest
 
 import adapters.durable.liveness as liveness
-from adapters.durable import DatabaseError, Engine, EngineSettings, LivenessLostError, Runtime
+from adapters.durable import DatabaseError, Engine, EngineSettings, LivenessLostError
 from adapters.durable.engine import version
 from adapters.durable.liveness import Liveness
-from adapters.redaction import Redactor
 from adapters.scripted import ScriptedChat
-from application import SummaryAgent
 from tests.integration.cli.support import PROCESS_TIMEOUT
-from tests.integration.durable.support import cut_liveness, selected
+from tests.integration.durable.support import cut_liveness, runtime_over, selected
 
 pytestmark = pytest.mark.slow
-
-
-def _runtime() -> Runtime:
-    chat = ScriptedChat()
-    return Runtime(
-        summary_agent=lambda: SummaryAgent(chat),
-        chat=chat,
-        render=lambda summary: {},
-        describe=str,
-        redactor=Redactor(),
-        spending=lambda run: {},
-    )
 
 
 def _settings(database: str, executor_id: str) -> EngineSettings:
@@ -47,7 +33,7 @@ async def test_a_launch_with_an_id_a_live_process_holds_is_a_database_error(
     holder = Liveness.take(database, "engine-a", 1.0, version())
     try:
         with pytest.raises(DatabaseError, match=r"^--id 'engine-a': another live process runs with this id"):
-            await Engine.launch(_settings(database, "engine-a"), _runtime())
+            await Engine.launch(_settings(database, "engine-a"), runtime_over(ScriptedChat()))
     finally:
         holder.close()
 
@@ -75,7 +61,7 @@ def test_a_server_that_ends_the_connection_while_the_lock_is_awaited_is_an_error
 
 
 async def test_an_engine_whose_liveness_connection_the_server_ends_knows_it_is_lost(database: str) -> None:
-    engine = await Engine.launch(_settings(database, "engine-cut"), _runtime())
+    engine = await Engine.launch(_settings(database, "engine-cut"), runtime_over(ScriptedChat()))
     try:
         engine.check_alive()
         assert engine.lost is None
@@ -119,7 +105,7 @@ async def test_a_launch_that_fails_after_taking_the_lock_gives_the_lock_back(dat
         connection.execute(f"CREATE ROLE {reader} LOGIN")
     as_reader = database.replace("postgresql://postgres@", f"postgresql://{reader}@")
     with pytest.raises(DatabaseError, match=r"^--db 'postgresql://reader_.*': cannot be used \(") as raised:
-        await Engine.launch(_settings(as_reader, "engine-reader"), _runtime())
+        await Engine.launch(_settings(as_reader, "engine-reader"), runtime_over(ScriptedChat()))
     assert "permission denied" in str(raised.value)
     # The id is free again at once (a lock left behind would refuse it), and nothing is left launched.
     Liveness.take(database, "engine-reader", 1.0, version(), wait_seconds=0.2).close()

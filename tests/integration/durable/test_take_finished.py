@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
-from adapters.durable import Engine, EngineSettings, Outcome, Runtime
-from adapters.redaction import Redactor
-from application import SummaryAgent
+from adapters.durable import Engine, EngineSettings, Outcome
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -23,6 +21,7 @@ from domain import (
     updates_of,
 )
 from tests.integration.cli.support import PROCESS_TIMEOUT
+from tests.integration.durable.support import runtime_over
 
 
 class _AllButTheStuck:
@@ -56,14 +55,7 @@ async def test_a_queued_batch_hands_out_each_end_once_and_polls_only_the_rows_of
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chat = _AllButTheStuck()
-    runtime = Runtime(
-        summary_agent=lambda: SummaryAgent(chat),
-        chat=chat,
-        render=lambda summary: {"text": summary.text},
-        describe=str,
-        redactor=Redactor(),
-        spending=lambda run: {"requests": len(run.responses)},
-    )
+    runtime = runtime_over(chat)
     listed: list[str] = []
     list_workflows = DBOS.list_workflows_async
 

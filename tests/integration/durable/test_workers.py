@@ -32,6 +32,13 @@ pytestmark = pytest.mark.slow
 
 _REQUESTS_PER_TRANSCRIPT: Final = 2
 _READY: Final = b"taking transcripts"
+# A takeover's processes: one transcript each, the dead found within half a second; held requests wait for
+# the kill however loaded the machine (no client gives up on one and retries).
+_TAKEOVER_LIMITS: Final = {
+    "AGENT_BATCH_CONCURRENCY": "1",
+    "AGENT_BATCH_RECOVERY_SECONDS": "0.5",
+    "AGENT_TIMEOUT_SECONDS": str(PROCESS_TIMEOUT),
+}
 
 
 def _meetings(count: int) -> dict[str, str]:
@@ -138,12 +145,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
     meetings = _meetings(4)
     folder = write_transcripts(tmp_path / "in", meetings)
     out = tmp_path / "out"
-    # Held requests wait for the kill however loaded the machine: no client gives up on one and retries.
-    limits = {
-        "AGENT_BATCH_CONCURRENCY": "1",
-        "AGENT_BATCH_RECOVERY_SECONDS": "0.5",
-        "AGENT_TIMEOUT_SECONDS": str(PROCESS_TIMEOUT),
-    }
+    limits = _TAKEOVER_LIMITS
     # The doomed worker has a gateway of its own, which answers its first request and kills it on the
     # second; the others' gateway holds their requests until then, so the doomed worker surely holds a
     # transcript (one a process: the batch and the survivor hold one each, the doomed one a third).
@@ -230,11 +232,7 @@ def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_
 ) -> None:
     meetings = _meetings(3)
     folder = write_transcripts(tmp_path / "in", meetings)
-    limits = {
-        "AGENT_BATCH_CONCURRENCY": "1",
-        "AGENT_BATCH_RECOVERY_SECONDS": "0.5",
-        "AGENT_TIMEOUT_SECONDS": str(PROCESS_TIMEOUT),
-    }
+    limits = _TAKEOVER_LIMITS
     # The batch has a gateway of its own, which answers its first request and kills it on the second; the
     # worker's gateway holds its requests until then, so the batch surely holds a transcript.
     with CountingGateway() as doomed_gateway, CountingGateway() as gateway:
