@@ -199,19 +199,7 @@ def text_piece(text: str, item_index: int, part_index: int | None) -> ChatRespon
     content = _new(TextContent)
     _set_text(content, text)
     _set_provider_item(content, None)
-    # piece_update's body, inline: this is the one constructor run for every delta of a long answer.
-    update = _new(ChatResponseUpdate)
-    _set_contents(update, (content,))
-    _set_role(update, "assistant")
-    _set_item_index(update, item_index)
-    _set_part_index(update, part_index)
-    _set_response_id(update, None)
-    _set_model_id(update, None)
-    _set_created_at(update, None)
-    _set_status(update, None)
-    _set_finish_reason(update, None)
-    _set_usage(update, None)
-    return update
+    return piece_update(content, item_index, part_index)
 
 
 def reasoning_piece(

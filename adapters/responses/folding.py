@@ -104,10 +104,7 @@ class _Text:
         if out is not None:
             if self.seen and not self.held and delta and not _high_surrogate(delta[-1]):
                 # The common case, kept short: one delta, one update.
-                if kind == _TEXT:
-                    out.append(text_piece(delta, self.item.sequence, self.part))
-                else:
-                    out.append(_piece(kind, delta, self.item.sequence, self.part))
+                out.append(_piece(kind, delta, self.item.sequence, self.part))
             else:
                 self._emit(delta)
         elif not self.seen:
