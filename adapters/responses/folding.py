@@ -140,6 +140,26 @@ class _Text:
         if rest or not self.seen:
             self._emit(rest)
 
+    def adopt(self, whole: object) -> None:
+        """A whole form of the part that only repeats it (a "content_part.done"): the text is then
+        held as ``whole``, the provider's newest string, instead of as what was held. Nothing else
+        changes (a form that differs in any way is not taken), but the text is held once: the SDK
+        keeps the event it handed over last while it parses the next, so the string taken from it
+        is the very one the SDK holds when the next whole form (the finished item, the terminal
+        output) is read, not a second copy beside it."""
+        if not isinstance(whole, str) or not self.seen or self.held or self.kind == _ARGUMENTS:
+            return
+        chunks, tail = self.chunks, self.tail
+        if self.provided and not tail and len(chunks) == 1:
+            # A ".done" event's string: the two are compared at memory speed.
+            if chunks[0] != whole:
+                return
+        elif self._prefix_of(whole) != len(whole) or mend_surrogates(whole) is not whole:
+            # The pieces, compared in place: equal only when they spell ``whole`` exactly (and a
+            # pair they split would be one character in ``whole``, so that is never equal).
+            return
+        self.chunks, self.tail, self.provided = [whole], [], True
+
     def _prefix_of(self, whole: str) -> int | None:
         """How long a start of ``whole`` the pieces that arrived are, compared in place (no joined
         copy of the text is made while the provider's own is being read); None when they are not."""
@@ -551,6 +571,8 @@ class EventFolder:
             "response.reasoning_text.done": self._on_reasoning_done,
             "response.function_call_arguments.delta": self._on_arguments_delta,
             "response.function_call_arguments.done": self._on_arguments_done,
+            "response.content_part.done": self._on_part_done,
+            "response.reasoning_summary_part.done": self._on_part_done,
         }
 
     def feed(self, event: Any) -> None:
@@ -847,6 +869,30 @@ class EventFolder:
         item = self._late(kind, event, "reasoning")
         if item is not None:
             item.part(item.reasoning, _REASONING, field(event, "content_index")).settle(field(event, "text"))
+
+    def _on_part_done(self, kind: str, event: Any) -> None:
+        """A finished part repeats its whole text once more: it changes nothing, but its string is
+        kept in place of the one held (see _Text.adopt). Only a part already arriving is looked at:
+        this event neither starts an item nor adds to one, and one it cannot place is let go."""
+        index = integer(field(event, "output_index"))
+        item = None if index is None else self._current.get(index)
+        if item is None:
+            return
+        part = field(event, "part")
+        shape = field(part, "type")
+        parts: dict[int, _Text] | None = None
+        if kind == "response.reasoning_summary_part.done":
+            parts = item.summary if shape == "summary_text" else None
+            position = field(event, "summary_index")
+        else:
+            if isinstance(shape, str) and shape in _MESSAGE_PARTS:
+                parts = item.texts
+            elif shape == "reasoning_text":
+                parts = item.reasoning
+            position = field(event, "content_index")
+        texts = None if parts is None else parts.get(integer(position) or 0)
+        if texts is not None:
+            texts.adopt(field(part, "refusal" if shape == "refusal" else "text"))
 
     def _on_arguments_delta(self, kind: str, event: Any) -> None:
         item = self._late(kind, event, "function_call")
