@@ -138,7 +138,9 @@ async def raw_iteration(scenario: Scenario, times: int) -> Run:
 async def raw_keeping_text(scenario: Scenario, times: int) -> Run:
     """The floor of a streamed answer that keeps what has arrived (a ``partial`` on failure needs
     it): the SDK's own iteration, keeping the text as the adapters do, the deltas joined a few
-    hundred at a time and the provider's whole string once an event repeats it."""
+    hundred at a time, then the provider's whole string from each event that repeats it (the
+    text's ".done", the finished part, the finished item), so that what is kept is the string
+    the SDK itself still holds while it parses the next event."""
     client, _ = serve(scenario.body.sse, _SSE)
     keywords = scenario.request_keywords()
 
@@ -154,6 +156,11 @@ async def raw_keeping_text(scenario: Scenario, times: int) -> Run:
                     pieces.clear()
             elif event.type == "response.output_text.done":
                 joined, pieces = [event.text], []
+            elif event.type == "response.content_part.done" and event.part.type == "output_text":
+                joined, pieces = [event.part.text], []
+            elif event.type == "response.output_item.done" and event.item.type == "message":
+                part = event.item.content[0]
+                joined, pieces = [part.text if part.type == "output_text" else part.refusal], []
         return "".join([*joined, *pieces])
 
     if await once() != scenario.body.text:
