@@ -465,8 +465,11 @@ class _Rest(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         between = self._between
-        if self._head:
-            yield self._head
+        # Handed on once and let go: the first read is not held for as long as the stream lasts.
+        head, self._head = self._head, b""
+        if head:
+            yield head
+        del head
         if between is None:
             async for chunk in self._rest:
                 yield chunk
@@ -799,6 +802,7 @@ class _ResponsesAdapter(abc.ABC):
             stream=_Rest(head, chunks, http, exchange.between_reads if exchange.channel else None),
             request=http.request,
         )
+        del head  # _Rest's now, which lets it go once handed on
         return await self._fold_stream(live, exchange)
 
     async def _fold_body(

@@ -1,22 +1,25 @@
-"""What the event folder holds of a long text while the next event is read: the text once, as the
+"""What a streamed answer holds while the next event is read: the folder holds the text once, as the
 string of the last event that repeated it whole (the one the SDK still holds while it parses the
-next), never a second copy beside it; and taking those strings never changes what it folds to."""
+next), never a second copy beside it, and taking those strings never changes what it folds to; the
+reader does not keep the body's first read for as long as the stream lasts."""
 
 from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.offline.render import message_item, reasoning_item, stream_events
+from adapters.offline.render import message_item, reasoning_item, sse, stream_events
 from adapters.responses.folding import EventFolder
 from domain import ChatResponse, ChatResponseUpdate, ReasoningContent, TextContent
 from tests.strategies import model_outputs, output_texts
-from tests.support.gateway import response_document
+from tests.support.gateway import QUESTION, SSE, Recorder, adapters_for, response_document
 
 _PART_DONE = ("response.content_part.done", "response.reasoning_summary_part.done")
 
@@ -226,3 +229,47 @@ def test_no_second_copy_of_the_text_is_held_while_the_next_whole_form_is_read(up
     # Two copies are the SDK's (the last event's and the new one's); a third would be ours.
     assert 2 * size < highest < 2.5 * size
     assert folder.result().text == text
+
+
+class _PaddedFirst(httpx.AsyncByteStream):
+    """An event stream whose first read is a long comment (padding some gateways send to get past a
+    buffering proxy), then its events a few hundred bytes a read; notes the memory in use above
+    ``start`` when the last read is asked for."""
+
+    def __init__(self, padding: int, events: bytes) -> None:
+        self._padding = padding
+        self._events = events
+        self.start = 0
+        self.in_use_at_the_end: int | None = None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b": " + b"." * self._padding + b"\n\n"
+        events = self._events
+        for at in range(0, len(events), 256):
+            if at + 256 >= len(events):
+                self.in_use_at_the_end = tracemalloc.get_traced_memory()[0] - self.start
+            yield events[at : at + 256]
+
+
+@pytest.mark.parametrize("which", ["sse", "json"])
+async def test_the_first_read_is_not_held_while_the_rest_of_the_stream_is_read(which: str) -> None:
+    padding = 512 * 1024
+    events = sse(stream_events(response_document([message_item("msg_1", "Ship on Friday.")]))).encode()
+    warming, body = _PaddedFirst(0, events), _PaddedFirst(padding, events)
+    answers = [
+        httpx.Response(200, headers={"content-type": SSE}, stream=stream) for stream in (warming, body)
+    ]
+    sse_adapter, json_adapter = adapters_for(Recorder(list(answers)))
+    adapter = sse_adapter if which == "sse" else json_adapter
+    # Once before measuring: the SDK builds its validators for the events the first time it meets them.
+    await adapter.get_response(QUESTION)
+    tracemalloc.start()
+    try:
+        body.start = tracemalloc.get_traced_memory()[0]
+        response = await adapter.get_response(QUESTION)
+    finally:
+        tracemalloc.stop()
+    assert response.text == "Ship on Friday."
+    assert body.in_use_at_the_end is not None
+    # Everything else in use then (the SDK, the folder, the events) is a few dozen KiB.
+    assert body.in_use_at_the_end < padding // 4
