@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import attrs
+from openai.types.responses import ResponseFunctionCallArgumentsDeltaEvent, ResponseTextDeltaEvent
 
 from adapters.responses.cost import with_cost
 from adapters.responses.error_mapping import CutShortError, UnreadableResponseError
@@ -51,6 +52,10 @@ _TERMINAL_STATUS: Final = {"response.completed": "completed", "response.incomple
 _MESSAGE_PARTS: Final = frozenset({"output_text", "refusal"})
 # What a _Text's pieces become in an update: message text, a reasoning summary part, reasoning text.
 _TEXT, _SUMMARY, _REASONING, _ARGUMENTS = range(4)
+# The events that make up the bulk of a stream, as the SDK builds them (see EventFolder._delta).
+_TEXT_DELTA: Final = ResponseTextDeltaEvent
+_ARGUMENTS_DELTA: Final = ResponseFunctionCallArgumentsDeltaEvent
+_DELTAS: Final = frozenset({_TEXT_DELTA, _ARGUMENTS_DELTA})
 
 
 def _high_surrogate(character: str) -> bool:
@@ -577,10 +582,39 @@ class EventFolder:
 
     def feed(self, event: Any) -> None:
         """Fold one event; raises a finding for failure events and unusable ones."""
+        if type(event) in _DELTAS and self._delta(event):
+            return
         kind = field(event, "type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(kind, event)
+
+    def _delta(self, event: Any) -> bool:
+        """A text or arguments delta, as the SDK builds it, for the part or call already arriving at
+        its index: added at once, and True. Anything else (no such item or part, another kind of
+        item there, a field of another type) is False, with nothing done, and :meth:`feed` folds it
+        the long way, which finds the same item when there is one: this only skips the look-ups.
+        Measured in place, between the SDK's own steps, they were most of the folder's 3.9 us a delta."""
+        index = getattr(event, "output_index", None)
+        delta = getattr(event, "delta", None)
+        if type(index) is not int or type(delta) is not str:
+            return False
+        item = self._current.get(index)
+        if item is None:
+            return False
+        if type(event) is _ARGUMENTS_DELTA:
+            if item.kind != "function_call":
+                return False
+            item.arguments.add(delta)
+            return True
+        if item.kind != "message":
+            return False
+        position = getattr(event, "content_index", None)
+        part = item.texts.get(position) if type(position) is int else None
+        if part is None:
+            return False
+        part.add(delta)
+        return True
 
     def feed_in_steps(self, event: Any) -> Iterator[None]:
         """Fold one event as :meth:`feed` does, pausing (a ``None`` step) every few hundred output
