@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -212,6 +213,18 @@ class _StreamingClient:
         if self._decoding.heavy and isinstance(data, dict):
             return data
         return self._client._process_response_data(data=data, cast_to=cast_to, response=response)
+
+
+async def _close_reader(stream: openai.AsyncStream[Any]) -> None:
+    """Close the SDK's reader of ``stream`` (a generator, which ``close()`` leaves as it is). Left
+    open, it keeps the last event it read and that event's text (the terminal one repeats the whole
+    answer) in its frames, which a reference cycle (the stream and its reader) keeps until the
+    garbage collector runs; closed, they are let go as the answer returns. Its own last step closes
+    the response, which ``close()`` has already done, so nothing it could raise is news."""
+    close = getattr(getattr(stream, "_iterator", None), "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
 
 
 def _too_many(limit: int, partial: ChatResponse | None) -> UnreadableResponseError:
@@ -885,6 +898,7 @@ class _ResponsesAdapter(abc.ABC):
                         mark = time.monotonic()
         finally:
             await stream.close()
+            await _close_reader(stream)
         if folder.item_count > limit:
             raise _too_many(limit, exchange.partial())
         return folder.result()

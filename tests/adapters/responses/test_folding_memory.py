@@ -5,6 +5,7 @@ reader does not keep the body's first read for as long as the stream lasts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -19,7 +20,14 @@ from adapters.offline.render import message_item, reasoning_item, sse, stream_ev
 from adapters.responses.folding import EventFolder
 from domain import ChatResponse, ChatResponseUpdate, ReasoningContent, TextContent
 from tests.strategies import model_outputs, output_texts
-from tests.support.gateway import QUESTION, SSE, Recorder, adapters_for, response_document
+from tests.support.gateway import (
+    QUESTION,
+    SSE,
+    Recorder,
+    adapters_for,
+    no_collection_mid_parse,
+    response_document,
+)
 
 _PART_DONE = ("response.content_part.done", "response.reasoning_summary_part.done")
 
@@ -273,3 +281,34 @@ async def test_the_first_read_is_not_held_while_the_rest_of_the_stream_is_read(w
     assert body.in_use_at_the_end is not None
     # Everything else in use then (the SDK, the folder, the events) is a few dozen KiB.
     assert body.in_use_at_the_end < padding // 4
+
+
+@pytest.mark.parametrize("which", ["sse", "json"])
+async def test_the_sdk_reader_lets_go_of_the_last_event_once_the_answer_returns(which: str) -> None:
+    """With the garbage collector paused, what stays in use once the answer has returned is the answer
+    and what the folder, waiting for the collector, still holds: not the SDK reader's last event too,
+    whose data repeats the whole text once more. Its generators are closed, each letting go of the
+    next as the loop runs the finalizers (a few turns); left suspended, only the collector could."""
+    text = "".join(f"item {n} agreed; " for n in range(12_000))  # about 200k characters, 1 byte each
+    events = stream_events(response_document([message_item("msg_1", text)]), chunk=512)
+    body = sse(events).encode()
+    answers = [httpx.Response(200, headers={"content-type": SSE}, content=body) for _ in range(2)]
+    sse_adapter, json_adapter = adapters_for(Recorder(list[Any](answers)))
+    adapter = sse_adapter if which == "sse" else json_adapter
+    await adapter.get_response(QUESTION)  # the SDK's validators built before measuring
+    bound = 2.5 * len(text)
+    with no_collection_mid_parse():
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            response = await adapter.get_response(QUESTION)
+            in_use = tracemalloc.get_traced_memory()[0] - start
+            for _ in range(100):
+                if in_use < bound:
+                    break
+                await asyncio.sleep(0)  # a turn of the loop, not a wait: the finalizers run in it
+                in_use = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+    assert response.text == text
+    assert in_use < bound
