@@ -27,6 +27,7 @@ from adapters.responses.to_domain import (
     raise_if_failed,
     reasoning_content,
     text,
+    text_key,
     unfinished,
 )
 from domain import (
@@ -49,7 +50,6 @@ _CHUNK: Final = 256
 _STEP: Final = 256
 _MATCH_AT_INDEX: Final = 16
 _TERMINAL_STATUS: Final = {"response.completed": "completed", "response.incomplete": "incomplete"}
-_MESSAGE_PARTS: Final = frozenset({"output_text", "refusal"})
 # What a _Text's pieces become in an update: message text, a reasoning summary part, reasoning text.
 _TEXT, _SUMMARY, _REASONING, _ARGUMENTS = range(4)
 # The events that make up the bulk of a stream, as the SDK builds them (see EventFolder._delta).
@@ -392,11 +392,10 @@ class _Item:
 
     def _settle_message(self, final: Any) -> None:
         for position, part in enumerate(items_of(field(final, "content"))):
-            kind = field(part, "type")
-            if isinstance(kind, str) and kind in _MESSAGE_PARTS:
-                whole = text(field(part, "refusal" if kind == "refusal" else "text")) or ""
+            key = text_key(part)
+            if key is not None:
                 texts = self.part(self.texts, _TEXT, position)
-                texts.settle(whole)
+                texts.settle(text(field(part, key)) or "")
                 texts.flush()
         for texts in self.texts.values():
             texts.flush()
@@ -915,18 +914,20 @@ class EventFolder:
         part = field(event, "part")
         shape = field(part, "type")
         parts: dict[int, _Text] | None = None
+        key = "text"
         if kind == "response.reasoning_summary_part.done":
             parts = item.summary if shape == "summary_text" else None
             position = field(event, "summary_index")
         else:
-            if isinstance(shape, str) and shape in _MESSAGE_PARTS:
-                parts = item.texts
+            message_key = text_key(part)
+            if message_key is not None:
+                parts, key = item.texts, message_key
             elif shape == "reasoning_text":
                 parts = item.reasoning
             position = field(event, "content_index")
         texts = None if parts is None else parts.get(integer(position) or 0)
         if texts is not None:
-            texts.adopt(field(part, "refusal" if shape == "refusal" else "text"))
+            texts.adopt(field(part, key))
 
     def _on_arguments_delta(self, kind: str, event: Any) -> None:
         item = self._late(kind, event, "function_call")

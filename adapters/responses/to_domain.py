@@ -207,10 +207,11 @@ def _without(data: Mapping[str, Any], key: str) -> dict[str, Any]:
 def text_key(part: object) -> str | None:
     """Where a message part holds its text (``text`` for ``output_text``, ``refusal`` for a
     refusal); None for any other part, a part whose type is not a string, or one that is no
-    object. The one rule both folding and sending back use to find a message's text parts."""
-    if not isinstance(part, Mapping):
+    object (an SDK model or a mapping). The one rule both folding and sending back use to find a
+    message's text parts."""
+    if not is_object(part):
         return None
-    kind = part.get("type")
+    kind = field(part, "type")
     return _TEXT_KEYS.get(kind) if isinstance(kind, str) else None
 
 
