@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import cProfile
 import json
 import math
@@ -13,6 +14,7 @@ import pytest
 from openai._streaming import ServerSentEvent
 
 import benchmarks.__main__ as bench_cli
+from adapters.responses.folding import EventFolder
 from adapters.responses.to_domain import provider_item
 from benchmarks import memory, profile
 from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
@@ -181,6 +183,25 @@ def test_the_profiles_run_and_name_what_they_measured(
     assert ("peak" if "--memory" in arguments else "function calls") in printed
     if "--memory" not in arguments:
         assert "own time by owner: SDK" in printed
+
+
+def test_the_in_place_profile_counts_every_event_of_the_body_by_kind_and_leaves_the_folder_as_it_was(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    feed = EventFolder.feed
+    assert profile.main(["calls", "get_response", "--in-place", "--runs", "2"], sizes=TINY) == 0
+    printed = capsys.readouterr().out
+    assert EventFolder.feed is feed
+    body = make_calls_body(TINY.calls, TINY.call_chars)
+    kinds = collections.Counter(
+        json.loads(line[len(b"data: ") :])["type"]
+        for line in body.sse.splitlines()
+        if line.startswith(b"data: ")
+    )
+    rows = {line.split()[0]: line.split() for line in printed.splitlines() if line.startswith("response.")}
+    assert {kind: int(row[1]) for kind, row in rows.items()} == dict(kinds)
+    assert "the event folder in all" in printed
+    assert "per request, medians of 2: raw SDK iteration" in printed
 
 
 @pytest.mark.parametrize("workload", ["large", "calls", "small"])
