@@ -55,7 +55,6 @@ _TEXT, _SUMMARY, _REASONING, _ARGUMENTS = range(4)
 # The events that make up the bulk of a stream, as the SDK builds them (see EventFolder._delta).
 _TEXT_DELTA: Final = ResponseTextDeltaEvent
 _ARGUMENTS_DELTA: Final = ResponseFunctionCallArgumentsDeltaEvent
-_DELTAS: Final = frozenset({_TEXT_DELTA, _ARGUMENTS_DELTA})
 
 
 def _high_surrogate(character: str) -> bool:
@@ -606,32 +605,43 @@ class EventFolder:
 
     def feed(self, event: Any) -> None:
         """Fold one event; raises a finding for failure events and unusable ones."""
-        if type(event) in _DELTAS and self._delta(event):
+        built = type(event)
+        if built is _ARGUMENTS_DELTA and self._arguments_delta(event):
+            return
+        if built is _TEXT_DELTA and self._text_delta(event):
             return
         kind = field(event, "type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(kind, event)
 
-    def _delta(self, event: Any) -> bool:
-        """A text or arguments delta, as the SDK builds it, for the part or call already arriving at
-        its index: added at once, and True. Anything else (no such item or part, another kind of
-        item there, a field of another type) is False, with nothing done, and :meth:`feed` folds it
-        the long way, which finds the same item when there is one: this only skips the look-ups.
-        Measured in place, between the SDK's own steps, they were most of the folder's 3.9 us a delta."""
+    # The two short ways below take a delta the SDK built for the part or call already arriving at
+    # its index, and return True. Anything else (no such item or part, another kind of item there, a
+    # field of another type) returns False with nothing done, and :meth:`feed` folds it the long way,
+    # which finds the same item when there is one: they only skip the look-ups. Measured in place,
+    # between the SDK's own steps, those were most of the folder's 3.9 us a delta.
+
+    def _arguments_delta(self, event: Any) -> bool:
+        # Most events of an answer of calls: the delta is kept as _Text.add keeps it, without
+        # calling it (that call was a quarter of the time an arguments delta took, in place).
         index = getattr(event, "output_index", None)
+        item = self._current.get(index) if type(index) is int else None
         delta = getattr(event, "delta", None)
-        if type(index) is not int or type(delta) is not str:
+        if item is None or item.kind != "function_call" or type(delta) is not str:
             return False
-        item = self._current.get(index)
-        if item is None:
-            return False
-        if type(event) is _ARGUMENTS_DELTA:
-            if item.kind != "function_call":
-                return False
-            item.arguments.add(delta)
-            return True
-        if item.kind != "message":
+        arguments = item.arguments
+        tail = arguments.tail
+        tail.append(delta)
+        if len(tail) >= _CHUNK:
+            arguments.chunks.append("".join(tail))
+            tail.clear()
+        return True
+
+    def _text_delta(self, event: Any) -> bool:
+        index = getattr(event, "output_index", None)
+        item = self._current.get(index) if type(index) is int else None
+        delta = getattr(event, "delta", None)
+        if item is None or item.kind != "message" or type(delta) is not str:
             return False
         position = getattr(event, "content_index", None)
         part = item.texts.get(position) if type(position) is int else None

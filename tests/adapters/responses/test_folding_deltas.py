@@ -59,7 +59,10 @@ def _streams(draw: st.DrawFn) -> list[dict[str, Any]]:
 class _LongWay(EventFolder):
     """Every event the long way."""
 
-    def _delta(self, event: Any) -> bool:
+    def _arguments_delta(self, event: Any) -> bool:
+        return False
+
+    def _text_delta(self, event: Any) -> bool:
         return False
 
 
@@ -111,4 +114,7 @@ def test_the_short_way_is_taken_for_the_bulk_of_a_stream(monkeypatch: Any) -> No
     assert isinstance(response, ChatResponse)
     assert response.text == "a long answer, two characters a delta"
     assert [call.raw_arguments for call in response.function_calls] == [json.dumps({"decision": "ship it"})]
-    assert {type(built[n]) for n, event in enumerate(events) if event["type"] in _DELTAS} == folding._DELTAS
+    assert {type(built[n]) for n, event in enumerate(events) if event["type"] in _DELTAS} == {
+        folding._TEXT_DELTA,
+        folding._ARGUMENTS_DELTA,
+    }
