@@ -303,8 +303,9 @@ async def in_place_report(run: Run, floor: Run, runs: int) -> str:
             EventFolder.feed = feed  # type: ignore[method-assign]  # restored
     raw, adapter = statistics.median(totals["raw"]), statistics.median(totals["adapter"])
     lines = [
-        f"per request, medians of {runs}: raw SDK iteration {raw * 1e3:.1f} ms CPU, the adapter "
-        f"{adapter * 1e3:.1f} ms ({adapter / raw:.3f})",
+        f"per request, medians of {runs}: raw SDK iteration {raw * 1e3:.1f} ms CPU, the adapter with "
+        f"the probe {adapter * 1e3:.1f} ms ({adapter / raw:.3f}; whole runs vary by 10-40%, the "
+        "per-kind medians below do not)",
         "",
         f"{'event':48s} {'a request':>9s} {'median':>10s} {'a request':>10s} {'of raw':>7s}",
     ]

@@ -52,7 +52,7 @@ _MATCH_AT_INDEX: Final = 16
 _TERMINAL_STATUS: Final = {"response.completed": "completed", "response.incomplete": "incomplete"}
 # What a _Text's pieces become in an update: message text, a reasoning summary part, reasoning text.
 _TEXT, _SUMMARY, _REASONING, _ARGUMENTS = range(4)
-# The events that make up the bulk of a stream, as the SDK builds them (see EventFolder._delta).
+# The events that make up the bulk of a stream, as the SDK builds them (see EventFolder.feed).
 _TEXT_DELTA: Final = ResponseTextDeltaEvent
 _ARGUMENTS_DELTA: Final = ResponseFunctionCallArgumentsDeltaEvent
 
