@@ -270,7 +270,7 @@ async def fold_report(workload: str, sizes: Sizes, kind: TextKind = "mixed") -> 
 async def in_place_report(run: Run, floor: Run, runs: int) -> str:
     """Without a profiler, and in place: the event folder's time per event kind, taken around each
     event it folds during the real request, in runs interleaved with the SDK's own iteration
-    (``floor``) of the same body.
+    (``floor``) of the same body. A run is one request (a hundred for ``small``).
 
     Code that runs between the SDK's steps costs several times what it costs timed apart in a loop
     (the SDK's validation of each event leaves the CPU's caches holding its own code and data), so
@@ -303,19 +303,19 @@ async def in_place_report(run: Run, floor: Run, runs: int) -> str:
             EventFolder.feed = feed  # type: ignore[method-assign]  # restored
     raw, adapter = statistics.median(totals["raw"]), statistics.median(totals["adapter"])
     lines = [
-        f"per request, medians of {runs}: raw SDK iteration {raw * 1e3:.1f} ms CPU, the adapter with "
+        f"per run, medians of {runs}: raw SDK iteration {raw * 1e3:.1f} ms CPU, the adapter with "
         f"the probe {adapter * 1e3:.1f} ms ({adapter / raw:.3f}; whole runs vary by 10-40%, the "
         "per-kind medians below do not)",
         "",
-        f"{'event':48s} {'a request':>9s} {'median':>10s} {'a request':>10s} {'of raw':>7s}",
+        f"{'event':48s} {'a run':>9s} {'median':>10s} {'a run':>10s} {'of raw':>7s}",
     ]
     folding = 0.0
     for kind, times in sorted(took.items(), key=lambda entry: -sum(entry[1])):
-        per_request = sum(times) / runs / 1e9
-        folding += per_request
+        per_run = sum(times) / runs / 1e9
+        folding += per_run
         lines.append(
             f"{kind:48s} {len(times) / runs:9.0f} {statistics.median(times) / 1e3:8.2f} us "
-            f"{per_request * 1e3:7.2f} ms {per_request / raw:7.2%}"
+            f"{per_run * 1e3:7.2f} ms {per_run / raw:7.2%}"
         )
     lines.append(
         f"{'the event folder in all':48s} {'':9s} {'':11s} {folding * 1e3:7.2f} ms {folding / raw:7.2%}"
@@ -363,7 +363,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, sizes: Sizes | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.in_place and (args.workload == "json" or args.variant in ("raw", "create")):
+        parser.error(
+            "--in-place times the adapter's event folder: a streamed workload (large, calls, small) "
+            "and a variant of the adapter (get_response, streaming, ...)"
+        )
     if sizes is None:
         from benchmarks.__main__ import QUICK  # the CLI module imports this one's users
 

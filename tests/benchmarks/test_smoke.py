@@ -201,7 +201,17 @@ def test_the_in_place_profile_counts_every_event_of_the_body_by_kind_and_leaves_
     rows = {line.split()[0]: line.split() for line in printed.splitlines() if line.startswith("response.")}
     assert {kind: int(row[1]) for kind, row in rows.items()} == dict(kinds)
     assert "the event folder in all" in printed
-    assert "per request, medians of 2: raw SDK iteration" in printed
+    assert "per run, medians of 2: raw SDK iteration" in printed
+
+
+@pytest.mark.parametrize("arguments", [["json", "get_response"], ["calls", "raw"], ["small", "create"]])
+def test_the_in_place_profile_refuses_what_has_no_event_folder_to_time(
+    arguments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        profile.main([*arguments, "--in-place"], sizes=TINY)
+    assert exited.value.code == 2
+    assert "--in-place times the adapter's event folder" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("workload", ["large", "calls", "small"])
