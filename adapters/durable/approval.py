@@ -19,7 +19,7 @@ from typing import Final, Self
 
 from dbos import DBOS, DBOSClient, SetWorkflowID, WorkflowHandleAsync
 
-from adapters.durable.engine import Engine, current_runtime, serializer
+from adapters.durable.engine import Engine, serializer, workflow_runtime
 from adapters.redaction import Redactor
 from application import ApprovalRequest, Decisions, WorkflowEdit
 from application.approval import checked_decisions
@@ -48,7 +48,7 @@ async def edit_workflow(
 ) -> WorkflowEdit:
     """The edit, each pause a durable wait for the decisions; a wait that times out returns the edit
     still ``awaiting_approval``, its ``state`` resumable out of DBOS as any paused edit."""
-    runtime = current_runtime()
+    runtime = workflow_runtime()
     if runtime.workflow_editor is None:
         raise RuntimeError("this process's durable runtime has no workflow editor (Runtime.workflow_editor)")
     editor = runtime.workflow_editor()

@@ -41,6 +41,7 @@ __all__ = [
     "check_database_url",
     "current_runtime",
     "serializer",
+    "workflow_runtime",
 ]
 
 APP_NAME: Final = "meeting-agents"
@@ -254,10 +255,28 @@ def current_runtime() -> Runtime:
     return _runtime
 
 
+# The tasks of the workflows running in this process, which Engine.shutdown ends. Left running, a
+# workflow waiting on a peer outlives DBOS.destroy, which drops DBOS's own hold on its task: the
+# garbage collector then closes the task's coroutine at some later moment, outside the event loop,
+# and DBOS's cleanup in it fails there ("Exception ignored in: <coroutine _execute_workflow_async>").
+_workflow_tasks: set[asyncio.Task[Any]] = set()
+
+
+def workflow_runtime() -> Runtime:
+    """:func:`current_runtime`, for the workflow starting in the calling task: the task is held until
+    it ends, so that :meth:`Engine.shutdown` can end it on the event loop."""
+    runtime = current_runtime()
+    task = asyncio.current_task()
+    if task is not None and task not in _workflow_tasks:
+        _workflow_tasks.add(task)
+        task.add_done_callback(_workflow_tasks.discard)
+    return runtime
+
+
 @DBOS.workflow(name=SUMMARIZE_WORKFLOW)
 async def summarize_transcript(transcript: str) -> Outcome:
     """One transcript, summarized: the workflow DBOS runs, keyed by the transcript's sha256."""
-    runtime = current_runtime()
+    runtime = workflow_runtime()
     try:
         summary = await runtime.summary_agent().summarize(transcript)
     except ChatError as error:
@@ -270,7 +289,7 @@ async def summarize_transcript(transcript: str) -> Outcome:
 @DBOS.workflow(name=REQUEST_WORKFLOW)
 async def model_request(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
     """One model request on the rate-limited queue (with ``agent.batch_requests_per_minute``)."""
-    runtime = current_runtime()
+    runtime = workflow_runtime()
     durable = DurableChat(runtime.chat, runtime.redactor)
     return await DBOS.run_step_async({"name": MODEL_REQUEST_STEP}, durable.send, messages, options)
 
@@ -541,10 +560,19 @@ class Engine:
         self._news.clear()
 
     def shutdown(self) -> None:
-        """Stop DBOS; workflows still running stay PENDING and are recovered by the next launch."""
+        """Stop DBOS; workflows still running stay PENDING and are recovered by the next launch.
+
+        Their tasks are cancelled: each ends on the event loop the next time it runs (its request
+        closed, its cleanup done where it can run). DBOS records nothing for a cancelled task, so the
+        workflow stays PENDING, as after a crash."""
         global _runtime, _traced
         for task in self._running:
-            task.cancel()  # the waits only: the workflows stay PENDING, recovered by the next launch
+            task.cancel()  # the waits
+        for task in tuple(_workflow_tasks):
+            loop = task.get_loop()
+            if not loop.is_closed():
+                # Safe from any thread; the workflows of a launch from a running loop run on it.
+                loop.call_soon_threadsafe(task.cancel)
         if self._liveness is not None:
             self._liveness.stop()
         DBOS.destroy(destroy_registry=False)

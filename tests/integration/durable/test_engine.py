@@ -126,11 +126,14 @@ class _Unanswered:
 
     arrived: asyncio.Event = attrs.field(factory=asyncio.Event)
     requests: int = 0
+    # The task each request was sent in (a workflow's: the pipeline sends its requests in it).
+    tasks: list[asyncio.Task[object] | None] = attrs.field(factory=list)
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
         self.requests += 1
+        self.tasks.append(asyncio.current_task())
         self.arrived.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable: nothing sets the event")
@@ -162,6 +165,12 @@ async def test_a_transcript_running_at_shutdown_stays_pending_and_the_next_launc
         await asyncio.wait_for(unanswered.arrived.wait(), PROCESS_TIMEOUT)
     finally:
         engine.shutdown()
+    # The workflow's task ends on the loop, cancelled, rather than being left to the garbage collector
+    # (which would close it later, outside any loop, where DBOS's cleanup in it fails).
+    [workflow] = unanswered.tasks
+    assert workflow is not None
+    await asyncio.wait({workflow}, timeout=PROCESS_TIMEOUT)
+    assert workflow.cancelled()
     assert _statuses(tmp_path / "runs.sqlite") == [("transcript-1", "PENDING")]
 
     # Launched again with the same executor id, DBOS recovers the run; submitted again, it is that run.
