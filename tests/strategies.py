@@ -101,9 +101,12 @@ non_object_json_strings: st.SearchStrategy[str] = st.one_of(
 
 empty_strings: st.SearchStrategy[str] = st.text(alphabet=" \t\r\n", max_size=20)
 
-malformed_argument_strings: st.SearchStrategy[str] = st.one_of(
-    invalid_json_strings, non_object_json_strings, empty_strings
-)
+
+def _malformed_argument_strings(max_depth: int) -> st.SearchStrategy[str]:
+    return st.one_of(_invalid_json_strings(max_depth), non_object_json_strings, empty_strings)
+
+
+malformed_argument_strings = _malformed_argument_strings(50_000)
 
 
 # ---------------------------------------------------------------- pipeline tool-call mixes (application)
@@ -304,7 +307,7 @@ output_texts: st.SearchStrategy[str] = st.text(max_size=40)
 # json.loads follows proves the same about folding; the guard's own tests keep the deep kind.
 raw_argument_strings: st.SearchStrategy[str] = st.one_of(
     valid_argument_strings(),
-    st.one_of(_invalid_json_strings(max_depth=5_500), non_object_json_strings, empty_strings),
+    _malformed_argument_strings(max_depth=5_500),
     st.text(max_size=60),
 )
 

@@ -59,10 +59,7 @@ def _streams(draw: st.DrawFn) -> list[dict[str, Any]]:
 class _LongWay(EventFolder):
     """Every event the long way."""
 
-    def _arguments_delta(self, event: Any) -> bool:
-        return False
-
-    def _text_delta(self, event: Any) -> bool:
+    def _delta(self, event: Any, built: type) -> bool:
         return False
 
 
