@@ -28,6 +28,7 @@ from adapters.responses.error_mapping import (
     map_error,
     scrubbed_cause,
 )
+from adapters.responses.event_types import STREAM_EVENT
 from adapters.responses.folding import EventFolder
 from adapters.responses.http_front import (
     LISTENER,
@@ -856,9 +857,10 @@ class _ResponsesAdapter(abc.ABC):
 
     async def _fold_stream(self, http: httpx.Response, exchange: _Exchange) -> ChatResponse:
         """An event stream read with the SDK's own stream reader, so that a buffered or re-wrapped
-        stream folds exactly like the SDK's live one."""
+        stream folds exactly like the SDK's live one. The SDK types each event as its own union of
+        event classes, told which field names the class (see ``event_types``)."""
         stream = openai.AsyncStream(
-            cast_to=cast(Any, ResponseStreamEvent),
+            cast_to=STREAM_EVENT,
             response=cast(Any, http),
             client=cast(Any, _StreamingClient(self._client, self._settings.max_response_bytes)),
         )
