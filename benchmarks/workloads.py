@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
+from adapters.responses.event_types import STREAM_EVENT
 from adapters.responses.payload import ResponsesPayloadBuilder
 from adapters.telemetry import InstrumentedChat, Telemetry, instrument_http_client
 from benchmarks.bodies import TEXT_KINDS, Body, make_body, make_calls_body, tool_loop_round
@@ -135,6 +136,27 @@ async def raw_iteration(scenario: Scenario, times: int) -> Run:
     return _repeat(once, times)
 
 
+async def raw_tagged_iteration(scenario: Scenario, times: int) -> Run:
+    """The SDK's own iteration as :func:`raw_iteration`, but its events typed as the adapters have the
+    SDK type them: its union told which field names the class (``adapters.responses.event_types``).
+    Against this floor a ratio shows what is ours alone; against the SDK as shipped, what a user gains."""
+    client, _ = serve(scenario.body.sse, _SSE)
+    keywords = scenario.request_keywords()
+
+    async def once() -> int:
+        stream = await client.responses.create(stream=True, **keywords)
+        # The stream's reader reads the type it builds events as when it starts, at the first event.
+        stream._cast_to = STREAM_EVENT  # the one difference from raw_iteration
+        count = 0
+        async for _event in stream:
+            count += 1
+        return count
+
+    if await once() != scenario.body.events:
+        raise WrongOutputError("raw SDK iteration did not see every event of the body")
+    return _repeat(once, times)
+
+
 async def raw_keeping_text(scenario: Scenario, times: int) -> Run:
     """The floor of a streamed answer that keeps what has arrived (a ``partial`` on failure needs
     it): the SDK's own iteration, keeping the text as the adapters do, the deltas joined a few
@@ -223,12 +245,41 @@ def _ratio(
     return Check(name, ratio, "ratio", target, met, detail, spread(per_run) if len(per_run) > 1 else "")
 
 
+def _ours(workload: str, samples: Mapping[str, Samples]) -> list[Check]:
+    """What is ours alone: both ways of reading against the SDK's iteration typing its events by tag, as
+    the adapters have it do (reported, no target: the targets stand against the SDK as shipped)."""
+    return [
+        _ratio(
+            f"ours alone, {workload}: get_response / SDK iteration typing by tag",
+            samples,
+            "get_response",
+            "raw_tagged",
+            None,
+        ),
+        _ratio(
+            f"ours alone, {workload}: get_streaming_response / SDK iteration typing by tag",
+            samples,
+            "streaming",
+            "raw_tagged",
+            None,
+        ),
+        _ratio(
+            f"the SDK typing by tag, {workload}: its iteration / as shipped",
+            samples,
+            "raw_tagged",
+            "raw",
+            None,
+        ),
+    ]
+
+
 async def large_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     """A long answer (``sizes.fold`` word deltas): folded, and streamed to a caller."""
     scenario = Scenario(PROMPT, None, make_body(sizes.fold))
     samples = await interleaved(
         {
             "raw": await raw_iteration(scenario, 1),
+            "raw_tagged": await raw_tagged_iteration(scenario, 1),
             "get_response": await whole(scenario, scenario.adapter(), 1),
             "streaming": await streamed(scenario, scenario.adapter(), 1),
         },
@@ -251,6 +302,7 @@ async def large_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
             "raw",
             1.05,
         ),
+        *_ours("large text", samples),
     ]
 
 
@@ -260,6 +312,7 @@ async def many_calls(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     samples = await interleaved(
         {
             "raw": await raw_iteration(scenario, 1),
+            "raw_tagged": await raw_tagged_iteration(scenario, 1),
             "get_response": await whole(scenario, scenario.adapter(), 1),
             "streaming": await streamed(scenario, scenario.adapter(), 1),
         },
@@ -282,6 +335,7 @@ async def many_calls(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
             "raw",
             1.05,
         ),
+        *_ours("many calls", samples),
     ]
 
 
