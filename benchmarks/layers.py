@@ -5,6 +5,8 @@ adapter's, through ``client.post`` as the adapters send them) and reads the very
 variant adding one layer of the adapter to the one before, interleaved runs, medians of CPU time:
 
 - ``sdk``: the bare SDK iterating the stream;
+- ``+typing by tag``: the SDK building its events as the adapters have it do, as its union told which
+  field names the class (``adapters.responses.event_types``), from here on;
 - ``+front``: through the front every attempt goes through (``observed``: the delegating transport,
   the body counted against ``max_response_bytes``);
 - ``+reader``: the body's first bytes read to tell its shape, the rest replayed behind them;
@@ -29,10 +31,10 @@ from typing import Any, Final, cast
 
 import httpx
 import openai
-from openai.types.responses import ResponseStreamEvent
 
 from adapters.responses import ResponsesSseAdapter
 from adapters.responses.chat_adapters import _Decoding, _head, _plain_headers, _Rest, _StreamingClient
+from adapters.responses.event_types import STREAM_EVENT
 from adapters.responses.folding import EventFolder
 from adapters.responses.http_front import observed
 from benchmarks.bodies import TextKind, make_body, make_calls_body, tool_loop_round
@@ -42,7 +44,16 @@ from domain import ChatResponse
 
 __all__ = ["LAYERS", "layers_report"]
 
-LAYERS: Final = ("sdk", "+front", "+reader", "+heaviness", "+folder", "+fold loop", "get_response")
+LAYERS: Final = (
+    "sdk",
+    "+typing by tag",
+    "+front",
+    "+reader",
+    "+heaviness",
+    "+folder",
+    "+fold loop",
+    "get_response",
+)
 _SSE: Final = "text/event-stream"
 Run = Callable[[], Awaitable[object]]
 
@@ -86,9 +97,7 @@ def _variants(setup: _SetUp, times: int) -> dict[str, Run]:
     scenario, request, cap, post = setup.scenario, setup.request, setup.cap, setup.post
 
     async def read(client: Any, http: httpx.Response, folder: EventFolder | None) -> int | ChatResponse:
-        stream = openai.AsyncStream(
-            cast_to=cast(Any, ResponseStreamEvent), response=cast(Any, http), client=client
-        )
+        stream = openai.AsyncStream(cast_to=STREAM_EVENT, response=cast(Any, http), client=client)
         count = 0
         async for event in stream:
             count += 1
@@ -103,10 +112,14 @@ def _variants(setup: _SetUp, times: int) -> dict[str, Run]:
         headers = _plain_headers(http)
         return httpx.Response(http.status_code, headers=headers, stream=rest, request=http.request)
 
-    def sdk_layer(client: openai.AsyncOpenAI) -> Run:
+    def sdk_layer(client: openai.AsyncOpenAI, *, tagged: bool = True) -> Run:
         async def once() -> int:
+            stream = await post(client)
+            if tagged:
+                # Read by the stream's reader when it starts, at the first event.
+                stream._cast_to = STREAM_EVENT
             count = 0
-            async for _ in await post(client):
+            async for _ in stream:
                 count += 1
             return count
 
@@ -145,7 +158,8 @@ def _variants(setup: _SetUp, times: int) -> dict[str, Run]:
         return once
 
     runs: dict[str, Run] = {
-        "sdk": sdk_layer(setup.client()),
+        "sdk": sdk_layer(setup.client(), tagged=False),
+        "+typing by tag": sdk_layer(setup.client()),
         "+front": sdk_layer(setup.observed()),
         "+reader": front_layer(setup.observed(), heaviness=False, folding=False),
         "+heaviness": front_layer(setup.observed(), heaviness=True, folding=False),

@@ -136,6 +136,9 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "loop's longest stall",
         "peak memory / max_response_bytes,",
         "json.loads of one",
+        "ours alone, large text: get_response",
+        "ours alone, many calls: get_streaming_response",
+        "the SDK typing by tag, many calls",
     ):
         assert sum(name.startswith(expected) or expected in name for name in names) >= 1, expected
     workloads = [check for check in checks if check["name"].startswith(WORKLOADS)]
@@ -169,6 +172,7 @@ def test_a_missed_target_is_shown_as_missed_with_its_spread() -> None:
             "tracemalloc of large streaming (cjk",
         ),
         (["calls", "raw", "--fold"], "folding alone (no profiler) of calls raw"),
+        (["calls", "raw_tagged", "--top", "5"], "cProfile of calls raw_tagged"),
     ],
 )
 def test_the_profiles_run_and_name_what_they_measured(
@@ -201,10 +205,12 @@ def test_the_in_place_profile_counts_every_event_of_the_body_by_kind_and_leaves_
     rows = {line.split()[0]: line.split() for line in printed.splitlines() if line.startswith("response.")}
     assert {kind: int(row[1]) for kind, row in rows.items()} == dict(kinds)
     assert "the event folder in all" in printed
-    assert "per run, medians of 2: raw SDK iteration" in printed
+    assert "per run, medians of 2: SDK iteration typing by tag" in printed
 
 
-@pytest.mark.parametrize("arguments", [["json", "get_response"], ["calls", "raw"], ["small", "create"]])
+@pytest.mark.parametrize(
+    "arguments", [["json", "get_response"], ["calls", "raw"], ["large", "raw_tagged"], ["small", "create"]]
+)
 def test_the_in_place_profile_refuses_what_has_no_event_folder_to_time(
     arguments: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
