@@ -99,7 +99,9 @@ _SDK: Final = frozenset(
     {"openai", "pydantic", "pydantic_core", "httpx", "httpx2", "httpcore", "h11", "anyio"}
 )
 _ROOT: Final = Path(__file__).resolve().parents[1]
-OWNERS: Final = ("SDK", "ours", "event loop", "harness", "other")
+# The OpenTelemetry SDK and our telemetry decorators (adapters/telemetry) are owners of their own, so
+# that what telemetry costs a request splits into theirs and ours.
+OWNERS: Final = ("SDK", "ours", "ours, telemetry", "OpenTelemetry", "event loop", "harness", "other")
 _Func = tuple[str, int, str]
 
 
@@ -112,13 +114,15 @@ def _owner_by_file(func: _Func) -> str | None:
     parts = Path(filename).parts
     if "site-packages" in parts:
         package = parts[parts.index("site-packages") + 1].removesuffix(".py")
-        return "SDK" if package in _SDK else "other"
+        return "SDK" if package in _SDK else "OpenTelemetry" if package == "opentelemetry" else "other"
     if "asyncio" in parts:
         return "event loop"
     path = Path(filename).resolve()
     if path.is_relative_to(_ROOT):
-        top = path.relative_to(_ROOT).parts[0]
-        return "ours" if top in _OURS else "harness" if top == "benchmarks" else "other"
+        inside = path.relative_to(_ROOT).parts
+        if inside[:2] == ("adapters", "telemetry"):
+            return "ours, telemetry"
+        return "ours" if inside[0] in _OURS else "harness" if inside[0] == "benchmarks" else "other"
     return None
 
 
