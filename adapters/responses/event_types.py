@@ -10,8 +10,8 @@ whole iteration of an answer of many calls.
 :data:`STREAM_EVENT` is the same union with pydantic's own discriminator beside the SDK's mark, as a
 type alias (``construct_type`` strips an ``Annotated`` before it validates, an alias it validates
 whole). Pydantic then validates the one class the event's ``type`` names. Nothing else changes, since
-no other class could have fitted: each class holds its own literal ``type`` (checked here, class by
-class, or the SDK's union is used as it is). An event that fits no class is built as before: the SDK
+no other class could have fitted: each class holds its own required literal ``type`` (checked here,
+class by class, or the SDK's union is used as it is). An event that fits no class is built as before: the SDK
 reads its own mark and constructs the class the ``type`` names, or its first class for a ``type`` it
 does not know. A test types every recorded and many spoilt events both ways and finds them equal.
 """
@@ -41,11 +41,17 @@ def _discriminator(metadata: typing.Sequence[object]) -> str | None:
 
 def _tags(variant: object, name: str) -> tuple[object, ...] | None:
     """The literal values ``variant``'s field ``name`` may hold, or None when it is not a pydantic
-    model whose field is a literal under its own name (pydantic could not select it by that field)."""
+    model whose field is a required literal under its own name: pydantic could not select it by that
+    field, or (a default) the union as shipped would take an event that leaves the field out."""
     if not (isinstance(variant, type) and issubclass(variant, pydantic.BaseModel)):
         return None
     field = variant.model_fields.get(name)
-    if field is None or field.alias not in (None, name) or typing.get_origin(field.annotation) is not Literal:
+    if (
+        field is None
+        or not field.is_required()
+        or field.alias not in (None, name)
+        or typing.get_origin(field.annotation) is not Literal
+    ):
         return None
     return typing.get_args(field.annotation)
 
@@ -53,7 +59,8 @@ def _tags(variant: object, name: str) -> tuple[object, ...] | None:
 def tagged(event_type: Any) -> Any:
     """``event_type``, an SDK union marked with its discriminator, as an alias that also carries
     pydantic's; ``event_type`` itself when it is not such a union, or when pydantic could not tell
-    its classes apart by that field (one is not a model, has no literal there, or shares a value)."""
+    its classes apart by that field as the union does (one is not a model, has no required literal
+    there, or shares a value)."""
     if typing.get_origin(event_type) is not Annotated:
         return event_type
     union, *metadata = typing.get_args(event_type)

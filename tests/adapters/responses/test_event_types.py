@@ -128,6 +128,10 @@ class _AlsoA(pydantic.BaseModel):
     type: Literal["a"]
 
 
+class _Defaulted(pydantic.BaseModel):
+    type: Literal["e"] = "e"
+
+
 class _Aliased(pydantic.BaseModel):
     kind: Literal["d"] = pydantic.Field(alias="type")
 
@@ -143,6 +147,8 @@ class _Aliased(pydantic.BaseModel):
         Annotated[typing.Union[_A, _Loose], _Mark("type")],  # noqa: UP007  # a class without a literal
         Annotated[typing.Union[_A, _AlsoA], _Mark("type")],  # noqa: UP007  # two classes for one value
         Annotated[typing.Union[_A, _Aliased], _Mark("type")],  # noqa: UP007  # the field under another name
+        # An event without a type would be a _Defaulted to the union as shipped, and nothing by its tag.
+        Annotated[typing.Union[_A, _Defaulted], _Mark("type")],  # noqa: UP007
         Annotated[typing.Union[_A, dict[str, Any]], _Mark("type")],  # noqa: UP007  # not a model
     ],
 )
