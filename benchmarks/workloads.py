@@ -119,13 +119,17 @@ def _repeat(once: Callable[[], Awaitable[object]], times: int) -> Run:
     return run
 
 
-async def raw_iteration(scenario: Scenario, times: int) -> Run:
-    """The floor of a streamed answer: the SDK's own iteration of the same request and body."""
+async def raw_iteration(scenario: Scenario, times: int, *, by_tag: bool = False) -> Run:
+    """The floor of a streamed answer: the SDK's own iteration of the same request and body. With
+    ``by_tag``, its events typed as the adapters have the SDK type them (see :func:`raw_tagged_iteration`)."""
     client, _ = serve(scenario.body.sse, _SSE)
     keywords = scenario.request_keywords()
 
     async def once() -> int:
         stream = await client.responses.create(stream=True, **keywords)
+        if by_tag:
+            # The stream's reader reads the type it builds events as when it starts, at the first event.
+            stream._cast_to = STREAM_EVENT
         count = 0
         async for _event in stream:
             count += 1
@@ -140,21 +144,7 @@ async def raw_tagged_iteration(scenario: Scenario, times: int) -> Run:
     """The SDK's own iteration as :func:`raw_iteration`, but its events typed as the adapters have the
     SDK type them: its union told which field names the class (``adapters.responses.event_types``).
     Against this floor a ratio shows what is ours alone; against the SDK as shipped, what a user gains."""
-    client, _ = serve(scenario.body.sse, _SSE)
-    keywords = scenario.request_keywords()
-
-    async def once() -> int:
-        stream = await client.responses.create(stream=True, **keywords)
-        # The stream's reader reads the type it builds events as when it starts, at the first event.
-        stream._cast_to = STREAM_EVENT  # the one difference from raw_iteration
-        count = 0
-        async for _event in stream:
-            count += 1
-        return count
-
-    if await once() != scenario.body.events:
-        raise WrongOutputError("raw SDK iteration did not see every event of the body")
-    return _repeat(once, times)
+    return await raw_iteration(scenario, times, by_tag=True)
 
 
 async def raw_keeping_text(scenario: Scenario, times: int) -> Run:
