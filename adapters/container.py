@@ -95,7 +95,7 @@ def _build_openai_client(
     client = openai.AsyncOpenAI(
         api_key=agent.api_key.reveal(),
         base_url=agent.base_url,
-        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client (see README)
+        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
         max_retries=agent.max_retries,
         timeout=agent.timeout_seconds,
     )

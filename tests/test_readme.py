@@ -1,39 +1,34 @@
-"""Every Python block of README.md and examples/README.md runs as written, and the collector recipes
-send the run's spans to an OTLP/HTTP receiver started here on 127.0.0.1.
+"""Every Python block of README.md, examples/README.md and docs/*.md runs as written, and the collector
+recipes send the run's spans to an OTLP/HTTP receiver started here on 127.0.0.1.
 
-Each block runs in a fresh interpreter, as a reader pasting it into a file would run it, from the
-checkout's root and with no AGENT_* or OTEL_* variable of this process leaking in.
+Each block runs in a fresh interpreter, as a reader pasting it into a file would run it, from a folder of
+its own and with no AGENT_* or OTEL_* variable of this process leaking in (`tests/support/doc_blocks.py`).
 """
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 import pytest
 
+from tests.support.doc_blocks import (
+    ROOT,
+    TIMEOUT_SECONDS,
+    blocks,
+    documents,
+    environment,
+    exported_variables,
+    run_python,
+)
 from tests.support.otlp import OtlpReceiver
 
-ROOT: Final = Path(__file__).resolve().parents[1]
-DOCUMENTS: Final = ("README.md", "examples/README.md")
 BIN: Final = Path(sys.executable).parent
-# Bounds a hung block only: each takes a few seconds, most of it importing the SDK.
-TIMEOUT_SECONDS: Final = 180.0
-_BLOCK: Final = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-
-
-def blocks(document: str, language: str) -> list[str]:
-    text = (ROOT / document).read_text(encoding="utf-8")
-    return [body for lang, body in _BLOCK.findall(text) if lang == language]
-
-
-PYTHON_BLOCKS: Final = [(document, body) for document in DOCUMENTS for body in blocks(document, "python")]
+PYTHON_BLOCKS: Final = [(document, body) for document in documents() for body in blocks(document, "python")]
 
 
 def _first_line(body: str) -> str:
@@ -42,36 +37,10 @@ def _first_line(body: str) -> str:
     )
 
 
-def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without AGENT_* or OTEL_* variables, plus ``extra``."""
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OTEL_"))}
-    return {**kept, **(extra or {})}
-
-
-def run_python(body: str, environ: Mapping[str, str], folder: Path) -> subprocess.CompletedProcess[str]:
-    """``body`` in a fresh interpreter working in ``folder`` (a block may write files), this checkout's
-    packages first on its path."""
-    path = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
-    return subprocess.run(  # noqa: S603  # this interpreter running the document's own code
-        [sys.executable, "-c", body],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        env={**environ, "PYTHONPATH": path},
-        timeout=TIMEOUT_SECONDS,
-        check=False,
-    )
-
-
-def exported_variables(shell: str) -> dict[str, str]:
-    """The ``export NAME=VALUE`` lines of a shell block, as the shell would set them."""
-    variables = {}
-    for line in shell.splitlines():
-        words = shlex.split(line, comments=True)
-        if words[:1] == ["export"] and "=" in words[1]:
-            name, value = words[1].split("=", 1)
-            variables[name] = value
-    return variables
+def shell_block(needle: str) -> str:
+    """The one shell block of all the documents that holds ``needle``."""
+    [shell] = [block for page in documents() for block in blocks(page, "sh") if needle in block]
+    return shell
 
 
 @pytest.fixture
@@ -81,9 +50,8 @@ def receiver() -> Iterator[OtlpReceiver]:
 
 
 def collector_environment(receiver: OtlpReceiver) -> dict[str, str]:
-    """The README's OTEL_* exports, pointed at ``receiver`` instead of a collector."""
-    [shell] = [block for block in blocks("README.md", "sh") if "OTEL_EXPORTER_OTLP_ENDPOINT" in block]
-    variables = exported_variables(shell)
+    """The documented OTEL_* exports, pointed at ``receiver`` instead of a collector."""
+    variables = exported_variables(shell_block("OTEL_EXPORTER_OTLP_ENDPOINT"))
     assert variables["OTEL_EXPORTER_OTLP_PROTOCOL"] == "http/protobuf"  # what a 4318 port speaks
     assert variables["OTEL_EXPORTER_OTLP_ENDPOINT"].endswith(":4318")
     variables["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
@@ -92,8 +60,11 @@ def collector_environment(receiver: OtlpReceiver) -> dict[str, str]:
 
 
 def test_the_documents_have_the_blocks_this_test_runs() -> None:
-    assert len(blocks("README.md", "python")) >= 5
+    pages = documents()
+    assert {"README.md", "examples/README.md", "docs/host-integration.md", "docs/telemetry.md"} <= set(pages)
+    assert blocks("README.md", "python")
     assert blocks("examples/README.md", "python")
+    assert len(PYTHON_BLOCKS) >= 8
     assert exported_variables("export A=1  # one\nexport B='two words'\necho C=3\n") == {
         "A": "1",
         "B": "two words",
@@ -134,14 +105,14 @@ def test_the_tool_loop_example_makes_its_tool_calls(tmp_path: Path) -> None:
 
 
 def test_the_no_code_recipe_sends_the_command_s_spans(receiver: OtlpReceiver) -> None:
-    [shell] = [block for block in blocks("README.md", "sh") if "opentelemetry-instrument" in block]
+    shell = shell_block("opentelemetry-instrument")
     assert "pip install opentelemetry-distro opentelemetry-exporter-otlp-proto-http" in shell
     command = shlex.split(shell[shell.index("OTEL_TRACES_EXPORTER") :].replace("\\\n", " "))
     settings = dict(word.split("=", 1) for word in command if "=" in word)
     words = [word for word in command if "=" not in word]
     assert words[:2] == ["opentelemetry-instrument", ".venv/bin/meeting-agents"]
     argv = [str(BIN / "opentelemetry-instrument"), str(BIN / "meeting-agents"), *words[2:]]
-    done = subprocess.run(  # noqa: S603  # the README's command, with this checkout's scripts
+    done = subprocess.run(  # noqa: S603  # the documented command, with this checkout's scripts
         argv,
         capture_output=True,
         text=True,

@@ -17,7 +17,7 @@ _SHOWN_TEXT: Final = 160
 _EDIT_VERBS: Final = r"(?:add|insert|append|remove|delete|drop|rename|move)\b"
 _CLAUSES: Final = re.compile(rf"\s*(?:[;,.]|\band\b|\bthen\b|\balso\b)\s*(?={_EDIT_VERBS})", re.IGNORECASE)
 _QUOTES: Final = "\"'\u201c\u201d\u2018\u2019"
-# The step an edit names, in the phrasing the README documents: "remove X", "rename X to Y",
+# The step an edit names, in the phrasing examples/README.md documents: "remove X", "rename X to Y",
 # "move X to position N", "add a step Y after|before X".
 _NAMES_EXISTING: Final = re.compile(
     r"^(?P<verb>remove|delete|drop|rename|move)\s+(?:the\s+)?(?:step\s+)?(?P<rest>.+)$", re.IGNORECASE

@@ -254,15 +254,13 @@ def test_a_bad_budget_is_one_line_naming_its_key(section: dict[str, object], mes
     assert "\n" not in str(info.value)
 
 
-def test_the_readme_budget_example_is_a_configuration_that_resolves() -> None:
-    import re
-
+def test_the_documented_budget_example_is_a_configuration_that_resolves() -> None:
     import yaml
 
     from application import RunBudget
+    from tests.support.doc_blocks import section_block
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "run_budget" in b]
+    block = section_block("docs/configuration.md", "## Budgets and cost", "yaml")
     agent = resolve_settings(yaml.safe_load(block), environ={}).agent
     assert agent.run_budget == RunBudget(requests=12, output_tokens=8000, cost_usd=0.5)
     assert agent.run_deadline_seconds == 120.0

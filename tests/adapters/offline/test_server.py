@@ -104,7 +104,7 @@ def test_served_from_sync_code_with_the_sync_sdk() -> None:
         sdk = openai.OpenAI(
             base_url=server.base_url,
             api_key=API_KEY,
-            http_client=http,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client (see README)
+            http_client=http,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client
             max_retries=0,
         )
         response = sdk.responses.create(model="offline", input=GREETING)

@@ -48,7 +48,7 @@ NAMES = [
 ]
 
 
-# Names the conventions do not define (yet), each in their style; the README's Telemetry section lists them.
+# Names the conventions do not define (yet), each in their style; docs/telemetry.md lists them.
 OWN = [conventions.GEN_AI_USAGE_COST, conventions.GEN_AI_CLIENT_COST, conventions.RUN_STOP_REASON]
 
 

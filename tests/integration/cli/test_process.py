@@ -24,6 +24,7 @@ from tests.integration.cli.support import (
     run_process,
     screen_lines,
 )
+from tests.support.doc_blocks import section_block
 from tests.support.processes import clean_environment, start
 
 OPTIONS = ["--format", "json", "--no-streaming", "--scenario", "malformed-arguments"]
@@ -153,13 +154,10 @@ def test_ctrl_c_during_a_streamed_run_exits_130_with_one_line(tmp_path: Path) ->
     assert shown.out == ""
 
 
-def test_the_readme_host_example_runs_as_written(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n## In the host application\n") :]
-    code = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+def test_the_documented_host_program_runs_as_written(tmp_path: Path) -> None:
     script = tmp_path / "host.py"
-    script.write_text(code, encoding="utf-8")
-    done = subprocess.run(  # noqa: S603  # this interpreter running the README's own example
+    script.write_text(section_block("docs/host-integration.md", "## The container"), encoding="utf-8")
+    done = subprocess.run(  # noqa: S603  # this interpreter running the page's own example
         [sys.executable, str(script)],
         capture_output=True,
         text=True,

@@ -10,7 +10,8 @@ import pytest
 
 from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
 from adapters.offline import OfflineResponsesServer
-from tests.integration.cli.support import PLANTED_KEY, ROOT, TRANSCRIPT, run
+from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, run
+from tests.support.doc_blocks import section_block
 
 HEADER = "Trace (span, duration, tokens, error):"
 DURATION = r"\d+\.\d+ m?s"
@@ -106,10 +107,8 @@ def test_without_the_sdk_trace_is_refused_before_any_request_with_the_install_hi
     )
 
 
-def test_the_readme_shows_the_tree_the_demo_prints() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Seeing a run: `--trace`") :]
-    shown = section[section.index("```text\n") + len("```text\n") : section.index("\n```\n")]
+def test_the_telemetry_page_shows_the_tree_the_demo_prints() -> None:
+    shown = section_block("docs/telemetry.md", "## Seeing a run: `--trace`", "text")
 
     ran = run(
         "summarize", str(TRANSCRIPT), "--scenario", "malformed-arguments+ungrounded-citation", "--trace"

@@ -17,8 +17,9 @@ import pytest
 
 from adapters.durable import Approvals
 from application import ApprovalRequest, Approve
-from tests.integration.cli.support import PROCESS_TIMEOUT, ROOT
+from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.support import CountingGateway, gateway_environment, selected, until_selected
+from tests.support.doc_blocks import section_block
 from tests.support.processes import clean_environment, python_module, start
 
 pytestmark = pytest.mark.slow
@@ -148,12 +149,10 @@ def test_a_wait_that_times_out_hands_back_the_paused_edit_with_its_state(tmp_pat
     assert _steps(edit) == STEPS_BEFORE
 
 
-def test_the_readme_durable_edit_runs_as_written(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n### Approval that waits for days\n") :]
+def test_the_documented_durable_edit_runs_as_written(tmp_path: Path) -> None:
     script = tmp_path / "durable_edit.py"
-    script.write_text(section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")])
-    done = subprocess.run(  # noqa: S603  # this interpreter running the README's own example
+    script.write_text(section_block("docs/approval.md", "## Approval that waits for days"))
+    done = subprocess.run(  # noqa: S603  # this interpreter running the page's own example
         [sys.executable, str(script)],
         capture_output=True,
         text=True,

@@ -15,6 +15,7 @@ from application import MeetingSummary, WorkflowEdit, dumps, loads
 from domain import ChatMessage, ChatOptions
 from tests.integration.offline.support import ContainerFactory
 from tests.integration.offline.test_pipelines import ADAPTERS, edit_example, summarize
+from tests.support.doc_blocks import section_block
 from tests.support.gateway import JSON, Recorder, adapters_for, answer, response_document
 
 _REPO = Path(__file__).resolve().parents[3]
@@ -112,10 +113,8 @@ async def test_the_next_request_sends_each_output_item_back_whole(
     ]
 
 
-async def test_the_readme_example_of_storing_a_run_runs_as_written(tmp_path: Path) -> None:
-    readme = (_REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n### Storing a run and loading it again\n") :]
-    code = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+async def test_the_documented_example_of_storing_a_run_runs_as_written(tmp_path: Path) -> None:
+    code = section_block("docs/host-integration.md", "## Storing a run and loading it again")
     script = tmp_path / "stored.py"
     script.write_text(code, encoding="utf-8")
     environment = {key: value for key, value in os.environ.items() if not key.startswith("AGENT_")}
