@@ -75,11 +75,10 @@ _SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
 def _may_hold_surrogate(raw: str) -> bool:
     """Whether ``raw`` holds a surrogate code point or its escape: "look closer".
 
-    Checked without a regex over the whole text when it can be (a 10 KB argument string took a
-    millisecond through one alternation, several times the parse itself): an escape needs a
-    backslash-u, and a raw surrogate is the one code point a UTF codec refuses to encode. UTF-32 is
-    asked, not UTF-8: it refuses the same code points, and its output is the code points as they
-    are, 1.3-6 us for 10,000 characters of any width where UTF-8 took 8-17 (more than the parse).
+    Checked without a regex over the whole text when it can be, since an alternation over a long
+    argument string costs more than parsing it: an escape needs a backslash-u, and a raw surrogate is
+    the one code point a UTF codec refuses to encode. UTF-32 is asked, not UTF-8: it refuses the same
+    code points and writes them as they are, without a variable-width encoding's work.
     """
     # A one-character search first: in text stored at two bytes a character, a two-character
     # search ("\\u") costs as much as encoding the whole text.

@@ -182,8 +182,8 @@ class _Decoding:
             size = len(data)
             if size > LARGE:
                 # json.loads would parse it in one step the loop could not break into, and the SDK
-                # would build its model in another (0.8 s for one 16 MiB text): parsed in steps, and
-                # handed over as the mapping it is.
+                # would build its model in another: parsed in steps, and handed over as the mapping
+                # it is.
                 self.heavy = True
                 yield _ParsedEvent(sse, await _parsed_in_steps(data, cap))
                 continue
@@ -201,7 +201,7 @@ class _Decoding:
 class _StreamingClient:
     """What ``openai.AsyncStream`` asks of its client: the SSE decoder, and each event built from its
     data. A heavy event is handed over as the mapping it is (the folder reads mappings too); every
-    other event is built by the SDK itself, as before."""
+    other event is built by the SDK itself."""
 
     def __init__(self, client: openai.AsyncOpenAI, cap: int) -> None:
         self._client = client
@@ -497,7 +497,7 @@ class _Rest(httpx.AsyncByteStream):
         """Read what is left of an HTTP/1.1 body whose answer is already whole, without handing it
         on, so that its connection can serve the next request: only if the body ends within
         ``seconds`` and :data:`_DRAIN_BYTES`. A stream the peer holds open is left to be closed,
-        at once, as before; nothing read here is parsed."""
+        at once; nothing read here is parsed."""
         if self._original.http_version != "HTTP/1.1" or seconds <= 0:
             return
         left = _DRAIN_BYTES

@@ -3,17 +3,16 @@
 The SDK builds every event of a stream with ``construct_type(value=data, type_=ResponseStreamEvent)``.
 ``ResponseStreamEvent`` is ``Annotated[Union[<59 event classes>], PropertyInfo(discriminator="type")]``:
 ``PropertyInfo`` is the SDK's own mark, which pydantic does not read, so pydantic validates an event
-against the union's classes one after another until one fits. Measured (2026-12-02, pydantic 2.14.4,
-openai 3.57.0): 134 us an arguments delta, against 3.5 us for its one class, and over half of the SDK's
-whole iteration of an answer of many calls.
+against the union's classes one after another until one fits, which is most of what the SDK's
+iteration of a stream of small events costs.
 
 :data:`STREAM_EVENT` is the same union with pydantic's own discriminator beside the SDK's mark, as a
 type alias (``construct_type`` strips an ``Annotated`` before it validates, an alias it validates
 whole). Pydantic then validates the one class the event's ``type`` names. Nothing else changes, since
 no other class could have fitted: each class holds its own required literal ``type`` (checked here,
-class by class, or the SDK's union is used as it is). An event that fits no class is built as before: the SDK
-reads its own mark and constructs the class the ``type`` names, or its first class for a ``type`` it
-does not know. A test types every recorded and many spoilt events both ways and finds them equal.
+class by class, or the SDK's union is used as it is). An event that fits no class is built the SDK's
+own way: it reads its own mark and constructs the class the ``type`` names, or its first class for a
+``type`` it does not know. A test types every recorded and many spoilt events both ways and finds them equal.
 """
 
 from __future__ import annotations

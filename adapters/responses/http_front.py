@@ -358,7 +358,7 @@ class _Httpx2Delegation(_Delegation, httpx2.AsyncBaseTransport):
 class _HttpxCookies(httpx.Cookies):
     """The original client's own cookie jar, as the front's: each request the front builds carries
     what the jar holds then, and each answer's cookies are taken once, by the original client that
-    receives it first (a second extraction, per request, cost more than the front's other work)."""
+    receives it first (a second extraction per request would cost more than the front's other work)."""
 
     def extract_cookies(self, response: httpx.Response) -> None:
         return None

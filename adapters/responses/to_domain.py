@@ -135,8 +135,8 @@ def mend_surrogates(value: str) -> str:
 def has_surrogate(value: str) -> bool:
     """Whether ``value`` holds a surrogate code point: the one thing UTF-8 refuses to encode.
 
-    Asked of whole answers and request bodies, so at C speed: a regex class scan took about
-    30 ns a character (4 ms for a 120k-character answer), encoding takes well under one.
+    Asked of whole answers and request bodies, so at C speed: an encoding, which refuses exactly
+    those code points, rather than a regular expression's scan.
     """
     if value.isascii():
         return False
