@@ -1,10 +1,12 @@
-"""``python -m benchmarks``: run the suite, print the table, write it as JSON."""
+"""``python -m benchmarks``: run the suite, print the table, write it as JSON and into docs/performance.md."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
+import os
 import platform
 import sys
 from collections.abc import Sequence
@@ -14,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from benchmarks import profile
+from benchmarks import page, profile
 from benchmarks.suite import Check, Sizes, run_suite
 
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
@@ -45,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="tiny bodies and two runs: a smoke test")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the JSON")
     parser.add_argument(
+        "--page",
+        type=Path,
+        default=page.PAGE,
+        help="the page whose marked section gets the table (a --quick run writes none)",
+    )
+    parser.add_argument("--no-page", action="store_true", help="write no page, only the JSON")
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="instead: cProfile get_response on the large answer (python -m benchmarks.profile for the rest)",
@@ -71,12 +80,18 @@ def render_table(checks: Sequence[Check]) -> str:
 
 
 def _environment(sizes: Sizes) -> dict[str, Any]:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **({"load": f"load {load:.1f} when it ended"} if load is not None else {}),
+        "cores": f"{os.cpu_count()} cores",
+        "runs": sizes.runs,
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "machine": platform.machine(),
         "system": platform.system(),
         "openai": version("openai"),
+        "pydantic": version("pydantic"),
         "httpx": version("httpx"),
         "sizes": {
             **attrs.asdict(sizes),
@@ -89,21 +104,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else Sizes(runs=args.runs)
     if args.profile:
         return profile.main(["large", "get_response"], sizes=sizes)
+    writes_page = not (args.quick or args.no_page)
+    if writes_page:
+        page.check_markers(args.page)
     checks, timings = asyncio.run(run_suite(sizes))
     print(
         f"Process CPU time, medians of {sizes.runs} interleaved runs (spread: the range of the run-by-run "
         "ratios); bodies served by httpx.MockTransport.\n"
     )
     print(render_table(checks))
+    environment = _environment(sizes)
     report = {
         "command": "make bench  (python -m benchmarks)",
-        "environment": _environment(sizes),
+        "environment": environment,
         "checks": [c.as_json() for c in checks],
         "timings": timings,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\nwritten: {args.output}")
+    if writes_page:
+        page.write_section(args.page, page.markdown_table(checks, environment))
+        print(f"written: {args.page}")
     return 0
 
 
