@@ -29,6 +29,7 @@ from application.parameters import ParameterError, json_schema_for, not_blank
 from application.run import RunState, RunStatus, ToolCallRecord, ToolRun, ToolRunError
 from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent, find_participants
 from application.tools import ToolError, ToolRegistry, error_result
+from application.transcripts import Transcript, TranscriptError, TranscriptLine
 from application.workflow_editor import WorkflowEdit, WorkflowEditorAgent
 from application.workflow_json import WorkflowJsonError, workflow_from_json, workflow_to_json
 
@@ -72,6 +73,9 @@ __all__ = [
     "ToolRegistry",
     "ToolRun",
     "ToolRunError",
+    "Transcript",
+    "TranscriptError",
+    "TranscriptLine",
     "UngroundedError",
     "WorkflowEdit",
     "WorkflowEditorAgent",

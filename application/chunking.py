@@ -8,7 +8,7 @@ from typing import Final, Protocol, TypeVar
 
 import attrs
 
-from application.grounding import SPEAKER_LINE, content_words, normalized, particulars
+from application.grounding import SPEAKER_LINE, SpokenLine, content_words, normalized, particulars
 
 __all__ = [
     "OVERLAP_TURNS",
@@ -46,11 +46,16 @@ class Chunk:
     first: int
     last: int
     lines: tuple[str, ...] = attrs.field(repr=False)
+    spoken: tuple[SpokenLine, ...] = attrs.field(default=(), repr=False)
+    """The same lines as imported (speaker and text apart), when the transcript was imported."""
 
 
-def _turns(lines: Sequence[str]) -> list[tuple[int, int]]:
+def _turns(lines: Sequence[str], spoken: Sequence[SpokenLine]) -> list[tuple[int, int]]:
     """Each speaker turn as (start, end) indexes: a speaker line and the unattributed lines after it."""
-    starts = [at for at, line in enumerate(lines) if at == 0 or SPEAKER_LINE.match(line)]
+    if spoken:
+        starts = [at for at, line in enumerate(spoken) if at == 0 or line.speaker is not None]
+    else:
+        starts = [at for at, line in enumerate(lines) if at == 0 or SPEAKER_LINE.match(line)]
     return [(start, end) for start, end in zip(starts, [*starts[1:], len(lines)], strict=True)]
 
 
@@ -65,10 +70,12 @@ class _Sizes:
         return self._ends[end] - self._ends[start]
 
 
-def _pieces(lines: Sequence[str], size: _Sizes, chunk_chars: int) -> list[tuple[int, int]]:
+def _pieces(
+    lines: Sequence[str], spoken: Sequence[SpokenLine], size: _Sizes, chunk_chars: int
+) -> list[tuple[int, int]]:
     """Speaker turns, a turn longer than ``chunk_chars`` cut at its lines."""
     pieces: list[tuple[int, int]] = []
-    for start, end in _turns(lines):
+    for start, end in _turns(lines, spoken):
         if size(start, end) <= chunk_chars:
             pieces.append((start, end))
             continue
@@ -83,16 +90,21 @@ def _pieces(lines: Sequence[str], size: _Sizes, chunk_chars: int) -> list[tuple[
 
 
 def chunk_transcript(
-    lines: Sequence[str], chunk_chars: int, *, overlap: int = OVERLAP_TURNS
+    lines: Sequence[str],
+    chunk_chars: int,
+    *,
+    overlap: int = OVERLAP_TURNS,
+    spoken: Sequence[SpokenLine] = (),
 ) -> tuple[Chunk, ...]:
     """``lines`` as chunks of at most ``chunk_chars`` characters (newlines counted), cut between
     speaker turns; each chunk after the first starts ``overlap`` turns before the previous one ended
     (fewer when those turns and the next one would not fit together: every chunk adds at least one
-    turn). One chunk when all of it fits."""
+    turn). One chunk when all of it fits. ``spoken``, when given, are the same lines as imported
+    (:class:`application.TranscriptLine`): they say where turns start, and each chunk carries its own."""
     size = _Sizes(lines)
     if size(0, len(lines)) <= chunk_chars or len(lines) <= 1:
-        return (Chunk(0, 1, len(lines), tuple(lines)),)
-    pieces = _pieces(lines, size, chunk_chars)
+        return (Chunk(0, 1, len(lines), tuple(lines), tuple(spoken)),)
+    pieces = _pieces(lines, spoken, size, chunk_chars)
     chunks: list[Chunk] = []
     first = 0
     while first < len(pieces):
@@ -100,7 +112,7 @@ def chunk_transcript(
         while last + 1 < len(pieces) and size(pieces[first][0], pieces[last + 1][1]) <= chunk_chars:
             last += 1
         start, end = pieces[first][0], pieces[last][1]
-        chunks.append(Chunk(len(chunks), start + 1, end, tuple(lines[start:end])))
+        chunks.append(Chunk(len(chunks), start + 1, end, tuple(lines[start:end]), tuple(spoken[start:end])))
         if last + 1 >= len(pieces):
             break
         # Start ``overlap`` pieces back, fewer when those and the next new piece would not fit together.

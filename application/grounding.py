@@ -6,7 +6,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Final, Protocol
 
 import attrs
 
@@ -16,6 +16,7 @@ __all__ = [
     "MAX_PASSAGE",
     "UNGROUNDED",
     "Grounding",
+    "SpokenLine",
     "UngroundedError",
     "content_words",
     "normalized",
@@ -153,7 +154,18 @@ class _Line:
         return bool(_QUESTION_END.search(self.text))
 
 
-def _read_line(number: int, line: str) -> _Line:
+class SpokenLine(Protocol):
+    """A transcript line whose speaker is already known (:class:`application.TranscriptLine`)."""
+
+    @property
+    def speaker(self) -> str | None: ...
+    @property
+    def text(self) -> str: ...
+
+
+def _read_line(number: int, line: str | SpokenLine) -> _Line:
+    if not isinstance(line, str):
+        return _Line(number, line.speaker, line.text.strip(), tuple(_tokens(line.text)))
     match = SPEAKER_LINE.match(line)
     speaker, text = (match["name"], match["text"]) if match is not None else (None, line.strip())
     return _Line(number, speaker, text, tuple(_tokens(text)))
@@ -189,12 +201,15 @@ class _Person:
 class Grounding:
     """The transcript an item must be grounded in, and the rule that checks a call against it.
 
-    ``lines`` are the transcript's lines (:func:`transcript_lines`) numbered from ``first``: a chunk
+    ``lines`` are the transcript's lines (:func:`transcript_lines`, or imported lines whose speakers
+    are known, :class:`SpokenLine`) numbered from ``first``: a chunk
     of a long meeting is checked with its own lines under their numbers in the whole file.
     ``participants`` are the meeting's speakers (of the whole file, for a chunk).
     """
 
-    def __init__(self, lines: Sequence[str], *, first: int = 1, participants: Sequence[str] = ()) -> None:
+    def __init__(
+        self, lines: Sequence[str | SpokenLine], *, first: int = 1, participants: Sequence[str] = ()
+    ) -> None:
         self._first = first
         self._lines = tuple(_read_line(first + at, line) for at, line in enumerate(lines))
         speakers = [line.speaker for line in self._lines if line.speaker is not None]

@@ -19,6 +19,7 @@ from application.parameters import not_blank
 from application.pipeline import ToolPipeline
 from application.run import ToolCallRecord, ToolRun
 from application.tools import ToolRegistry
+from application.transcripts import Transcript
 from domain import ChatError, ChatOptions, ChatPort, Usage
 
 __all__ = ["ActionItem", "Decision", "MeetingSummary", "SummaryAgent", "find_participants"]
@@ -65,23 +66,40 @@ def _line_numbers(value: Sequence[int]) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _names(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class ActionItem:
     """A commitment from the meeting: who owns it, what it is, when it is due (as said) and the
-    transcript lines (1-based, of the whole file) that show it."""
+    transcript lines (1-based, of the whole file) that show it.
+
+    From an imported :class:`Transcript`, ``speakers`` are who speak in those lines, and ``start`` and
+    ``end`` (seconds into the recording, from the first cited line's start to the last one's end)
+    where to find them; ``None`` when the transcript has no times, and all three left out for a
+    transcript given as a plain string.
+    """
 
     owner: str
     task: str
     due: str | None = None
     lines: tuple[int, ...] = attrs.field(default=(), converter=_line_numbers)
+    start: float | None = None
+    end: float | None = None
+    speakers: tuple[str, ...] = attrs.field(default=(), converter=_names)
 
 
 @attrs.frozen
 class Decision:
-    """A decision the meeting reached, and the transcript lines (1-based, of the whole file) that show it."""
+    """A decision the meeting reached, and the transcript lines (1-based, of the whole file) that show
+    it; ``start``, ``end`` and ``speakers`` as :class:`ActionItem` has them."""
 
     text: str
     lines: tuple[int, ...] = attrs.field(default=(), converter=_line_numbers)
+    start: float | None = None
+    end: float | None = None
+    speakers: tuple[str, ...] = attrs.field(default=(), converter=_names)
 
 
 @attrs.frozen
@@ -231,9 +249,15 @@ class SummaryAgent(ToolPipeline):
         super().__init__(chat, settings, options=options, decorators=decorators)
         self.chunking = chunking or ChunkSettings()
 
-    async def _chunks(self, transcript: str) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
+    async def _chunks(self, transcript: str | Transcript) -> tuple[tuple[Chunk, ...], tuple[str, ...]]:
         """The transcript's chunks and its speakers, the event loop given a turn between slices of
-        ``PREPARE_SLICE_LINES`` lines and before the cut into chunks."""
+        ``PREPARE_SLICE_LINES`` lines and before the cut into chunks. An imported transcript's chunks
+        carry its lines as imported, so its own speakers are what items are grounded in."""
+        if isinstance(transcript, Transcript):
+            framed = transcript.framed_lines()
+            await asyncio.sleep(0)
+            chunks = chunk_transcript(framed, self.chunking.chunk_chars, spoken=transcript.lines)
+            return chunks, transcript.participants
         lines = transcript_lines(transcript)
         seen: dict[str, None] = {}
         for start in range(0, len(lines), PREPARE_SLICE_LINES):
@@ -244,14 +268,18 @@ class SummaryAgent(ToolPipeline):
 
     def _tools(self, chunk: Chunk, participants: Sequence[str]) -> tuple[_Notes, ToolRegistry]:
         notes = _Notes()
-        grounding = Grounding(chunk.lines, first=chunk.first, participants=participants)
+        grounding = Grounding(chunk.spoken or chunk.lines, first=chunk.first, participants=participants)
         return notes, _summary_tools(grounding, notes, detailed_errors=self.settings.detailed_tool_errors)
 
-    async def summarize(self, transcript: str) -> MeetingSummary:
+    async def summarize(self, transcript: str | Transcript) -> MeetingSummary:
+        """The summary of ``transcript``: plain text (``Name: text`` lines), or a :class:`Transcript`
+        imported from captions or diarized JSON, whose items then say when and who."""
         chunks, participants = await self._chunks(transcript)
         if len(chunks) > 1:
-            return await self._summarize_chunks(chunks, participants, None)
-        return await self._summarized(chunks[0], participants)
+            summary = await self._summarize_chunks(chunks, participants, None)
+        else:
+            summary = await self._summarized(chunks[0], participants)
+        return placed(summary, transcript)
 
     async def _summarized(
         self, chunk: Chunk, participants: Sequence[str], ledger: Ledger | None = None
@@ -263,7 +291,9 @@ class SummaryAgent(ToolPipeline):
         run = await self._run(_message(chunk.lines, chunk.first), INSTRUCTIONS, registry, ledger)
         return _summary(notes, run)
 
-    def summarize_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
+    def summarize_events(
+        self, transcript: str | Transcript
+    ) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
         """:meth:`summarize` as it runs: the model's text as it arrives, each answered call, each
         round, then ``RunFinished`` whose ``result`` is the :class:`MeetingSummary`.
 
@@ -275,7 +305,9 @@ class SummaryAgent(ToolPipeline):
         """
         return self._summary_events(transcript)
 
-    async def _summary_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
+    async def _summary_events(
+        self, transcript: str | Transcript
+    ) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
         chunks, participants = await self._chunks(transcript)
         events: AsyncGenerator[RunEvent[MeetingSummary], None]
         if len(chunks) > 1:
@@ -283,11 +315,13 @@ class SummaryAgent(ToolPipeline):
         else:
             notes, registry = self._tools(chunks[0], participants)
             events = self._run_events(
-                transcript_message(transcript), INSTRUCTIONS, registry, lambda run: _summary(notes, run)
+                _message(chunks[0].lines, 1), INSTRUCTIONS, registry, lambda run: _summary(notes, run)
             )
         async with contextlib.aclosing(events):
             async for event in events:
-                yield event
+                yield (
+                    RunFinished(placed(event.result, transcript)) if isinstance(event, RunFinished) else event
+                )
 
     # ------------------------------------------------------------ long meetings
 
@@ -465,4 +499,25 @@ def _summary(notes: _Notes, run: ToolRun) -> MeetingSummary:
         tool_calls=run.tool_calls,
         run=run,
         stop_reason=run.stop_reason,
+    )
+
+
+def placed(summary: MeetingSummary, transcript: str | Transcript) -> MeetingSummary:
+    """``summary`` with each item's ``start``, ``end`` and ``speakers`` read off the imported lines it
+    cites; as it is for a transcript given as a plain string."""
+    if isinstance(transcript, str):
+        return summary
+    lines = transcript.lines
+
+    def at(item: _ItemT) -> _ItemT:
+        found = [lines[number - 1] for number in item.lines if 0 < number <= len(lines)]
+        if not found:
+            return item
+        speakers = tuple(dict.fromkeys(line.speaker for line in found if line.speaker is not None))
+        return attrs.evolve(item, start=found[0].start, end=found[-1].end, speakers=speakers)
+
+    return attrs.evolve(
+        summary,
+        action_items=tuple(at(item) for item in summary.action_items),
+        decisions=tuple(at(decision) for decision in summary.decisions),
     )

@@ -8,7 +8,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import attrs
 
@@ -32,13 +32,17 @@ MERGE_GAP_SECONDS: Final = 2.0
 # "00:01:02.345", "01:02.345" (WebVTT's hours are optional), "00:01:02,345" (SRT).
 _TIME: Final = re.compile(r"(?:(\d+):)?(\d{1,2}):(\d{1,2})(?:[.,](\d{1,3}))?")
 _ARROW: Final = "-->"
+_STAMP: Final = r"(?:(\d+):)?([0-5]?\d):([0-5]\d)[.,](\d{3})"
+# A timing line as nearly every file writes it, read in one match; anything else takes the long way.
+_TIMING: Final = re.compile(rf"\s*{_STAMP}\s*-->\s*{_STAMP}(?:\s.*)?")
 # JSON as a transcript holds it: an object, or a list of objects ("[00:01] Ana: ..." is plain text).
 _JSON_START: Final = re.compile(r"\{|\[\s*[{\]]")
 # A caption's speaker: "<v Full Name>" (Teams; classes such as "<v.loud Name>" allowed), "[SPEAKER_00]: "
 # (WhisperX) or "Name: " (Zoom).
 _VOICE: Final = re.compile(r"<v(?:\.[^\s>]*)?[ \t]+(?P<name>[^>]*)>")
 _BRACKETED: Final = re.compile(r"^\[(?P<name>[^\]\n]{1,60})\]:\s*(?P<text>.*)$")
-_TAGS: Final = re.compile(r"<[^>\n]*>")
+# A markup tag ("<i>", "</v>", "<c.yellow>", "<00:01.000>"); a bare "<" or "< b >" is text.
+_TAGS: Final = re.compile(r"</?[A-Za-z0-9][^<>\n]*>")
 _SPACES: Final = re.compile(r"\s+")
 # Labels a diarization model gives speakers it cannot name: "SPEAKER_00", "spk_0", "Speaker 1", "A".
 _LABEL: Final = re.compile(r"(?:speaker|spk)[ _-]?\d+|[A-Z]", re.IGNORECASE)
@@ -79,11 +83,10 @@ class TranscriptLine:
     end: float | None = None
 
 
-@attrs.frozen
-class _Cue:
+class _Cue(NamedTuple):
     """A timed piece of speech as the file has it, before cues of one speaker are joined."""
 
-    index: int
+    position: int
     speaker: str | None
     text: str
     start: float
@@ -226,6 +229,13 @@ def _shown(text: str) -> str:
 
 def _timing(row: str, *, line: int, cue: int) -> tuple[float, float]:
     """The start and end of a timing line ``00:01.000 --> 00:02.000 [settings]``."""
+    quick = _TIMING.fullmatch(row)
+    if quick is not None:
+        h1, m1, s1, f1, h2, m2, s2, f2 = quick.groups()
+        start = int(h1 or 0) * 3600 + int(m1) * 60 + int(s1) + int(f1) / 1000
+        end = int(h2 or 0) * 3600 + int(m2) * 60 + int(s2) + int(f2) / 1000
+        if end >= start:
+            return start, end
     left, _, right = row.partition(_ARROW)
     fields = right.split()
     start = _seconds(left.strip(), line=line, cue=cue)
@@ -253,14 +263,17 @@ def _blocks(text: str) -> Iterator[tuple[int, list[str]]]:
         yield first, block
 
 
-def _speech(payload: Sequence[str], *, line: int, cue: int) -> tuple[str | None, str]:
-    """The speaker and the words of a cue's text lines, tags and entities read."""
-    joined = " ".join(row.strip() for row in payload)
-    voice = _VOICE.search(joined)
+def _speech(payload: Sequence[str], *, line: int, cue: int, entities: bool) -> tuple[str | None, str]:
+    """The speaker and the words of a cue's text lines, tags (and, in WebVTT, entities) read."""
+    joined = " ".join(payload)
     speaker: str | None = None
-    if voice is not None:
-        speaker = _SPACES.sub(" ", html.unescape(voice["name"])).strip() or None
-    said = _SPACES.sub(" ", html.unescape(_TAGS.sub(" ", joined))).strip()
+    if "<" in joined or "&" in joined:
+        unescape: Callable[[str], str] = html.unescape if entities else str
+        voice = _VOICE.search(joined)
+        if voice is not None:
+            speaker = " ".join(unescape(voice["name"]).split()) or None
+        joined = unescape(_TAGS.sub(" ", joined))
+    said = " ".join(joined.split())
     if speaker is None:
         bracketed = _BRACKETED.match(said)
         match = bracketed or SPEAKER_LINE.match(said)
@@ -286,7 +299,7 @@ def _caption_cues(blocks: Iterable[tuple[int, list[str]]], kind: str) -> list[_C
         start, end = _timing(block[at], line=first + at, cue=index)
         if at + 1 >= len(block):
             raise TranscriptError("has no text", line=first + at, cue=index)
-        speaker, said = _speech(block[at + 1 :], line=first + at + 1, cue=index)
+        speaker, said = _speech(block[at + 1 :], line=first + at + 1, cue=index, entities=kind == "WebVTT")
         cues.append(_Cue(index, speaker, said, start, end))
     return cues
 

@@ -27,7 +27,9 @@ __all__ = [
 _NAME_WORD: Final = r"[A-ZÀ-ÖØ-Þ](?:[^\W\d_]|['\u2019-])+"
 # "[01:02]", "(01:02:03)" or a bare "01:02" before the speaker.
 _TIMESTAMP: Final = r"(?:[\[(]\s*\d{1,2}(?::\d{2}){1,2}\s*[\])]|\d{1,2}(?::\d{2}){1,2})"
-_SPEAKER: Final = rf"{_NAME_WORD}(?: (?:{_NAME_WORD}|\d{{1,3}})){{0,2}}"
+# A diarization label a transcript's speakers were left under ("SPEAKER_00", "spk_0").
+_LABEL: Final = r"(?:SPEAKER|[Ss]pk|[Ss]peaker)_\d+"
+_SPEAKER: Final = rf"(?:{_LABEL}|{_NAME_WORD}(?: (?:{_NAME_WORD}|\d{{1,3}})){{0,2}})"
 _SPEAKER_LINE: Final = re.compile(rf"^\s*(?:{_TIMESTAMP}\s*)?(?P<speaker>{_SPEAKER}):\s+(?P<text>\S.*)$")
 # Capitalized words that start sentences or stand for nobody in particular; never owners or speakers.
 _NOT_NAMES: Final = frozenset(

@@ -22,6 +22,7 @@ from application import (
     SummaryAgent,
     ToolInvokerDecorator,
     ToolRun,
+    Transcript,
     WorkflowEdit,
     WorkflowEditorAgent,
 )
@@ -209,13 +210,15 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
 
     _agent_name = MEETING_SUMMARY
 
-    async def summarize(self, transcript: str) -> MeetingSummary:
+    async def summarize(self, transcript: str | Transcript) -> MeetingSummary:
         with self._agent_run() as run:
             summary = await super().summarize(transcript)
             run.finished(summary.run)
         return summary
 
-    def summarize_events(self, transcript: str) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
+    def summarize_events(
+        self, transcript: str | Transcript
+    ) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
         return self._traced_events(super().summarize_events(transcript), _run_of_summary)
 
     async def _summarize_chunk(

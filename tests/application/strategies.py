@@ -10,7 +10,15 @@ from datetime import UTC
 import attrs
 from hypothesis import strategies as st
 
-from application import STOP_REASONS, ActionItem, MeetingSummary, ToolCallRecord, ToolRun, WorkflowEdit
+from application import (
+    STOP_REASONS,
+    ActionItem,
+    Decision,
+    MeetingSummary,
+    ToolCallRecord,
+    ToolRun,
+    WorkflowEdit,
+)
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -113,13 +121,22 @@ tool_runs = st.builds(
     iterations=st.integers(min_value=0, max_value=40),
     stop_reason=st.none() | st.sampled_from(STOP_REASONS),
 )
+# Where an item was said in a recording: seconds, or None for plain text.
+_times = st.none() | st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
+_names = st.lists(document_texts, max_size=2).map(tuple)
 # Fields not named here (those other pipelines add) are drawn from their annotations, once resolved.
 meeting_summaries = st.builds(
     attrs.resolve_types(MeetingSummary),
     text=document_texts,
-    action_items=st.lists(st.builds(ActionItem, owner=document_texts, task=document_texts), max_size=3).map(
-        tuple
-    ),
+    action_items=st.lists(
+        st.builds(
+            ActionItem, owner=document_texts, task=document_texts, start=_times, end=_times, speakers=_names
+        ),
+        max_size=3,
+    ).map(tuple),
+    decisions=st.lists(
+        st.builds(Decision, text=document_texts, start=_times, end=_times, speakers=_names), max_size=3
+    ).map(tuple),
     complete=st.booleans(),
     tool_calls=_records.map(tuple),
     run=tool_runs,
@@ -141,3 +158,115 @@ workflow_edits = st.builds(
     tool_calls=_records.map(tuple),
     run=tool_runs,
 )
+
+
+# ---------------------------------------------------------------- recorded meetings
+
+# Speakers as meeting platforms and diarization services write them.
+_SPEAKERS = ("Priya Raman", "Tom", "Anne-Marie O'Neil", "SPEAKER_00", "spk_1", "Zoë Ólafsdóttir")
+_words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.?!&'", min_size=1, max_size=30).filter(
+    lambda text: any(char.isalpha() for char in text)
+)
+
+
+@attrs.frozen
+class Cue:
+    """A cue drawn for a caption file: who, what, and when (seconds)."""
+
+    speaker: str
+    text: str
+    start: float
+    end: float
+
+
+@st.composite
+def cue_lists(draw: st.DrawFn) -> list[Cue]:
+    """Cues in time order, one speaker's often close enough to join (at most 2 s apart) and often not."""
+    cues: list[Cue] = []
+    at = draw(st.integers(min_value=0, max_value=4000)) / 1000
+    for _ in range(draw(st.integers(min_value=1, max_value=8))):
+        at += draw(st.sampled_from([0, 500, 1500, 2000, 2001, 2500, 7000, 3_600_000])) / 1000
+        length = draw(st.integers(min_value=0, max_value=9000)) / 1000
+        cues.append(Cue(draw(st.sampled_from(_SPEAKERS)), draw(_words).strip() or "x", at, at + length))
+        at += length
+    return cues
+
+
+def _stamp(seconds: float, mark: str = ".") -> str:
+    millis = round(seconds * 1000)
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}{mark}{rest % 1000:03d}"
+
+
+def _escaped(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def teams_vtt(cues: list[Cue]) -> str:
+    """As Microsoft Teams writes it: a BOM, CRLF, GUID cue ids and ``<v Full Name>`` voice tags."""
+    rows = ["\ufeffWEBVTT", ""]
+    for number, cue in enumerate(cues):
+        rows += [
+            f"0b4e5c1a-2f3d-4e6b-8a9c-1d2e3f4a5b6c/{number}-0",
+            f"{_stamp(cue.start)} --> {_stamp(cue.end)}",
+        ]
+        rows += [f"<v {cue.speaker}>{_escaped(cue.text)}</v>", ""]
+    return "\r\n".join(rows)
+
+
+def zoom_vtt(cues: list[Cue]) -> str:
+    """As Zoom writes it: integer cue ids and ``Name: text``."""
+    rows = ["WEBVTT", ""]
+    for number, cue in enumerate(cues, 1):
+        rows += [
+            str(number),
+            f"{_stamp(cue.start)} --> {_stamp(cue.end)}",
+            f"{cue.speaker}: {_escaped(cue.text)}",
+            "",
+        ]
+    return "\n".join(rows)
+
+
+def srt(cues: list[Cue]) -> str:
+    rows: list[str] = []
+    for number, cue in enumerate(cues, 1):
+        rows += [
+            str(number),
+            f"{_stamp(cue.start, ',')} --> {_stamp(cue.end, ',')}",
+            f"{cue.speaker}: {cue.text}",
+            "",
+        ]
+    return "\n".join(rows)
+
+
+def diarized_json(cues: list[Cue]) -> str:
+    """OpenAI ``diarized_json`` (and WhisperX, and pyannote's turns, which share its segment shape)."""
+    segments = [
+        {
+            "type": "transcript.text.segment",
+            "id": f"seg_{n}",
+            "start": c.start,
+            "end": c.end,
+            "text": c.text,
+            "speaker": c.speaker,
+        }
+        for n, c in enumerate(cues)
+    ]
+    return json.dumps({"task": "transcribe", "text": " ".join(c.text for c in cues), "segments": segments})
+
+
+CAPTION_WRITERS = (teams_vtt, zoom_vtt, srt, diarized_json)
+
+
+@st.composite
+def spoilt_captions(draw: st.DrawFn) -> str:
+    """A caption file with a few of its characters replaced, cut or repeated: what a parser must refuse
+    with a typed error, or read."""
+    text = draw(st.sampled_from(CAPTION_WRITERS))(draw(cue_lists()))
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        at = draw(st.integers(min_value=0, max_value=len(text)))
+        junk = draw(st.sampled_from(["", "-->", ":", "\n\n", "\n", "9", "x", "<v ", "{", "]", "WEBVTT", ","]))
+        cut = draw(st.integers(min_value=0, max_value=5))
+        text = text[:at] + junk + text[at + cut :]
+    return text

@@ -26,6 +26,7 @@ from application import (
     SummaryAgent,
     TextDelta,
     ToolCallFinished,
+    Transcript,
     WorkflowEdit,
     WorkflowEditorAgent,
 )
@@ -282,7 +283,7 @@ async def test_a_run_method_built_on_another_of_the_same_agent_opens_one_span(ot
     class SummarizingFromEvents(InstrumentedSummaryAgent):
         """A host's agent whose whole-run method reads its own event stream to the end."""
 
-        async def summarize(self, transcript: str) -> MeetingSummary:
+        async def summarize(self, transcript: str | Transcript) -> MeetingSummary:
             with self._agent_run():
                 events = [event async for event in self.summarize_events(transcript)]
             finished = events[-1]
