@@ -19,7 +19,16 @@ from typing import Any, Final
 
 import attrs
 import sqlalchemy
-from dbos import DBOS, DBOSConfig, PropagateOtelContext, Queue, Serializer, SetWorkflowID, WorkflowStatus
+from dbos import (
+    DBOS,
+    DBOSConfig,
+    PropagateOtelContext,
+    Queue,
+    Serializer,
+    SetEnqueueOptions,
+    SetWorkflowID,
+    WorkflowStatus,
+)
 from opentelemetry import trace
 
 from adapters.durable.liveness import ExecutorInUseError, Liveness, LivenessLostError
@@ -58,6 +67,13 @@ _ENDED_IN_ERROR: Final = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
 _SQLITE_WAIT_SECONDS: Final = 30
 _CONNECT_TIMEOUT_SECONDS: Final = 10
 _SCHEMES: Final = {"sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql"}
+# Every rate-limited request goes to this one partition of the requests queue. DBOS claims from an
+# unpartitioned queue in a REPEATABLE READ transaction, where two processes polling at once can each
+# count the window's requests before the other's claim commits and each take its own (disjoint)
+# requests: three requests in a minute whose limit is two. A claim from a partition of a queue with a
+# queue-wide limiter runs SERIALIZABLE, which refuses one of two such claims (DBOS retries it at the
+# next poll), so the limit holds across every process.
+_REQUESTS_PARTITION: Final = "requests"
 
 
 def _sqlite_engine(url: str) -> sqlalchemy.Engine:
@@ -298,7 +314,10 @@ async def _through_queue(messages: Sequence[ChatMessage], options: ChatOptions |
     queue = _queues.get(REQUESTS_QUEUE)
     assert queue is not None  # Engine.launch registers it
     # The request's workflow span joins the transcript's trace (under the chat span that sends it).
-    with PropagateOtelContext() if _traced else contextlib.nullcontext():
+    with (
+        PropagateOtelContext() if _traced else contextlib.nullcontext(),
+        SetEnqueueOptions(queue_partition_key=_REQUESTS_PARTITION),
+    ):
         handle = await queue.enqueue_async(model_request, tuple(messages), options)
     return await handle.get_result()
 
@@ -416,6 +435,8 @@ class Engine:
                 _queues[REQUESTS_QUEUE] = await DBOS.register_queue_async(
                     REQUESTS_QUEUE,
                     limiter={"limit": limit, "period": 60.0},
+                    # The same limit on the one partition: what makes the queue a partitioned one.
+                    partition_limiter={"limit": limit, "period": 60.0},
                     polling_interval_sec=_POLLING_SECONDS,
                     on_conflict="always_update",
                 )
