@@ -14,6 +14,7 @@ from adapters.responses.cost import with_cost
 from adapters.responses.error_mapping import CutShortError, UnreadableResponseError
 from adapters.responses.to_domain import (
     chat_response,
+    created_at,
     field,
     final_status,
     integer,
@@ -712,11 +713,11 @@ class EventFolder:
     def _learn(self, response: Any) -> None:
         """Keep the ids ``response`` (a lifecycle snapshot) tells, and tell the caller the new ones."""
         known = self._known
-        snapshot = chat_response(response, ())
+        # The ids alone: a snapshot's usage is read once, from the terminal response.
         learned = _Known(
-            snapshot.response_id or known.response_id,
-            snapshot.model_id or known.model_id,
-            snapshot.created_at or known.created_at,
+            text(field(response, "id")) or known.response_id,
+            text(field(response, "model")) or known.model_id,
+            created_at(field(response, "created_at")) or known.created_at,
         )
         if learned == known:
             return

@@ -160,16 +160,39 @@ def created_at(value: object) -> datetime | None:
 
 
 def usage(value: Any) -> Usage | None:
-    """Token counts as reported; details a gateway left out (or sent as the wrong type) stay None."""
+    """Token counts as reported; details a gateway left out stay None.
+
+    A count is a whole number from zero up. Anything else a gateway puts there (``-41000000``,
+    ``12.5``, ``"12"``, ``true``) is not a count: summed, a negative one would give a budget tokens
+    back and the run would never stop, so it reads as not reported (None), with one WARNING record
+    per response naming the fields.
+    """
     if not is_object(value):
         return None
-    return Usage(
-        input_tokens=integer(field(value, "input_tokens")),
-        output_tokens=integer(field(value, "output_tokens")),
-        total_tokens=integer(field(value, "total_tokens")),
-        cached_input_tokens=integer(field(field(value, "input_tokens_details"), "cached_tokens")),
-        reasoning_tokens=integer(field(field(value, "output_tokens_details"), "reasoning_tokens")),
+    wrong: list[str] = []
+
+    def count(container: Any, name: str) -> int | None:
+        raw = field(container, name)
+        number = integer(raw)
+        if raw is not None and (number is None or number < 0):
+            wrong.append(name)
+            return None
+        return number
+
+    read = Usage(
+        input_tokens=count(value, "input_tokens"),
+        output_tokens=count(value, "output_tokens"),
+        total_tokens=count(value, "total_tokens"),
+        cached_input_tokens=count(field(value, "input_tokens_details"), "cached_tokens"),
+        reasoning_tokens=count(field(value, "output_tokens_details"), "reasoning_tokens"),
     )
+    if wrong:
+        _LOGGER.warning(
+            "ignoring the usage's %s: not a token count (a whole number from 0 up)",
+            ", ".join(wrong),
+            extra={"usage_fields": tuple(wrong)},
+        )
+    return read
 
 
 def _item_data(item: Any) -> Any:
