@@ -42,6 +42,8 @@ _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
 _BOOL_SPELLINGS: Final = "true/false/1/0/yes/no"
 _SHOWN_VALUE: Final = 80
+# What a key of agent.run_budget takes, said in its one-line error (the limits not named take whole numbers).
+_BUDGET_EXPECTED: Final = {"cost_usd": "a positive number", "allow_unmetered": f"one of {_BOOL_SPELLINGS}"}
 
 
 # How a call whose arguments are not a JSON object goes back to the model (see ResponsesSettings).
@@ -102,6 +104,8 @@ class AgentSettings:
     max_response_bytes: int = 64 * 1024 * 1024
     max_output_items: int = 10_000
     """More output items than this in one response (or input items in one request) is refused."""
+    max_calls_per_response: int = 128
+    """An answer with more tool calls than this runs none of them: the run stops (``too_many_calls``)."""
     max_transcript_bytes: int = 50 * 1024 * 1024
     """The CLI refuses a larger input file (exit 2) before reading more of it than this."""
     max_retries: int = 2
@@ -129,7 +133,9 @@ class AgentSettings:
     transcripts, and recovers those transcripts."""
     run_budget: RunBudget = attrs.Factory(RunBudget)
     """What one run may spend (``requests``, ``input_tokens``, ``output_tokens``, ``tool_calls``,
-    ``cost_usd``); env ``AGENT_RUN_BUDGET__<KEY>``, e.g. ``AGENT_RUN_BUDGET__COST_USD``."""
+    ``cost_usd``); env ``AGENT_RUN_BUDGET__<KEY>``, e.g. ``AGENT_RUN_BUDGET__COST_USD``.
+    ``allow_unmetered`` (default false) lets a run with a token limit go on past answers that report
+    no token counts; otherwise such an answer ends it (``budget.unmetered``)."""
     run_deadline_seconds: float | None = None
     """One whole run's wall time; each request's own deadline is then at most the time left."""
     chunk_chars: int = 60_000
@@ -145,6 +151,7 @@ class AgentSettings:
             "deadline_seconds",
             "max_response_bytes",
             "max_output_items",
+            "max_calls_per_response",
             "max_transcript_bytes",
             "max_tool_iterations",
             "max_consecutive_tool_errors",
@@ -265,7 +272,7 @@ def _build_converter() -> cattrs.Converter:
             try:
                 limits[name] = converter.structure(limit, known[name])
             except Exception:  # any structuring failure becomes the same one-line error
-                expected = "a positive number" if name == "cost_usd" else "a positive whole number"
+                expected = _BUDGET_EXPECTED.get(name, "a positive whole number")
                 raise _SectionError(f"agent.run_budget.{name}: expected {expected}, got {limit!r}") from None
         try:
             return RunBudget(**limits)

@@ -42,7 +42,9 @@ StopReason = Literal[
     "budget.output_tokens",
     "budget.tool_calls",
     "budget.cost_usd",
+    "budget.unmetered",
     "deadline",
+    "too_many_calls",
 ]
 STOP_REASONS: Final[tuple[StopReason, ...]] = (
     "budget.requests",
@@ -50,7 +52,9 @@ STOP_REASONS: Final[tuple[StopReason, ...]] = (
     "budget.output_tokens",
     "budget.tool_calls",
     "budget.cost_usd",
+    "budget.unmetered",
     "deadline",
+    "too_many_calls",
 )
 
 MIN_OUTPUT_TOKENS: Final = 16
@@ -77,6 +81,11 @@ class RunBudget:
     ``requests`` counts requests sent to the model, ``tool_calls`` the calls the run answers (refused
     ones included), ``input_tokens``, ``output_tokens`` and ``cost_usd`` (what the gateway billed, as
     ``Usage.cost_usd`` reports it) are summed over the run's answers.
+
+    A token limit is kept only by counting what the answers report: an answer with calls to run whose
+    usage leaves out a count a token limit is set on ends the run (``budget.unmetered``), since the
+    run could otherwise spend without end on a gateway that reports nothing. ``allow_unmetered`` lets
+    such a run go on, its unreported tokens uncounted (a gateway known not to report usage).
     """
 
     requests: int | None = attrs.field(default=None, validator=_positive_int)
@@ -84,10 +93,22 @@ class RunBudget:
     output_tokens: int | None = attrs.field(default=None, validator=_positive_int)
     tool_calls: int | None = attrs.field(default=None, validator=_positive_int)
     cost_usd: float | None = attrs.field(default=None, validator=_positive_number)
+    allow_unmetered: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
     def __bool__(self) -> bool:
         """Whether any limit is set."""
-        return any(value is not None for value in attrs.astuple(self))
+        limits = (self.requests, self.input_tokens, self.output_tokens, self.tool_calls, self.cost_usd)
+        return any(value is not None for value in limits)
+
+    def unmetered(self, usage: Usage | None) -> bool:
+        """Whether ``usage`` leaves out a count that a token limit of this budget needs (and the budget
+        does not allow that)."""
+        if self.allow_unmetered:
+            return False
+        reported = usage or Usage()
+        return (self.input_tokens is not None and reported.input_tokens is None) or (
+            self.output_tokens is not None and reported.output_tokens is None
+        )
 
 
 def _chars(messages: Iterable[ChatMessage]) -> int:

@@ -80,6 +80,11 @@ class LoopSettings:
     limit the next request or tool call would pass ends the run with what it has and its
     ``stop_reason``. ``max_output_tokens`` is the output cap the chat applies to a request that sets
     none (``agent.max_output_tokens``): what a request can at most add to the run's output tokens.
+
+    An answer with more than ``max_calls_per_response`` calls runs none of them: the run ends there
+    (``too_many_calls``), the answer kept, each call answered ``budget_exceeded``. So a model that
+    calls thousands of tools in one answer spends nothing on them, and the run never builds a
+    follow-up request larger than the provider takes.
     """
 
     max_tool_iterations: int = attrs.field(default=40, validator=attrs.validators.ge(1))
@@ -93,6 +98,7 @@ class LoopSettings:
     max_output_tokens: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
+    max_calls_per_response: int = attrs.field(default=128, validator=attrs.validators.ge(1))
     redact: Callable[[str], str] | None = attrs.field(default=None, eq=False, repr=False)
     """Cuts secrets out of a text (the container's: the API key, header values): a failed run's
     :class:`ToolRunError` carries the run with every string in it passed through it."""
@@ -414,6 +420,13 @@ class _Run:
             if not calls or not self.offer_tools:
                 yield RoundFinished(len(self.responses), response, ())
                 return
+            self.stop_reason = self._refused(response)
+            if self.stop_reason is not None:
+                # None of its calls runs: each is answered with the stop, so the history stays whole.
+                async with contextlib.aclosing(self._finish(_Round(response, (), {}, {}))) as events:
+                    async for event in events:
+                        yield event
+                return
             answering = self._open(response, calls)
             for record in answering.answered.values():
                 yield ToolCallFinished(record)
@@ -429,6 +442,15 @@ class _Run:
                     yield event
             if self.stop_reason is not None:
                 return
+
+    def _refused(self, response: ChatResponse) -> StopReason | None:
+        """Why the run must end at ``response`` without running any of its calls, or None: more calls
+        than one answer may make, or a token limit its usage does not report (``RunBudget.unmetered``)."""
+        if len(response.function_calls) > self.settings.max_calls_per_response:
+            return "too_many_calls"
+        if self.spending.budget.unmetered(response.usage):
+            return self.spending.ledger.stop("budget.unmetered")
+        return None
 
     def _open(self, response: ChatResponse, calls: tuple[FunctionCallContent, ...]) -> _Round:
         """The answer's calls to answer: a call id already answered is answered at once, not run again.

@@ -455,9 +455,17 @@ async def _run(
     return result
 
 
+# The setting behind each stop that is not a limit of agent.run_budget.
+_STOP_SETTINGS: Final = {
+    "deadline": "agent.run_deadline_seconds",
+    "too_many_calls": "agent.max_calls_per_response",
+    "budget.unmetered": "agent.run_budget.allow_unmetered",
+}
+
+
 def _incomplete(final: ChatResponse, stop_reason: str | None) -> str:
     if stop_reason is not None:
-        limit = "agent.run_deadline_seconds" if stop_reason == "deadline" else "agent.run_" + stop_reason
+        limit = _STOP_SETTINGS.get(stop_reason, "agent.run_" + stop_reason)
         return f"the run stopped early at its limit ({stop_reason}: {limit}); what arrived is printed"
     reason = _FINISH_REASONS.get(final.finish_reason or "", "")
     return (

@@ -327,3 +327,17 @@ def test_the_tools_that_need_approval(
     environ: dict[str, str], config: dict[str, object], expected: tuple[str, ...]
 ) -> None:
     assert resolve_settings(config, environ).agent.approval_required_tools == expected
+
+
+def test_the_answer_limits_are_read_from_their_keys_and_checked() -> None:
+    agent = resolve_settings(
+        environ={"AGENT_RUN_BUDGET__ALLOW_UNMETERED": "yes", "AGENT_MAX_CALLS_PER_RESPONSE": "7"}
+    ).agent
+    assert agent.run_budget.allow_unmetered is True
+    assert agent.max_calls_per_response == 7
+    assert resolve_settings(environ={}).agent.max_calls_per_response == 128
+    assert resolve_settings(environ={}).agent.run_budget.allow_unmetered is False
+    with pytest.raises(ConfigurationError, match=r"^agent\.run_budget\.allow_unmetered: expected one of true/"):
+        resolve_settings({"agent": {"run_budget": {"allow_unmetered": "maybe"}}}, environ={})
+    with pytest.raises(ConfigurationError, match=r"^agent\.max_calls_per_response: expected a finite positive"):
+        resolve_settings(environ={"AGENT_MAX_CALLS_PER_RESPONSE": "0"})

@@ -394,9 +394,11 @@ def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
             "output_tokens": None,
             "tool_calls": None,
             "cost_usd": None,
+            "allow_unmetered": False,
         },
         "run_deadline_seconds": None,
         "max_output_tokens": None,
+        "max_calls_per_response": 128,
         "redact": None,
     }
     with pytest.raises(ValueError, match="max_tool_iterations"):
