@@ -337,7 +337,7 @@ def test_the_answer_limits_are_read_from_their_keys_and_checked() -> None:
     assert agent.max_calls_per_response == 7
     assert resolve_settings(environ={}).agent.max_calls_per_response == 128
     assert resolve_settings(environ={}).agent.run_budget.allow_unmetered is False
-    with pytest.raises(ConfigurationError, match=r"^agent\.run_budget\.allow_unmetered: expected one of true/"):
+    with pytest.raises(ConfigurationError, match=r"^agent\.run_budget\.allow_unmetered: expected one of"):
         resolve_settings({"agent": {"run_budget": {"allow_unmetered": "maybe"}}}, environ={})
-    with pytest.raises(ConfigurationError, match=r"^agent\.max_calls_per_response: expected a finite positive"):
+    with pytest.raises(ConfigurationError, match=r"^agent\.max_calls_per_response: expected a finite"):
         resolve_settings(environ={"AGENT_MAX_CALLS_PER_RESPONSE": "0"})
