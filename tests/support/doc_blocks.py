@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from tests.support.processes import clean_environment
+
 __all__ = [
     "ROOT",
     "TIMEOUT_SECONDS",
@@ -79,7 +81,7 @@ def section_block(document: str, heading: str, language: str = "python") -> str:
 
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without AGENT_* or OTEL_* variables, plus ``extra``."""
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OTEL_"))}
+    kept = {name: value for name, value in clean_environment().items() if not name.startswith("OTEL_")}
     return {**kept, **(extra or {})}
 
 
