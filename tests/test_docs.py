@@ -83,3 +83,15 @@ def test_every_configuration_key_has_its_row_in_the_configuration_page() -> None
         if f"| `{'.'.join(path)}` | `{name}` |" not in page
     ]
     assert not missing, f"docs/configuration.md has no row (key, environment variable, ...) for {missing}"
+
+
+def test_the_readme_stays_a_page_a_newcomer_reads_through() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 300, f"README.md has {lines} lines: move the detail to a page of docs/"
+
+
+def test_the_docs_index_links_every_page() -> None:
+    index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
+    pages = {path.name for path in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    unlinked = sorted(name for name in pages if f"]({name})" not in index)
+    assert not unlinked, f"docs/README.md has no row linking {unlinked}: add one to its table"
