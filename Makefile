@@ -18,8 +18,8 @@ COVERAGE ?= $(CI)
 COV := $(if $(COVERAGE),--cov --cov-report=term,)
 CHECK_PROFILE ?= quick
 # pytest-xdist on every core for the unit tiers; `make test` runs two workers a core, since many of its
-# tests wait on processes they start, servers and timeouts (measured on 2 cores: 219 s with 2 workers, 158 s
-# with 4, for the CLI, stand-in and boundary tiers). The gateway tier stays on one worker (one LiteLLM proxy).
+# tests wait on processes they start, servers and timeouts. The gateway tier stays on one worker (one LiteLLM
+# proxy).
 WORKERS ?= auto
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1))")
 XDIST := -n $(WORKERS) --dist loadgroup
