@@ -47,6 +47,8 @@ from domain import (
 __all__ = ["ScriptExhaustedError", "ScriptedChat", "ScriptedRequest", "ScriptedTurn"]
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+# A message item holding one refusal part, as the adapters keep it beside the part's text.
+_REFUSAL_ITEM = '{"content":[{"type":"refusal"}],"role":"assistant","type":"message"}'
 # Each text and reasoning part streams in this many pieces, so a consumer sees it arrive in steps.
 _PIECES = 3
 
@@ -61,16 +63,20 @@ class ScriptedTurn:
 
     ``raw_arguments`` may be any string; it is parsed with :meth:`FunctionCallContent.parse`,
     exactly as the real adapters do, so malformed arguments arrive with their ``parse_error``.
+    ``refusal`` is a refusal part, as the adapters read one: its text, its message item naming it.
     """
 
     text: str = ""
     calls: tuple[tuple[str, str, str], ...] = attrs.field(default=(), converter=_calls)
     usage: Usage | None = None
     response_id: str | None = None
+    refusal: str = ""
 
     def response(self, number: int) -> ChatResponse:
         """The ``ChatResponse`` an adapter would return for this turn, the ``number``-th of the script."""
         contents: list[Content] = [TextContent(self.text)] if self.text else []
+        if self.refusal:
+            contents.append(TextContent(self.refusal, _REFUSAL_ITEM))
         contents.extend(
             FunctionCallContent.parse(call_id=call_id, name=name, raw_arguments=raw, item_id=f"fc_{call_id}")
             for call_id, name, raw in self.calls

@@ -144,6 +144,8 @@ class AgentSettings:
     """How many chunks of a long meeting are summarized at once."""
     approval_required_tools: tuple[str, ...] = ("remove_step",)
     """The workflow editor's tools whose calls wait for approval; ``[]`` (env: empty) for none."""
+    max_output_retries: int = 1
+    """How many more turns a run's typed final answer gets when it does not fit its type."""
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -167,6 +169,10 @@ class AgentSettings:
                 raise ConfigurationError(f"agent.{key}: expected a finite positive number, got {value!r}")
         if self.max_retries < 0:
             raise ConfigurationError(f"agent.max_retries: expected 0 or more, got {self.max_retries!r}")
+        if self.max_output_retries < 0:
+            raise ConfigurationError(
+                f"agent.max_output_retries: expected 0 or more, got {self.max_output_retries!r}"
+            )
         deadline = self.run_deadline_seconds
         if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
             raise ConfigurationError(

@@ -25,8 +25,9 @@ from application.events import (
 from application.grounding import UNGROUNDED, Grounding, UngroundedError
 from application.guard import GuardedToolInvoker
 from application.loop import AnsweredByLoop, LoopSettings, ToolInvokerDecorator, ToolLoop
+from application.output import OutputRefusedError, OutputValidationError, output_schema
 from application.parameters import ParameterError, json_schema_for, not_blank
-from application.run import RunState, RunStatus, ToolCallRecord, ToolRun, ToolRunError
+from application.run import OutputMode, RunState, RunStatus, ToolCallRecord, ToolRun, ToolRunError
 from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent, find_participants
 from application.tools import ToolError, ToolRegistry, error_result
 from application.transcripts import Transcript, TranscriptError, TranscriptLine
@@ -54,6 +55,9 @@ __all__ = [
     "GuardedToolInvoker",
     "LoopSettings",
     "MeetingSummary",
+    "OutputMode",
+    "OutputRefusedError",
+    "OutputValidationError",
     "ParameterError",
     "RoundFinished",
     "RoundStarted",
@@ -87,6 +91,7 @@ __all__ = [
     "json_schema_for",
     "loads",
     "not_blank",
+    "output_schema",
     "workflow_from_json",
     "workflow_to_json",
 ]

@@ -105,6 +105,15 @@ def _plain(value: object) -> object:
     return value
 
 
+# Unstructures what a field typed ``object`` holds (a run's typed ``output``) by its own class.
+_BY_CLASS: Final = cattrs.Converter()
+
+
+def _any_value(value: object) -> object:
+    """A value of any class cattrs unstructures (an attrs instance, an enum, a tuple) as JSON data."""
+    return _plain(_BY_CLASS.unstructure(value))
+
+
 def _datetime(value: object, _: object) -> datetime:
     if not isinstance(value, str):
         raise _InvalidValueError("expected an ISO 8601 date and time (a string)")
@@ -233,6 +242,7 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(datetime, _datetime)
     converter.register_structure_hook_func(lambda tp: tp == _JSON_VALUE or tp is object, _json_value)
     converter.register_unstructure_hook_func(lambda tp: tp == _JSON_VALUE, _plain)
+    converter.register_unstructure_hook_func(lambda tp: tp is object, _any_value)
     converter.register_structure_hook_func(_is_text_union, _text_union)
     unstructure_call, structure_call = _function_calls(converter)
     converter.register_unstructure_hook(FunctionCallContent, unstructure_call)

@@ -31,6 +31,14 @@ from application.events import (
     ToolCallFinished,
 )
 from application.guard import GuardedToolInvoker, parsed
+from application.output import (
+    Fitted,
+    Misfit,
+    OutputRefusedError,
+    OutputValidationError,
+    RunOutput,
+    output_spec,
+)
 from application.run import RunState, ToolCallRecord, ToolRun, ToolRunError
 from application.scrubbing import scrubbed
 from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID, error_result
@@ -102,6 +110,9 @@ class LoopSettings:
     redact: Callable[[str], str] | None = attrs.field(default=None, eq=False, repr=False)
     """Cuts secrets out of a text (the container's: the API key, header values): a failed run's
     :class:`ToolRunError` carries the run with every string in it passed through it."""
+    max_output_retries: int = attrs.field(default=1, validator=attrs.validators.ge(0))
+    """How many more turns a final answer that does not fit the run's ``output_type`` gets (see
+    :mod:`application.output`)."""
 
 
 class ToolLoop:
@@ -162,6 +173,7 @@ class ToolLoop:
         invoker: ToolInvokerPort,
         *,
         ledger: Ledger | None = None,
+        output_type: object = None,
     ) -> ToolRun:
         """Send ``messages`` with ``options`` and keep going while the model calls tools.
 
@@ -169,8 +181,16 @@ class ToolLoop:
         request asks for a whole answer (``get_response``). ``ledger`` shares one budget and
         deadline with other runs (a long meeting's chunks); by default the run has its own, from
         the settings.
+
+        ``output_type`` (an attrs class, or any type :func:`application.output_schema` describes)
+        asks for a typed final answer: each request carries the type's strict JSON schema as
+        ``text.format``, and the run's ``output`` is the final answer structured into it. A final
+        answer that does not fit gets ``max_output_retries`` more turns, told what was wrong, then
+        raises :class:`OutputValidationError`; a refusal raises :class:`OutputRefusedError`. Where
+        the route answers 400 to ``text.format``, the run asks again once with the schema in its
+        instructions (``output_mode == "prompted"``).
         """
-        return await self._whole(self._start(messages, options, invoker, ledger))
+        return await self._whole(self._start(messages, options, invoker, ledger, output_type))
 
     async def run_events(
         self,
@@ -179,6 +199,7 @@ class ToolLoop:
         invoker: ToolInvokerPort,
         *,
         ledger: Ledger | None = None,
+        output_type: object = None,
     ) -> AsyncGenerator[RunEvent[ToolRun], None]:
         """The run of :meth:`run` as events, ending with ``RunFinished(result)``, ``result`` its ``ToolRun``.
 
@@ -186,30 +207,34 @@ class ToolLoop:
         they arrive (a chat that only has whole answers gives each text part of an answer as one
         piece). Calls are reported as they are answered (under concurrent invocation, in the
         order they finish). Leaving the iteration early (``aclose()``, or cancelling the task) closes
-        the model's stream, cancels the calls in flight and starts no other tool.
+        the model's stream, cancels the calls in flight and starts no other tool. With
+        ``output_type``, ``RunFinished``'s run holds the typed ``output``.
         """
         async with contextlib.aclosing(
-            self._events(self._start(messages, options, invoker, ledger))
+            self._events(self._start(messages, options, invoker, ledger, output_type))
         ) as events:
             async for event in events:
                 yield event
 
-    async def resume(self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort) -> ToolRun:
+    async def resume(
+        self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort, *, output_type: object = None
+    ) -> ToolRun:
         """Go on with a run that stopped for approval, as if it had never stopped; a new ``ToolRun``.
 
         ``decisions`` holds one :class:`Approve` or :class:`Deny` per pending call id; a missing,
         unknown or repeated id raises ``ValueError`` before anything runs. ``invoker`` runs the tools,
-        as in :meth:`run`. ``state`` is left as it was: a host keeps the state it resumed from as
-        spent, since resuming it again would run the approved calls again.
+        as in :meth:`run`, and ``output_type`` is the run's typed answer, as the run was started with.
+        ``state`` is left as it was: a host keeps the state it resumed from as spent, since resuming
+        it again would run the approved calls again.
         """
-        return await self._whole(self._resumed(state, decisions, invoker))
+        return await self._whole(self._resumed(state, decisions, invoker, output_type))
 
     def resume_events(
-        self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort
+        self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort, *, output_type: object = None
     ) -> AsyncGenerator[RunEvent[ToolRun], None]:
         """:meth:`resume` as events, as :meth:`run_events` reports a run; the decisions are checked
         (``ValueError``) at once, before the first event is asked for."""
-        return self._events(self._resumed(state, decisions, invoker))
+        return self._events(self._resumed(state, decisions, invoker, output_type))
 
     @staticmethod
     async def _whole(run: _Run) -> ToolRun:
@@ -236,6 +261,7 @@ class ToolLoop:
         options: ChatOptions | None,
         invoker: ToolInvokerPort,
         ledger: Ledger | None = None,
+        output_type: object = None,
     ) -> _Run:
         decided = DecidedCalls(invoker)
         guard = GuardedToolInvoker(decided)
@@ -253,14 +279,19 @@ class ToolLoop:
             tuple(messages),
             options or ChatOptions(),
             self._approver,
+            None
+            if output_type is None
+            else RunOutput(output_spec(output_type), self._settings.max_output_retries),
         )
         if ledger is not None:
             run.spending = Spending(ledger)
         return run
 
-    def _resumed(self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort) -> _Run:
+    def _resumed(
+        self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort, output_type: object = None
+    ) -> _Run:
         decided = checked_decisions((request.call_id for request in state.pending), decisions)
-        run = self._start(state.messages, state.options, invoker)
+        run = self._start(state.messages, state.options, invoker, output_type=output_type)
         run.restore(state, decided)
         return run
 
@@ -298,6 +329,7 @@ class _Run:
         messages: tuple[ChatMessage, ...],
         options: ChatOptions,
         approver: Approver | None,
+        output: RunOutput | None = None,
     ) -> None:
         self.chat = chat
         self.settings = settings
@@ -318,6 +350,9 @@ class _Run:
         self.state: RunState | None = None
         # A resumed run's held answer, finished before the next request.
         self.resuming: _Round | None = None
+        # The typed answer asked for, and the final answer read into it.
+        self.output = output
+        self.value: object = None
 
     def restore(self, state: RunState, decisions: Mapping[str, ApprovalDecision]) -> None:
         """Take up ``state``'s run where it stopped, its held answer decided by ``decisions``.
@@ -333,6 +368,9 @@ class _Run:
         self.consecutive_errors = state.consecutive_errors
         self.stop_reason = state.stop_reason
         self.spending = _spent(self.settings, state)
+        if self.output is not None and state.output_mode is not None:
+            self.output.mode = state.output_mode
+            self.output.retries = state.output_retries
         response = state.responses[-1]
         # Only the calls the budget admitted are the held answer's; the rest were never answered.
         calls = response.function_calls[: len(state.held)]
@@ -352,6 +390,8 @@ class _Run:
             self.iterations,
             stop_reason=self.stop_reason,
             state=self.state,
+            output=self.value,
+            output_mode=None if self.output is None else self.output.mode,
         )
 
     def _within_budget(self, request: ChatOptions) -> ChatOptions | None:
@@ -399,6 +439,8 @@ class _Run:
                 return
         while True:
             request = attrs.evolve(self.options, initiator="agent" if self.responses else "user")
+            if self.output is not None:
+                request = self.output.request(request)
             if not self.offer_tools:
                 request = attrs.evolve(request, tools=(), tool_choice=None)
             budgeted = self._within_budget(request)
@@ -419,7 +461,9 @@ class _Run:
             # Calls made when no tools were offered are left unanswered, as the last answer.
             if not calls or not self.offer_tools:
                 yield RoundFinished(len(self.responses), response, ())
-                return
+                if self._settled(response):
+                    return
+                continue
             self.stop_reason = self._refused(response)
             if self.stop_reason is not None:
                 # None of its calls runs: each is answered with the stop, so the history stays whole.
@@ -530,6 +574,40 @@ class _Run:
             consecutive_errors=self.consecutive_errors,
             stop_reason=self.stop_reason,
             seconds_left=self.spending.seconds_left(),
+            output_mode=None if self.output is None else self.output.mode,
+            output_retries=0 if self.output is None else self.output.retries,
+        )
+
+    def _settled(self, response: ChatResponse) -> bool:
+        """Whether the final answer ends the run: it does unless a typed answer was asked for and this
+        one misfits with a retry left (then the turn telling the model what was wrong is added).
+        A misfit with no retry left, or a refusal, raises, with the run so far."""
+        if self.output is None:
+            return True
+        verdict = self.output.judge(response)
+        if isinstance(verdict, Fitted):
+            self.value = verdict.value
+            return True
+        if isinstance(verdict, Misfit):
+            retry = self.output.retry(verdict)
+            if retry is not None:
+                self.produced.append(retry)
+                return False
+            redact = self.settings.redact
+            raise OutputValidationError(
+                "the final answer does not fit the output type: " + "; ".join(verdict.problems),
+                raw_text=verdict.text if redact is None else redact(verdict.text),
+                problems=verdict.problems,
+                run=self._scrubbed(self.result()),
+                response_id=response.response_id,
+                model_id=response.model_id,
+            )
+        raise OutputRefusedError(
+            "the model refused to give the typed answer",
+            refusal=verdict.refusal,
+            run=self._scrubbed(self.result()),
+            response_id=response.response_id,
+            model_id=response.model_id,
         )
 
     async def _finish(self, answering: _Round) -> AsyncGenerator[_LoopEvent, None]:
@@ -566,34 +644,42 @@ class _Run:
     ) -> AsyncGenerator[TextDelta, None]:
         """Send the conversation so far; the text as it arrives, and the whole response into ``answer``."""
         conversation = (*self.messages, *self.produced)
-        updates: list[ChatResponseUpdate] = []
-        try:
-            if not stream:
-                async with asyncio.timeout(self._bound()):
-                    answer.response = await self.chat.get_response(conversation, request)
-                return
-            pieces = aiter(self.chat.get_streaming_response(conversation, request))
+        while True:
+            updates: list[ChatResponseUpdate] = []
             try:
-                while True:
-                    # Each wait bounded on its own: a timeout must not span the yield to the caller.
+                if not stream:
                     async with asyncio.timeout(self._bound()):
-                        update = await anext(pieces, None)
-                    if update is None:
-                        break
-                    updates.append(update)
-                    if update.text:
-                        yield TextDelta(update.text)
-            finally:
-                await _close(pieces)
-            answer.response = ChatResponse.from_updates(updates)
-        except TimeoutError:
-            # The chat did not keep to the deadline its options gave it; the run's own bound did.
-            if not self._stopped_by_deadline(ChatResponse.from_updates(updates) if updates else None):
-                raise
-        except ChatError as error:
-            partial = ChatResponse.from_updates(updates) if updates else error.partial
-            if not self._stopped_by_deadline(partial):
-                raise ToolRunError.from_error(error, self._scrubbed(self.result())) from error
+                        answer.response = await self.chat.get_response(conversation, request)
+                    return
+                pieces = aiter(self.chat.get_streaming_response(conversation, request))
+                try:
+                    while True:
+                        # Each wait bounded on its own: a timeout must not span the yield to the caller.
+                        async with asyncio.timeout(self._bound()):
+                            update = await anext(pieces, None)
+                        if update is None:
+                            break
+                        updates.append(update)
+                        if update.text:
+                            yield TextDelta(update.text)
+                finally:
+                    await _close(pieces)
+                answer.response = ChatResponse.from_updates(updates)
+                return
+            except TimeoutError:
+                # The chat did not keep to the deadline its options gave it; the run's own bound did.
+                if not self._stopped_by_deadline(ChatResponse.from_updates(updates) if updates else None):
+                    raise
+                return
+            except ChatError as error:
+                if not updates and self.output is not None and self.output.fall_back(error):
+                    # The route refused text.format: the same request, the schema in its instructions.
+                    request = self.output.request(request)
+                    continue
+                partial = ChatResponse.from_updates(updates) if updates else error.partial
+                if not self._stopped_by_deadline(partial):
+                    raise ToolRunError.from_error(error, self._scrubbed(self.result())) from error
+                return
 
     def _scrubbed(self, run: ToolRun) -> ToolRun:
         # A gateway can echo a secret into an answer; the error a host logs must not carry it.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -81,11 +83,41 @@ def _string_literal(tp: object) -> tuple[str, ...] | None:
     return None
 
 
+def _json_type(value: object) -> str | None:
+    """The JSON Schema type of a literal or enum value: a string, an integer or a boolean."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
+def _choices(tp: object) -> tuple[object, ...] | None:
+    """The JSON values a ``Literal`` or an ``Enum`` allows (strings, integers, booleans), None for
+    any other type or for one with a value of another kind."""
+    if get_origin(tp) is Literal:
+        values: tuple[object, ...] = get_args(tp)
+    elif isinstance(tp, type) and issubclass(tp, enum.Enum):
+        values = tuple(member.value for member in tp)
+    else:
+        return None
+    if values and all(_json_type(v) is not None for v in values):
+        return values
+    return None
+
+
+def _choice_schema(values: tuple[object, ...]) -> dict[str, object]:
+    kinds = list(dict.fromkeys(typing.cast(str, _json_type(v)) for v in values))
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": list(values)}
+
+
 def supported_type(tp: object) -> bool:
     """True for the annotations a parameter class may use (and :func:`json_schema_for` can describe)."""
     if isinstance(tp, type) and tp in _SCALARS:
         return True
-    if _string_literal(tp) is not None:
+    if _choices(tp) is not None:
         return True
     inner = _optional_inner(tp)
     if inner is None:
@@ -101,9 +133,9 @@ def describe_type(tp: object) -> str:
     """What a value of ``tp`` looks like, in words, for error messages."""
     if isinstance(tp, type) and tp in _SCALAR_NAMES:
         return _SCALAR_NAMES[tp]
-    literal = _string_literal(tp)
-    if literal is not None:
-        return "one of " + ", ".join(f'"{v}"' for v in literal)
+    choices = _choices(tp)
+    if choices is not None:
+        return "one of " + ", ".join(json.dumps(v) for v in choices)
     inner = _optional_inner(tp)
     if inner is not None:
         return f"{describe_type(inner)} or null"
@@ -115,6 +147,8 @@ def describe_type(tp: object) -> str:
 
 def _nullable(schema: dict[str, object]) -> dict[str, object]:
     kind = schema.get("type")
+    if isinstance(kind, list) and "enum" in schema:
+        return {**schema, "type": [*kind, "null"], "enum": [*typing.cast(list[object], schema["enum"]), None]}
     if isinstance(kind, str) and kind != "object":
         nullable = {**schema, "type": [kind, "null"]}
         if "enum" in schema:
@@ -126,9 +160,9 @@ def _nullable(schema: dict[str, object]) -> dict[str, object]:
 def _schema(tp: object) -> dict[str, object]:
     if isinstance(tp, type) and tp in _SCALARS:
         return dict(_SCALARS[tp])
-    literal = _string_literal(tp)
-    if literal is not None:
-        return {"type": "string", "enum": list(literal)}
+    choices = _choices(tp)
+    if choices is not None:
+        return _choice_schema(choices)
     inner = _optional_inner(tp)
     if inner is not None:
         return _nullable(_schema(inner))
@@ -211,6 +245,21 @@ def _strict_sequence_factory(
     return factory
 
 
+def _strict_choice(tp: Any) -> Callable[[object, type], object]:
+    """A Literal's or an Enum's structuring that takes only its own values, of their own JSON type
+    (``true`` is not ``1``); an Enum's value becomes its member."""
+    values = typing.cast(tuple[object, ...], _choices(tp))
+    results: tuple[object, ...] = tuple(tp) if isinstance(tp, type) and issubclass(tp, enum.Enum) else values
+
+    def structure(value: object, _: type) -> object:
+        for allowed, result in zip(values, results, strict=True):
+            if value.__class__ is allowed.__class__ and value == allowed:
+                return result
+        raise _WrongTypeError(describe_type(tp))
+
+    return structure
+
+
 def _optional_factory(converter: cattrs.Converter) -> Callable[[Any], Callable[[object, type], object]]:
     def factory(tp: Any) -> Callable[[object, type], object]:
         inner = _optional_inner(tp)
@@ -270,6 +319,10 @@ def strict_converter() -> cattrs.Converter:
     )
     converter.register_structure_hook_factory(
         lambda tp: isinstance(tp, type) and attrs.has(tp), _strict_object_factory(converter)
+    )
+    # String literals keep cattrs's own hook, which already takes only their values.
+    converter.register_structure_hook_factory(
+        lambda tp: _choices(tp) is not None and _string_literal(tp) is None, _strict_choice
     )
     return converter
 

@@ -22,9 +22,13 @@ from domain import (
     Workflow,
 )
 
-__all__ = ["RunState", "RunStatus", "ToolCallRecord", "ToolRun", "ToolRunError"]
+__all__ = ["OutputMode", "RunState", "RunStatus", "ToolCallRecord", "ToolRun", "ToolRunError"]
 
 RunStatus: TypeAlias = Literal["done", "awaiting_approval"]
+
+OutputMode: TypeAlias = Literal["json_schema", "prompted"]
+"""How a run asked for its typed answer: the provider's ``text.format`` (``json_schema``), or the
+schema written into the instructions (``prompted``) where the route refused ``text.format``."""
 
 
 @attrs.frozen
@@ -56,7 +60,8 @@ class RunState:
     the held calls, so the resumed run ends after them; ``seconds_left`` of its deadline: the time
     waiting for a decision does not count), and the pipeline it belongs to (``pipeline``:
     ``"workflow_editor"``, or None for a host's own tools) with that pipeline's own state
-    (``workflow``: the editor's copy as edited so far).
+    (``workflow``: the editor's copy as edited so far). A run asked for a typed answer keeps how it
+    asks (``output_mode``) and the misfit retries it has left (``output_retries``).
 
     Resuming never changes a state, so a state resumed twice would run its approved calls twice: a
     host keeps the state it resumed from as spent.
@@ -76,6 +81,8 @@ class RunState:
     seconds_left: float | None = None
     pipeline: str | None = None
     workflow: Workflow | None = None
+    output_mode: OutputMode | None = None
+    output_retries: int = 0
 
 
 _NO_ANSWER = ChatResponse()
@@ -96,6 +103,12 @@ class ToolRun:
     A run that stopped for approval has ``state`` (a :class:`RunState`): its ``status`` is then
     ``"awaiting_approval"`` and ``pending`` lists the calls waiting for a decision; its last
     answer's calls have no ``tool`` message yet, and ``tool_calls`` holds only the calls answered.
+
+    A run asked for a typed answer (``ToolLoop.run(..., output_type=T)``) has ``output``, the final
+    answer structured into ``T``, and ``output_mode``, how it was asked for (``"prompted"`` when the
+    route refused ``text.format`` and the schema went in the instructions). ``output`` is derived
+    from the final answer's text, which the run keeps; it takes no part in equality, and a run
+    loaded from its document has its JSON form.
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -104,6 +117,8 @@ class ToolRun:
     iterations: int = 0
     stop_reason: StopReason | None = None
     state: RunState | None = None
+    output: object = attrs.field(default=None, eq=False)
+    output_mode: OutputMode | None = None
 
     @property
     def status(self) -> RunStatus:

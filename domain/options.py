@@ -54,6 +54,14 @@ class ChatOptions:
     ``extra_body`` carries provider-specific keys that are sent as they are.
     ``deadline_seconds``, when set, bounds this request end to end where the chat's own deadline is
     longer (the tool loop passes a run's time left); it is not sent.
+
+    ``response_format`` is the answer's format as the Responses API's ``text.format`` takes it (e.g.
+    ``{"type": "json_schema", "name": ..., "schema": ..., "strict": True}``), for a host that brings
+    its own schema; ``ToolLoop.run(..., output_type=T)`` derives one from a type instead.
+    ``previous_response_id`` continues a conversation the provider stored, so the request carries
+    only what is new since that response. ``prompt_cache_key`` groups requests that share a prefix
+    for the provider's prompt cache; ``prompt_cache_retention`` asks it to keep them longer
+    (``"24h"``).
     """
 
     instructions: str | None = None
@@ -69,3 +77,9 @@ class ChatOptions:
     metadata: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     extra_body: Mapping[str, object] | None = attrs.field(default=None, hash=False)
     deadline_seconds: float | None = None
+    response_format: Mapping[str, object] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(_read_only), hash=False
+    )
+    previous_response_id: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None

@@ -64,6 +64,14 @@ class Usage:
             _add(self.cost_usd, other.cost_usd),
         )
 
+    @property
+    def cached_share(self) -> float | None:
+        """The share of the input tokens the provider read from its prompt cache (0.0 to 1.0); None when
+        either count was not reported or no input was counted."""
+        if self.cached_input_tokens is None or not self.input_tokens:
+            return None
+        return self.cached_input_tokens / self.input_tokens
+
     def with_cost(self, cost_usd: float | None) -> Usage:
         """This usage with ``cost_usd`` set; None leaves it as it is."""
         return self if cost_usd is None else attrs.evolve(self, cost_usd=cost_usd)

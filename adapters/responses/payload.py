@@ -245,6 +245,14 @@ class ResponsesPayloadBuilder:
             body["temperature"] = options.temperature
         if options.metadata is not None:
             body["metadata"] = dict(options.metadata)
+        if options.response_format is not None:
+            body["text"] = {"format": _plain(options.response_format)}
+        if options.previous_response_id is not None:
+            body["previous_response_id"] = options.previous_response_id
+        if options.prompt_cache_key is not None:
+            body["prompt_cache_key"] = options.prompt_cache_key
+        if options.prompt_cache_retention is not None:
+            body["prompt_cache_retention"] = options.prompt_cache_retention
         if options.extra_body:
             if "stream" in options.extra_body:
                 raise ValueError("extra_body cannot set stream: the adapter chosen decides it")

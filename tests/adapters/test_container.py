@@ -258,6 +258,13 @@ def test_a_toml_file_configures_the_container(container: Container, tmp_path: Pa
     assert container.settings().agent.api_key.reveal() == "sk-toml"
 
 
+def test_the_loop_keys_reach_the_containers_tool_loop(container: Container) -> None:
+    container.config.from_dict(
+        {"agent": {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-test", "max_output_retries": 3}}
+    )
+    assert container.tool_loop().settings.max_output_retries == 3
+
+
 # ---------------------------------------------------------------- the chains
 
 

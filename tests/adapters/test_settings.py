@@ -81,6 +81,7 @@ def test_environment_values_are_typed() -> None:
         ({"agent": {"timeout_seconds": "soon"}}, "agent.timeout_seconds: expected a finite number"),
         ({"agent": {"timeout_seconds": 0}}, "agent.timeout_seconds: expected a finite positive number"),
         ({"agent": {"max_retries": -1}}, "agent.max_retries: expected 0 or more"),
+        ({"agent": {"max_output_retries": -1}}, "agent.max_output_retries: expected 0 or more"),
         (
             {"agent": {"reasoning_effort": "ultra"}},
             "agent.reasoning_effort: expected one of none/minimal/low",
@@ -267,7 +268,12 @@ def test_the_documented_budget_example_is_a_configuration_that_resolves() -> Non
 
 
 HINTS = typing.get_type_hints(AgentSettings)
-NUMERIC_KEYS = [name for name, hint in HINTS.items() if hint in (int, float) and name != "max_retries"]
+# The counts of retries may be 0; each has its own case above.
+NUMERIC_KEYS = [
+    name
+    for name, hint in HINTS.items()
+    if hint in (int, float) and name not in ("max_retries", "max_output_retries")
+]
 
 
 @pytest.mark.parametrize("key", NUMERIC_KEYS)

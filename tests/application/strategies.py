@@ -3,9 +3,14 @@ every value a run document holds."""
 
 from __future__ import annotations
 
+import enum
+import itertools
 import json
 import re
+import types
+import typing
 from datetime import UTC
+from typing import Any, Literal
 
 import attrs
 from hypothesis import strategies as st
@@ -270,3 +275,80 @@ def spoilt_captions(draw: st.DrawFn) -> str:
         cut = draw(st.integers(min_value=0, max_value=5))
         text = text[:at] + junk + text[at + cut :]
     return text
+
+
+# ---------------------------------------------------------------- typed final answers (application.output)
+# Types a run may ask its final answer in, built at random: scalars, literals and enums at the leaves;
+# optionals, lists, tuples and attrs classes (made on the fly) around them; and a strategy for the
+# values of each type.
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Priority(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+_LEAF_TYPES: tuple[object, ...] = (
+    str,
+    int,
+    float,
+    bool,
+    Literal["a", "b"],
+    Literal[1, 2, 3],
+    Literal[True],
+    Colour,
+    Priority,
+)
+_shape_names = itertools.count()
+
+
+def _attrs_class(field_types: list[object]) -> type:
+    fields = {f"f{index}": attrs.field(type=typing.cast(Any, tp)) for index, tp in enumerate(field_types)}
+    return attrs.make_class(f"Shape{next(_shape_names)}", fields, frozen=True)
+
+
+def _wrapped(children: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(
+        children.map(lambda tp: tp | None),  # type: ignore[operator]  # a type, or a typing form
+        children.map(lambda tp: list[tp]),  # type: ignore[valid-type]  # built at run time
+        children.map(lambda tp: tuple[tp, ...]),  # type: ignore[valid-type]  # built at run time
+        st.lists(children, max_size=4).map(_attrs_class),
+    )
+
+
+output_types: st.SearchStrategy[object] = st.recursive(st.sampled_from(_LEAF_TYPES), _wrapped, max_leaves=8)
+"""A type a final answer may be asked in (the root an attrs class or anything else)."""
+
+output_classes: st.SearchStrategy[type] = st.lists(output_types, max_size=5).map(_attrs_class)
+"""An attrs class of such fields: the usual root of a typed answer."""
+
+
+def values_of(tp: object) -> st.SearchStrategy[Any]:
+    """Every value of ``tp`` (one of :data:`output_types`) that JSON can carry."""
+    simple: dict[object, st.SearchStrategy[Any]] = {
+        str: st.text(max_size=8),
+        int: st.integers(),
+        float: st.floats(allow_nan=False, allow_infinity=False),
+        bool: st.booleans(),
+    }
+    if tp in simple:
+        return simple[tp]
+    if typing.get_origin(tp) is Literal:
+        return st.sampled_from(typing.get_args(tp))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return st.sampled_from(list(tp))
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        inner = next(arg for arg in typing.get_args(tp) if arg is not type(None))
+        return st.none() | values_of(inner)
+    if typing.get_origin(tp) is list:
+        return st.lists(values_of(typing.get_args(tp)[0]), max_size=3)
+    if typing.get_origin(tp) is tuple:
+        return st.lists(values_of(typing.get_args(tp)[0]), max_size=3).map(tuple)
+    if not (isinstance(tp, type) and attrs.has(tp)):
+        raise TypeError(f"not one of output_types: {tp!r}")
+    return st.builds(tp, **{field.name: values_of(field.type) for field in attrs.fields(tp)})

@@ -400,6 +400,7 @@ def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
         "max_output_tokens": None,
         "max_calls_per_response": 128,
         "redact": None,
+        "max_output_retries": 1,
     }
     with pytest.raises(ValueError, match="max_tool_iterations"):
         LoopSettings(max_tool_iterations=0)
