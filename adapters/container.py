@@ -57,7 +57,10 @@ class _Closables:
 
 
 def chat_key(settings: Settings) -> str:
-    """The ``chat`` selector's key: ``streaming`` or ``json``, from ``agent.use_streaming``."""
+    """The ``chat`` selector's key: ``replay`` with ``agent.replay_from``, else ``streaming`` or ``json``
+    from ``agent.use_streaming``."""
+    if settings.agent.replay_from is not None:
+        return "replay"
     return "streaming" if settings.agent.use_streaming else "json"
 
 
@@ -68,12 +71,28 @@ def chat_key(settings: Settings) -> str:
 HTTP_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=4.0)
 
 
+def _recording_transport(settings: Settings) -> httpx.AsyncBaseTransport | None:
+    """With ``agent.record_to``, the transport that writes each exchange to a cassette there."""
+    agent = settings.agent
+    if agent.record_to is None:
+        return None
+    from adapters.cassettes import Recorder
+
+    headers = _responses_settings(settings).extra_headers.values()
+    return Recorder(
+        agent.record_to,
+        httpx.AsyncHTTPTransport(limits=HTTP_LIMITS),
+        secrets=[agent.api_key.reveal(), *headers],
+    )
+
+
 def _build_http_client(settings: Settings, closables: _Closables) -> httpx.AsyncClient:
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(
             settings.agent.timeout_seconds, connect=min(10.0, settings.agent.timeout_seconds)
         ),
         limits=HTTP_LIMITS,
+        transport=_recording_transport(settings),
         # A redirect would re-send the whole conversation to whatever origin the gateway names.
         follow_redirects=False,
     )
@@ -119,6 +138,19 @@ def _section(settings: Settings, section: type[_Section]) -> _Section:
 
 def _responses_settings(settings: Settings) -> ResponsesSettings:
     return _section(settings, ResponsesSettings)
+
+
+def _replay_chat(
+    settings: Settings, responses_settings: ResponsesSettings, closables: _Closables
+) -> ChatPort:
+    from adapters.cassettes import ReplayChat
+
+    assert settings.agent.replay_from is not None  # chat_key names "replay" only then
+    chat = ReplayChat(
+        settings.agent.replay_from, settings=responses_settings, streaming=settings.agent.use_streaming
+    )
+    closables.add(chat.aclose)
+    return chat
 
 
 def _chat_chain(adapter: ChatPort, decorators: Sequence[ChatDecorator]) -> ChatPort:
@@ -354,6 +386,8 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         providers.Callable(chat_key, settings),
         streaming=providers.Singleton(ResponsesSseAdapter, openai_client, responses_settings),
         json=providers.Singleton(ResponsesJsonAdapter, openai_client, responses_settings),
+        # agent.replay_from: answers from a cassette through the same adapters, with no gateway.
+        replay=providers.Singleton(_replay_chat, settings, responses_settings, closables),
     )
 
     # Chains

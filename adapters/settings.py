@@ -146,6 +146,10 @@ class AgentSettings:
     """The workflow editor's tools whose calls wait for approval; ``[]`` (env: empty) for none."""
     max_output_retries: int = 1
     """How many more turns a run's typed final answer gets when it does not fit its type."""
+    record_to: str | None = None
+    """A directory: every HTTP exchange of the container's runs goes to a cassette there (secrets cut)."""
+    replay_from: str | None = None
+    """A cassette file or directory: the chat answers from it, with no gateway (``adapters.ReplayChat``)."""
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -189,6 +193,10 @@ class AgentSettings:
             )
         if self.base_url is not None:
             _check_base_url(self.base_url)
+        if self.record_to is not None and self.replay_from is not None:
+            raise ConfigurationError(
+                "agent.record_to: set together with agent.replay_from; a replayed run sends nothing to record"
+            )
         unknown = [name for name in self.approval_required_tools if name not in WORKFLOW_TOOLS]
         if unknown:
             raise ConfigurationError(

@@ -9,6 +9,7 @@ import io
 import os
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import attrs
@@ -142,6 +143,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         except UnknownScenarioError as exc:
             raise ConfigurationError(f"--scenario: {exc}") from None
         agent["offline_scenario"] = args.scenario
+    if getattr(args, "record", None) is not None:
+        agent["record_to"] = str(args.record)
+    if getattr(args, "replay", None) is not None:
+        replay = Path(args.replay)
+        if not replay.exists():
+            raise ConfigurationError(f"--replay {str(replay)!r}: no such cassette file or directory")
+        agent["replay_from"] = str(replay)
     return {"agent": agent} if agent else {}
 
 
@@ -339,11 +347,16 @@ def _on_terminal(console: Console) -> bool:
 def _endpoint(settings: Settings, console: Console) -> Iterator[Settings]:
     """The settings to run with: the configured gateway, or an offline stand-in started here."""
     agent = settings.agent
+    model = OFFLINE_MODEL + (f":{agent.offline_scenario}" if agent.offline_scenario else "")
+    if agent.replay_from is not None:
+        console.info(f"Endpoint: REPLAY of {agent.replay_from} (no gateway is asked)")
+        # The model a request names is the one the recording named: the gateway's, or the stand-in's.
+        yield settings if agent.base_url else attrs.evolve(settings, agent=attrs.evolve(agent, model=model))
+        return
     if agent.base_url:
         console.info(f"Endpoint: {shown_url(agent.base_url)} (model {agent.model})")
         yield settings
         return
-    model = OFFLINE_MODEL + (f":{agent.offline_scenario}" if agent.offline_scenario else "")
     with OfflineResponsesServer(dialect=agent.offline_dialect) as server:
         if not console.chatty:
             # Even a script is told, in one line, that no language model answers (the banner says more).
@@ -578,6 +591,10 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
         console.redactor = Redactor([environ.get("AGENT_API_KEY"), settings.agent.api_key.reveal()])
         if args.command in ("batch", "worker"):
             return _batch_commands(args, console, settings)
+        if args.command == "eval":
+            from adapters.cli.evaluation import eval_command
+
+            return eval_command(args, console, settings, _endpoint)
         work = _work(args, settings, console)
         recorder = _span_recorder(args)
     except (ConfigurationError, InputError) as exc:
@@ -627,6 +644,12 @@ async def _session(
                 async with live:
                     result = await _run(args.command, work, running, live, recorder, approver)
             except ChatError as exc:
+                if _replay_mismatch(exc):
+                    message, _, diff = str(exc).partition("\n")
+                    console.error(message)
+                    if diff:
+                        console.block(console.redact(diff))
+                    return EXIT_USAGE
                 console.error(describe_failure(exc, running.agent, console.redact))
                 console.details(failure_details(exc, console.redact))
                 if work.save_run is not None and isinstance(exc, ToolRunError):
@@ -643,6 +666,13 @@ async def _session(
             # Whatever the outcome: a failed run's tree shows where it failed.
             console.block("\nTrace (span, duration, tokens, error):\n" + recorder.render())
             recorder.shutdown()
+
+
+def _replay_mismatch(error: ChatError) -> bool:
+    """A request ``--replay``'s cassettes do not hold: bad input (exit 2), not a failed model."""
+    from adapters.cassettes import ReplayMismatchError
+
+    return isinstance(error, ReplayMismatchError)
 
 
 def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int:

@@ -150,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
         help="print the transcript lines each action item and decision cites under it (--format text)",
     )
     _add_save_run(summarize)
+    _add_cassette_options(summarize)
     _add_global_options(summarize, copy=True)
 
     edit = commands.add_parser(
@@ -186,10 +187,78 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_save_run(edit)
     _add_state_option(edit)
+    _add_cassette_options(edit)
     _add_global_options(edit, copy=True)
     _add_resume_command(commands)
     _add_batch_commands(commands)
+    _add_eval_command(commands)
     return parser
+
+
+def _add_cassette_options(parser: argparse.ArgumentParser) -> None:
+    """``--record DIR`` and ``--replay DIR``: a run's exchanges kept as a cassette, or answered from one."""
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="DIR",
+        help="write every request and answer of the run to a cassette in DIR (JSON lines, secrets cut; "
+        "it holds the run's content)",
+    )
+    parser.add_argument(
+        "--replay",
+        type=Path,
+        metavar="DIR",
+        help="answer from the cassettes in DIR (or one cassette file) with no gateway; a request they do "
+        "not hold exits 2 with a diff",
+    )
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
+    return value
+
+
+def _add_eval_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """``eval``: labelled meetings summarized and scored."""
+    evaluate = commands.add_parser(
+        "eval",
+        help="summarize labelled meetings and report precision and recall",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            'Summarize every meeting of DATASET (JSON lines: {"transcript", "action_items": [{"owner",\n'
+            '"task"}], "decisions": [...]}; without DATASET the built-in labelled meetings) and report, per\n'
+            "meeting and in total, precision and recall of action items and decisions, the share of calls\n"
+            "refused as ungrounded, requests, tokens, cost and time."
+        ),
+        epilog="Exit codes: 0 done, 2 bad input (or a request --replay does not hold), 3 a --min-* line "
+        "missed.",
+    )
+    evaluate.add_argument("dataset", nargs="?", type=Path, metavar="DATASET", help="a JSON-lines file")
+    evaluate.add_argument(
+        "--min-precision",
+        type=_share,
+        metavar="P",
+        help="exit 3 when action items' or decisions' precision is below P",
+    )
+    evaluate.add_argument(
+        "--min-recall",
+        type=_share,
+        metavar="R",
+        help="exit 3 when action items' or decisions' recall is below R",
+    )
+    evaluate.add_argument(
+        "--judge-model",
+        metavar="MODEL",
+        help="also ask MODEL, through the same gateway, to score each summary's completeness and "
+        "faithfulness",
+    )
+    _add_cassette_options(evaluate)
+    _add_global_options(evaluate, copy=True)
 
 
 def _add_state_option(parser: argparse.ArgumentParser) -> None:
@@ -234,6 +303,7 @@ def _add_resume_command(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     resume.add_argument("--force", action="store_true", help="allow --output to replace STATE_FILE itself")
     _add_state_option(resume)
+    _add_cassette_options(resume)
     _add_global_options(resume, copy=True)
 
 
@@ -289,6 +359,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="N",
         help="the same in tokens (input and output) across the batch",
     )
+    _add_cassette_options(batch)
     _add_global_options(batch, copy=True)
 
     worker = commands.add_parser(
