@@ -161,16 +161,39 @@ def request_digest(method: str, path: str, body: object) -> str:
 
 
 def request_diff(recorded: object, sent: object) -> str:
-    """A short unified diff from a recorded request body to the one sent, as indented JSON."""
+    """A short unified diff from a recorded request body to the one sent, as indented JSON; a long
+    changed line is cut to a window around where it first differs from its counterpart."""
 
     def lines(body: object) -> list[str]:
-        text = json.dumps(_matched_part(body), sort_keys=True, indent=1, ensure_ascii=False)
-        return [line[:_DIFF_LINE_CHARS] for line in text.splitlines()]
+        return json.dumps(_matched_part(body), sort_keys=True, indent=1, ensure_ascii=False).splitlines()
 
     diff = list(difflib.unified_diff(lines(recorded), lines(sent), "recorded", "sent", n=1, lineterm=""))
-    if len(diff) > _DIFF_LINES:
-        diff = [*diff[:_DIFF_LINES], f"... ({len(diff) - _DIFF_LINES} more lines)"]
-    return "\n".join(diff)
+    for at, line in enumerate(diff):
+        if line.startswith("-") and not line.startswith("---") and at + 1 < len(diff):
+            other = diff[at + 1]
+            if other.startswith("+") and not other.startswith("+++"):
+                start = max(0, _common_prefix(line[1:], other[1:]) - _DIFF_LINE_CHARS // 2)
+                diff[at], diff[at + 1] = _window(line, start), _window(other, start)
+    shown = [line if len(line) <= _DIFF_LINE_CHARS else line[:_DIFF_LINE_CHARS] + "..." for line in diff]
+    if len(shown) > _DIFF_LINES:
+        shown = [*shown[:_DIFF_LINES], f"... ({len(shown) - _DIFF_LINES} more lines)"]
+    return "\n".join(shown)
+
+
+def _common_prefix(one: str, other: str) -> int:
+    """How many characters ``one`` and ``other`` share from their start."""
+    return next(
+        (at for at, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other))
+    )
+
+
+def _window(line: str, start: int) -> str:
+    """``line``'s sign, then its text from ``start`` on (marked cut), at most a diff line long."""
+    if start == 0:
+        return line
+    text = line[1 + start :]
+    cut = text[:_DIFF_LINE_CHARS] + ("..." if len(text) > _DIFF_LINE_CHARS else "")
+    return f"{line[0]}...{cut}"
 
 
 def kept_headers(headers: Iterable[tuple[str, str]], *, response: bool) -> dict[str, str]:

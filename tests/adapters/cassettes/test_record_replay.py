@@ -163,3 +163,16 @@ def test_the_package_root_names_the_record_and_replay_adapters() -> None:
     )
     with pytest.raises(AttributeError):
         _ = adapters.NoSuchThing
+
+
+def test_a_diff_shows_where_a_long_line_first_differs() -> None:
+    from adapters.cassettes.format import request_diff
+
+    said = "Ana: " + "and then " * 100
+    diff = request_diff({"input": said + "we ship."}, {"input": said + "we wait.", "stream": True})
+
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("---", "+++")]
+    assert [line[:4] for line in changed] == ["-...", "+..."]
+    assert changed[0].endswith('we ship."')
+    assert changed[1].endswith('we wait."')
+    assert "stream" not in diff, "what a replay ignores is not a difference"
