@@ -14,6 +14,7 @@ from application.loop import ToolLoop
 from application.parameters import not_blank
 from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent
 from application.tools import ToolRegistry
+from application.transcripts import FORMATS, Transcript, TranscriptError, detect_format
 from domain import ChatError, ChatMessage, ChatOptions
 
 __all__ = [
@@ -50,9 +51,17 @@ class LabelledMeeting:
     """A transcript and what its summary should hold."""
 
     name: str
-    transcript: str
+    transcript: str | Transcript
+    """Plain text, or a transcript imported from captions or diarized JSON."""
     action_items: tuple[ExpectedItem, ...]
     decisions: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The transcript as the model reads it."""
+        if isinstance(self.transcript, Transcript):
+            return "\n".join(self.transcript.framed_lines())
+        return self.transcript
 
 
 def _text(value: object, where: str) -> str:
@@ -61,9 +70,27 @@ def _text(value: object, where: str) -> str:
     return value
 
 
+def _transcript(value: Mapping[str, Any]) -> str | Transcript:
+    """The meeting's transcript: plain text stays text; captions or diarized JSON (found from the
+    content, or named by ``format``) are imported, their labels named by ``speakers``."""
+    text = _text(value.get("transcript"), "transcript")
+    chosen, speakers = value.get("format"), value.get("speakers", {})
+    if chosen is not None and chosen not in FORMATS:
+        raise DatasetError(f"format: expected one of {', '.join(FORMATS)}, got {chosen!r}")
+    if not isinstance(speakers, Mapping) or not all(isinstance(v, str) for v in speakers.values()):
+        raise DatasetError("speakers: expected an object mapping labels to names")
+    if chosen is None and not speakers and detect_format(text) == "text":
+        return text
+    try:
+        return Transcript.parse(text, chosen, speakers)
+    except TranscriptError as exc:
+        raise DatasetError(f"transcript: {exc}") from None
+
+
 def labelled_meeting(value: object, *, name: str) -> LabelledMeeting:
     """A labelled meeting from its JSON form: ``{"transcript", "action_items": [{"owner", "task"}],
-    "decisions": [str], "name"?}``; :class:`DatasetError` naming the first bad field."""
+    "decisions": [str], "name"?, "format"?, "speakers"?}``; :class:`DatasetError` naming the first bad
+    field."""
     if not isinstance(value, Mapping):
         raise DatasetError("expected an object with transcript, action_items and decisions")
     items = value.get("action_items", [])
@@ -85,7 +112,7 @@ def labelled_meeting(value: object, *, name: str) -> LabelledMeeting:
     given_name = value.get("name", name)
     return LabelledMeeting(
         name=_text(given_name, "name"),
-        transcript=_text(value.get("transcript"), "transcript"),
+        transcript=_transcript(value),
         action_items=tuple(expected),
         decisions=tuple(_text(text, f"decisions[{index}]") for index, text in enumerate(decisions)),
     )
@@ -326,7 +353,7 @@ async def evaluate_meeting(
         and record.result.result.get("error") == UNGROUNDED
     )
     usage = summary.usage
-    judgement = await judge.judge(meeting.transcript, summary) if judge is not None else None
+    judgement = await judge.judge(meeting.text, summary) if judge is not None else None
     return MeetingEvaluation(
         name=meeting.name,
         action_items=score_action_items(meeting.action_items, summary.action_items),

@@ -188,3 +188,40 @@ def test_a_labelled_meeting_reads_its_labels() -> None:
     assert meeting == LabelledMeeting(
         "line-1", TRANSCRIPT, (ExpectedItem("Chen", "fix the build"),), ("ship",)
     )
+
+
+CAPTIONS = """\
+WEBVTT
+
+1
+00:00:01.000 --> 00:00:03.000
+<v Ann>Let's start with the release.</v>
+
+2
+00:00:04.000 --> 00:00:06.000
+<v Chen>I will fix the build by Friday.</v>
+"""
+
+
+def test_a_labelled_meeting_in_captions_is_imported_with_its_times() -> None:
+    meeting = labelled_meeting({"transcript": CAPTIONS, "action_items": [], "decisions": []}, name="m")
+    assert not isinstance(meeting.transcript, str)
+    assert [line.speaker for line in meeting.transcript.lines] == ["Ann", "Chen"]
+    assert meeting.text.splitlines()[1] == "[00:04] Chen: I will fix the build by Friday."
+    with pytest.raises(DatasetError, match="transcript: "):
+        labelled_meeting({"transcript": CAPTIONS.replace("00:00:04.000", "00:00:0x")}, name="m")
+    with pytest.raises(DatasetError, match="format: expected one of"):
+        labelled_meeting({"transcript": CAPTIONS, "format": "docx"}, name="m")
+
+
+async def test_a_meeting_in_captions_is_evaluated_on_its_imported_lines() -> None:
+    meeting = labelled_meeting(
+        {"transcript": CAPTIONS, "action_items": [{"owner": "Chen", "task": "fix the build"}]}, name="m"
+    )
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "record_action_item", CHEN_FIXES.replace("[3]", "[2]")),)),
+        ScriptedTurn(text="Chen fixes the build."),
+    )
+    evaluation = await evaluate([meeting], SummaryAgent(chat, LoopSettings()))
+    assert evaluation.meetings[0].action_items == Score(1, 1, 1)
+    assert "[00:04] Chen: I will fix the build by Friday." in chat.requests[0].messages[-1].text
