@@ -27,11 +27,23 @@ APPROVAL_DENIED: Final = "approval_denied"
 
 @attrs.frozen
 class ApprovalRequest:
-    """A call that waits for a person's decision: its id, the tool's name and the parsed arguments."""
+    """A call that waits for a person's decision: its id, the tool's name, the parsed arguments and
+    the model's own argument string (``raw_arguments``), exactly what runs once approved.
+
+    The loop builds each one from the call itself (:meth:`of`), and a resumed run builds them again
+    from the held answer and checks a state's ``pending`` against them, so what a person is shown
+    is what runs. ``raw_arguments`` is None only in a request built by hand without it.
+    """
 
     call_id: str
     name: str
     arguments: Mapping[str, object] = attrs.field(hash=False)
+    raw_arguments: str | None = None
+
+    @classmethod
+    def of(cls, call: FunctionCallContent) -> ApprovalRequest:
+        """The request for ``call``, a call whose arguments parsed."""
+        return cls(call.call_id, call.name, call.arguments or {}, call.raw_arguments)
 
 
 @attrs.frozen

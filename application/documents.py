@@ -21,6 +21,7 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from application.held import StateError, held_answer
 from application.parameters import describe_type, strict_converter
 from application.run import RunState, ToolRun
 from application.summary import MeetingSummary
@@ -389,7 +390,7 @@ def loads(text: str | bytes | bytearray) -> Any:
     """
     kind, value = _envelope(_parsed(text))
     try:
-        return _CONVERTER.structure(value, DOCUMENT_KINDS[kind])
+        loaded = _CONVERTER.structure(value, DOCUMENT_KINDS[kind])
     except (ClassValidationError, IterableValidationError) as error:
         raise DocumentError(*_first_failure(error, "value")) from None
     except RecursionError:
@@ -397,3 +398,21 @@ def loads(text: str | bytes | bytearray) -> Any:
     except Exception as error:
         # A hook or a class's own checks failed some other way: loads promises DocumentError only.
         raise DocumentError(*_first_failure(error, "value")) from None
+    _check_state(loaded)
+    return loaded
+
+
+def _check_state(value: object) -> None:
+    """A paused run's state, wherever the value holds one, agrees with the answer it holds."""
+    if isinstance(value, RunState):
+        state, path = value, "value"
+    elif isinstance(value, ToolRun) and value.state is not None:
+        state, path = value.state, "value.state"
+    elif isinstance(value, WorkflowEdit) and value.run.state is not None:
+        state, path = value.run.state, "value.run.state"
+    else:
+        return
+    try:
+        held_answer(state)
+    except StateError as error:
+        raise DocumentError(f"{path}.{error.path}", error.problem) from None

@@ -39,6 +39,7 @@ from application.output import (
     RunOutput,
     output_spec,
 )
+from application.held import HeldAnswer, needs_approval, waiting
 from application.run import RunState, ToolCallRecord, ToolRun, ToolRunError
 from application.scrubbing import scrubbed
 from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID, error_result
@@ -221,11 +222,15 @@ class ToolLoop:
     ) -> ToolRun:
         """Go on with a run that stopped for approval, as if it had never stopped; a new ``ToolRun``.
 
-        ``decisions`` holds one :class:`Approve` or :class:`Deny` per pending call id; a missing,
-        unknown or repeated id raises ``ValueError`` before anything runs. ``invoker`` runs the tools,
+        What waits is derived again from the held answer (the last of ``state.responses``): its own
+        calls that ``invoker``'s approval policy holds back, asked again for each call; ``state.pending``
+        is only checked against them (same call ids, tools and raw arguments). A state whose parts do
+        not agree with its held answer raises ``ValueError`` before anything runs. ``decisions`` holds
+        one :class:`Approve` or :class:`Deny` per such call id; a missing, unknown or repeated id
+        raises ``ValueError`` before anything runs. ``invoker`` runs the tools,
         as in :meth:`run`, and ``output_type`` is the run's typed answer, as the run was started with.
-        ``state`` is left as it was: a host keeps the state it resumed from as spent, since resuming
-        it again would run the approved calls again.
+        ``state`` is left as it was: a host keeps the state it resumed from as
+        spent, since resuming it again would run the approved calls again.
         """
         return await self._whole(self._resumed(state, decisions, invoker, output_type))
 
@@ -235,6 +240,14 @@ class ToolLoop:
         """:meth:`resume` as events, as :meth:`run_events` reports a run; the decisions are checked
         (``ValueError``) at once, before the first event is asked for."""
         return self._events(self._resumed(state, decisions, invoker, output_type))
+
+    @staticmethod
+    def waiting(state: RunState, invoker: ToolInvokerPort) -> tuple[ApprovalRequest, ...]:
+        """The calls :meth:`resume` would ask a decision on, with ``invoker``'s approval policy: the held
+        answer's own calls it holds back, each built from the call that runs once approved (show a
+        person these). Raises ``ValueError`` for a state whose parts, ``pending`` included, do not
+        agree with its held answer, as :meth:`resume` does."""
+        return waiting(state, invoker if isinstance(invoker, ApprovalPolicy) else None)[1]
 
     @staticmethod
     async def _whole(run: _Run) -> ToolRun:
@@ -290,9 +303,12 @@ class ToolLoop:
     def _resumed(
         self, state: RunState, decisions: Decisions, invoker: ToolInvokerPort, output_type: object = None
     ) -> _Run:
-        decided = checked_decisions((request.call_id for request in state.pending), decisions)
         run = self._start(state.messages, state.options, invoker, output_type=output_type)
-        run.restore(state, decided)
+        # What waits is the held answer's own calls that the policy holds back, asked again now;
+        # the state's pending is only checked against them.
+        held, requests = waiting(state, run.chain.policy)
+        decided = checked_decisions((request.call_id for request in requests), decisions)
+        run.restore(state, held, decided)
         return run
 
 
@@ -354,8 +370,8 @@ class _Run:
         self.output = output
         self.value: object = None
 
-    def restore(self, state: RunState, decisions: Mapping[str, ApprovalDecision]) -> None:
-        """Take up ``state``'s run where it stopped, its held answer decided by ``decisions``.
+    def restore(self, state: RunState, held: HeldAnswer, decisions: Mapping[str, ApprovalDecision]) -> None:
+        """Take up ``state``'s run where it stopped, its ``held`` answer decided by ``decisions``.
 
         The budget counts what the run spent before it stopped; its deadline counts the time the run
         worked, not the time it waited: what was left at the pause is left again now.
@@ -371,12 +387,8 @@ class _Run:
         if self.output is not None and state.output_mode is not None:
             self.output.mode = state.output_mode
             self.output.retries = state.output_retries
-        response = state.responses[-1]
         # Only the calls the budget admitted are the held answer's; the rest were never answered.
-        calls = response.function_calls[: len(state.held)]
-        answered = {position: record for position, record in enumerate(state.held) if record is not None}
-        left = {position: call for position, call in enumerate(calls) if position not in answered}
-        self.resuming = _Round(response, calls, answered, left)
+        self.resuming = _Round(held.response, held.calls, dict(held.answered), dict(held.left))
         self._decide(decisions)
 
     def result(self) -> ToolRun:
@@ -474,9 +486,10 @@ class _Run:
             answering = self._open(response, calls)
             for record in answering.answered.values():
                 yield ToolCallFinished(record)
-            waiting = [position for position, call in answering.left.items() if self._needs_approval(call)]
-            if waiting:
-                async with contextlib.aclosing(self._hold(answering, waiting)) as events:
+            policy = self.chain.policy
+            held = [position for position, call in answering.left.items() if needs_approval(policy, call)]
+            if held:
+                async with contextlib.aclosing(self._hold(answering, held)) as events:
                     async for event in events:
                         yield event
                 if self.state is not None:
@@ -517,18 +530,6 @@ class _Run:
         answering.calls = tuple(admitted)
         return answering
 
-    def _needs_approval(self, call: FunctionCallContent) -> bool:
-        policy = self.chain.policy
-        if policy is None:
-            return False
-        call = parsed(call)
-        if not call.is_valid:
-            return False  # the guard answers it; it never runs
-        try:
-            return policy.needs_approval(call)
-        except Exception:
-            return True  # a policy that cannot say lets nothing run unasked
-
     async def _hold(self, answering: _Round, held: Sequence[int]) -> AsyncGenerator[_LoopEvent, None]:
         """Answer the malformed calls, then ask for the held ones: of the approver, or by stopping."""
         malformed = {position: call for position, call in answering.left.items() if not parsed(call).is_valid}
@@ -539,8 +540,7 @@ class _Run:
                 yield ToolCallFinished(record)
         requests = []
         for position in held:
-            call = parsed(answering.left[position])
-            requests.append(ApprovalRequest(call.call_id, call.name, call.arguments or {}))
+            requests.append(ApprovalRequest.of(parsed(answering.left[position])))
         if self.approver is None:
             for request in requests:
                 yield ApprovalRequested(request)

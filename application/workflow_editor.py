@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Final
 
 import attrs
@@ -11,6 +11,7 @@ from application.approval import ApprovalRequest, Approver, Decisions
 from application.budget import StopReason
 from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
+from application.held import waiting
 from application.loop import LoopSettings, ToolInvokerDecorator
 from application.parameters import not_blank
 from application.pipeline import ToolPipeline
@@ -19,7 +20,7 @@ from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
 from domain import ChatOptions, ChatPort, UnknownStepError, Usage, Workflow, WorkflowStep
 
-__all__ = ["WORKFLOW_EDITOR", "WORKFLOW_TOOLS", "WorkflowEdit", "WorkflowEditorAgent"]
+__all__ = ["WORKFLOW_EDITOR", "WORKFLOW_TOOLS", "WorkflowEdit", "WorkflowEditorAgent", "waiting_edits"]
 
 # The name a paused run's state gives its pipeline, so that only this pipeline resumes it.
 WORKFLOW_EDITOR: Final = "workflow_editor"
@@ -221,15 +222,7 @@ class WorkflowEditorAgent(ToolPipeline):
         approval_required_tools: Sequence[str] = DEFAULT_APPROVAL_REQUIRED,
     ) -> None:
         super().__init__(chat, settings, options=options, decorators=decorators, approver=approver)
-        if isinstance(approval_required_tools, str):
-            raise TypeError("approval_required_tools: a sequence of tool names, not one string")
-        unknown = sorted(set(approval_required_tools) - set(WORKFLOW_TOOLS))
-        if unknown:
-            raise ValueError(
-                f"approval_required_tools: no tool named {', '.join(map(repr, unknown))}; "
-                f"the tools are {', '.join(WORKFLOW_TOOLS)}"
-            )
-        self._approval = frozenset(approval_required_tools)
+        self._approval = _approval_set(approval_required_tools)
 
     def _tools(self, draft: _Draft) -> ToolRegistry:
         return _workflow_tools(
@@ -248,7 +241,7 @@ class WorkflowEditorAgent(ToolPipeline):
         unknown or repeated id raises ``ValueError`` before anything runs, as does a state that is
         not a paused workflow edit. The state is left as it was: keep it as spent once resumed.
         """
-        draft = self._draft_of(state)
+        draft = _draft_of(state)
         return _edit(draft, await self._resume(state, decisions, self._tools(draft)))
 
     def resume_events(
@@ -256,17 +249,12 @@ class WorkflowEditorAgent(ToolPipeline):
     ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
         """:meth:`resume` as it runs, reported as :meth:`edit_events` reports an edit; the state and
         the decisions are checked (``ValueError``) at once."""
-        draft = self._draft_of(state)
+        draft = _draft_of(state)
         return self._resume_events(state, decisions, self._tools(draft), lambda run: _edit(draft, run))
 
-    @staticmethod
-    def _draft_of(state: RunState) -> _Draft:
-        if state.pipeline != WORKFLOW_EDITOR or state.workflow is None:
-            raise ValueError(
-                f"the state is not a paused workflow edit (its pipeline is {state.pipeline!r}); "
-                "resume it with the pipeline that paused it"
-            )
-        return _Draft(state.workflow)
+    def waiting(self, state: RunState) -> tuple[ApprovalRequest, ...]:
+        """The calls :meth:`resume` asks a decision on: see :func:`waiting_edits`."""
+        return waiting_edits(state, self._approval)
 
     def edit_events(
         self, workflow: Workflow, instruction: str
@@ -284,6 +272,42 @@ class WorkflowEditorAgent(ToolPipeline):
             self._tools(draft),
             lambda run: _edit(draft, run),
         )
+
+
+def _approval_set(approval_required_tools: Collection[str]) -> frozenset[str]:
+    if isinstance(approval_required_tools, str):
+        raise TypeError("approval_required_tools: a sequence of tool names, not one string")
+    unknown = sorted(set(approval_required_tools) - set(WORKFLOW_TOOLS))
+    if unknown:
+        raise ValueError(
+            f"approval_required_tools: no tool named {', '.join(map(repr, unknown))}; "
+            f"the tools are {', '.join(WORKFLOW_TOOLS)}"
+        )
+    return frozenset(approval_required_tools)
+
+
+def _draft_of(state: RunState) -> _Draft:
+    if state.pipeline != WORKFLOW_EDITOR or state.workflow is None:
+        raise ValueError(
+            f"the state is not a paused workflow edit (its pipeline is {state.pipeline!r}); "
+            "resume it with the pipeline that paused it"
+        )
+    return _Draft(state.workflow)
+
+
+def waiting_edits(
+    state: RunState, approval_required_tools: Collection[str] = DEFAULT_APPROVAL_REQUIRED
+) -> tuple[ApprovalRequest, ...]:
+    """The calls a paused edit waits on, as :meth:`WorkflowEditorAgent.resume` finds them: the held
+    answer's own calls that ``approval_required_tools`` holds back, each built from the call that
+    runs once approved (show a person these, not a stored ``pending``).
+
+    Raises ``ValueError`` (before anything runs) for a state that is not a paused workflow edit, whose
+    parts do not hold together, or whose ``pending`` is not exactly those calls.
+    """
+    draft = _draft_of(state)
+    tools = _workflow_tools(draft, detailed_errors=False, approval=_approval_set(approval_required_tools))
+    return waiting(state, tools)[1]
 
 
 def _edit(draft: _Draft, run: ToolRun) -> WorkflowEdit:

@@ -43,6 +43,7 @@ from adapters.settings import (
 )
 from application import (
     ApprovalDecision,
+    ApprovalRequest,
     Approve,
     Approver,
     Deny,
@@ -65,7 +66,7 @@ from application.approval import checked_decisions
 from application.framing import unframe
 from application.grounding import transcript_lines
 from application.scrubbing import scrubbed
-from application.workflow_editor import WORKFLOW_EDITOR
+from application.workflow_editor import WORKFLOW_EDITOR, waiting_edits
 from domain import (
     ChatError,
     ChatMessage,
@@ -303,7 +304,12 @@ def _resume_work(args: argparse.Namespace, settings: Settings, console: Console)
         instruction = unframe(first, "instruction")
     except (ValueError, WorkflowJsonError):
         raise InputError(f"{where}: its first message does not hold a workflow and an instruction") from None
-    decisions = _decisions(args, state, console)
+    try:
+        # Asked about and decided: the held answer's own calls, never the state's say of them.
+        requests = waiting_edits(state, settings.agent.approval_required_tools)
+    except ValueError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    decisions = _decisions(args, requests, state.workflow, console)
     # Writing the new paused run over the spent one is allowed: the old one must not be resumed again.
     output, _, state_output = _edit_outputs(args, [("STATE_FILE", args.state_file)], state_inputs=[])
     return _Work(
@@ -318,16 +324,21 @@ def _resume_work(args: argparse.Namespace, settings: Settings, console: Console)
     )
 
 
-def _decisions(args: argparse.Namespace, state: RunState, console: Console) -> dict[str, ApprovalDecision]:
-    """--approve and --deny on the pending calls; on a terminal, the ones not named are asked about."""
+def _decisions(
+    args: argparse.Namespace,
+    requests: Sequence[ApprovalRequest],
+    workflow: Workflow | None,
+    console: Console,
+) -> dict[str, ApprovalDecision]:
+    """--approve and --deny on the waiting calls; on a terminal, the ones not named are asked about."""
     given: list[tuple[str, ApprovalDecision]] = [(call_id, Approve()) for call_id in args.approved]
     given += [(call_id, Deny(reason="denied with --deny")) for call_id in args.denied]
-    pending = [request.call_id for request in state.pending]
+    pending = [request.call_id for request in requests]
     named = {call_id for call_id, _ in given}
-    unnamed = [request for request in state.pending if request.call_id not in named]
+    unnamed = [request for request in requests if request.call_id not in named]
     if unnamed and _on_terminal(console):
         for request in unnamed:
-            console.ask(question(request, state.workflow))
+            console.ask(question(request, workflow))
             yes = sys.stdin.readline().strip().lower() in ("y", "yes")
             given.append(
                 (request.call_id, Approve() if yes else Deny(reason="the person at the terminal said no"))

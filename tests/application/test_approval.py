@@ -256,7 +256,7 @@ async def test_an_answer_with_a_held_call_stops_the_run_before_any_of_its_calls_
     run = await ToolLoop(chat).run(USER, options(), tools.registry)
 
     assert run.status == "awaiting_approval"
-    assert run.pending == (ApprovalRequest("b", "held", {"n": 2, "tag": "b"}),)
+    assert run.pending == (ApprovalRequest("b", "held", {"n": 2, "tag": "b"}, args(2, "b")),)
     assert tools.ran == []
     # The guard answered the malformed call first; the free one waits with the held one.
     assert [(r.call.call_id, r.guarded) for r in run.tool_calls] == [("c", True)]
@@ -433,7 +433,7 @@ async def test_approval_requests_are_reported_before_the_pause() -> None:
 
     kinds = [type(event).__name__ for event in events]
     assert kinds[-3:] == ["ToolCallFinished", "ApprovalRequested", "RunFinished"]
-    assert events[-2] == ApprovalRequested(ApprovalRequest("b", "held", {"n": 2, "tag": "b"}))
+    assert events[-2] == ApprovalRequested(ApprovalRequest("b", "held", {"n": 2, "tag": "b"}, args(2, "b")))
     finished = events[-1]
     assert isinstance(finished, RunFinished)
     assert finished.result.status == "awaiting_approval"
@@ -525,7 +525,7 @@ async def test_remove_step_waits_for_approval_and_the_edit_shows_the_workflow_un
     )
 
     assert edit.status == "awaiting_approval"
-    assert edit.pending == (ApprovalRequest("d1", "remove_step", {"step_id": "s3"}),)
+    assert edit.pending == (ApprovalRequest("d1", "remove_step", {"step_id": "s3"}, '{"step_id": "s3"}'),)
     assert edit.workflow == RELEASE  # the rename in the same answer waits too
     assert edit.state is not None
     assert edit.state.pipeline == "workflow_editor"

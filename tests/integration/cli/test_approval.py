@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,7 @@ from adapters.cli.app import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_USAGE, EXIT_WAI
 from adapters.offline import OfflineResponsesServer
 from application import RunState, loads, workflow_from_json
 from tests.integration.cli.support import WORKFLOW, OnTerminal, run, run_process
+from tests.support.states import held_calls
 
 REMOVE_QA = "remove Manual QA sign-off"
 QUESTION = 'Remove step step-4 "Manual QA sign-off"? [y/N] '
@@ -181,3 +184,98 @@ def test_resume_on_a_terminal_asks_about_the_calls_not_named(tmp_path: Path) -> 
         shown = terminal.finish()
     assert shown.code == EXIT_OK, shown.err
     assert "  - step-4: Manual QA sign-off (approval)\n" in shown.out
+
+
+# ---------------------------------------------------------------- a tampered state, on a terminal
+
+
+def _raw_edited(document: dict[str, Any]) -> None:
+    for call in held_calls(document):
+        call["raw_arguments"] = '{"step_id": "step-1"}'
+
+
+def _pending_emptied(document: dict[str, Any]) -> None:
+    document["value"]["pending"] = []
+
+
+def _pending_renamed(document: dict[str, Any]) -> None:
+    document["value"]["pending"][0]["name"] = "list_steps"
+
+
+def _second_call_added(document: dict[str, Any]) -> None:
+    """A second removal in the held answer, everything but ``pending`` made to agree with it."""
+    value = document["value"]
+    [first, _] = held_calls(document)
+    extra = {
+        **first,
+        "call_id": "call_extra",
+        "raw_arguments": '{"step_id": "step-1"}',
+        "provider_item": None,
+    }
+    answer = value["responses"][-1]["messages"]
+    for messages in (answer, value["produced"][-len(answer) :]):
+        messages[-1]["contents"].append(dict(extra))
+    value["held"].append(None)
+    value["answered"] = sorted([*value["answered"], "call_extra"])
+
+
+def _tampered(state: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    document = json.loads(state.read_text(encoding="utf-8"))
+    change(document)
+    state.write_text(json.dumps(document), encoding="utf-8")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (_raw_edited, "pending[0].raw_arguments"),
+        (_pending_emptied, "pending: empty"),
+        (_pending_renamed, "pending[0].name"),
+        (_second_call_added, "leaves out 'call_extra'"),
+    ],
+)
+def test_a_tampered_state_is_refused_on_a_terminal_before_any_question_or_request(
+    tmp_path: Path, change: Callable[[dict[str, Any]], None], words: str
+) -> None:
+    state = tmp_path / "paused.json"
+    paused_to(state)
+    _tampered(state, change)
+    output = tmp_path / "edited.json"
+    with OfflineResponsesServer() as server:
+        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "offline", "AGENT_API_KEY": "sk-test"}
+        argv = ["resume", str(state), "--output", str(output)]
+        with OnTerminal(*argv, stdout=tmp_path / "out.txt", environ=environ, typing=True) as terminal:
+            terminal.wait_for(lambda: b"? [y/N] " in terminal.written or b"error: " in terminal.written)
+            if b"? [y/N] " in terminal.written:
+                terminal.answer("y\n")  # a person who believes the question
+            shown = terminal.finish()
+        assert server.requests == ()
+    assert shown.code == EXIT_USAGE, shown.err
+    assert "? [y/N]" not in shown.err
+    [line] = [line for line in shown.err.splitlines() if line.strip()]
+    assert f"STATE_FILE {str(state)!r}" in line
+    assert words in line
+    assert not output.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_the_question_on_a_terminal_names_the_step_the_held_call_removes(tmp_path: Path) -> None:
+    """Held call and pending both rewritten to step-1, in agreement: the question names step-1, the
+    step that goes, never the step-4 the run was paused on."""
+    state = tmp_path / "paused.json"
+    paused_to(state)
+
+    def both(document: dict[str, Any]) -> None:
+        _raw_edited(document)
+        document["value"]["pending"][0].update(
+            arguments={"step_id": "step-1"}, raw_arguments='{"step_id": "step-1"}'
+        )
+
+    _tampered(state, both)
+    with OnTerminal("resume", str(state), stdout=tmp_path / "out.txt", typing=True) as terminal:
+        terminal.wait_for(lambda: b"? [y/N] " in terminal.written)
+        terminal.answer("n\n")
+        shown = terminal.finish()
+    assert 'Remove step step-1 "' in shown.err
+    assert "step-4" not in shown.err

@@ -1,0 +1,294 @@
+"""Stored runs a person can trust: what waits is the held answer's own calls; a tampered state never runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+
+from adapters.scripted import ScriptedChat, ScriptedTurn
+from application import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalRequested,
+    Approve,
+    DocumentError,
+    RunFinished,
+    RunState,
+    ToolLoop,
+    ToolRegistry,
+    WorkflowEditorAgent,
+    dumps,
+    loads,
+)
+from domain import ChatMessage, ChatOptions, FunctionCallContent, Workflow, WorkflowStep
+from tests.support.states import held_calls
+
+USER = (ChatMessage.user("settle the invoice"),)
+FIVE = '{"amount": 5}'
+
+
+@attrs.frozen
+class Payment:
+    amount: int
+
+
+@attrs.frozen
+class Lookup:
+    invoice: str = ""
+
+
+class Till:
+    """A host's tools: ``pay`` always needs approval, ``refund`` above 10, ``look_up`` never."""
+
+    def __init__(self) -> None:
+        self.paid: list[int] = []
+        self.registry = ToolRegistry()
+        self.registry.add(self._pay, name="pay", params=Payment, needs_approval=True)
+        self.registry.add(self._pay, name="refund", params=Payment, needs_approval=lambda p: p.amount > 10)
+        self.registry.add(lambda params: {"due": 5}, name="look_up", params=Lookup)
+
+    def _pay(self, params: Payment) -> dict[str, object]:
+        self.paid.append(params.amount)
+        return {"paid": params.amount}
+
+
+def chat(*calls: tuple[str, str, str]) -> ScriptedChat:
+    return ScriptedChat(ScriptedTurn(calls=calls), ScriptedTurn(text="Done."))
+
+
+async def paused(*calls: tuple[str, str, str]) -> tuple[RunState, Till]:
+    till = Till()
+    run = await ToolLoop(chat(*calls)).run(USER, ChatOptions(tools=till.registry.specs), till.registry)
+    assert run.state is not None
+    return run.state, till
+
+
+# ---------------------------------------------------------------- tampering with the document
+
+
+def tampered(state: RunState, change: Callable[[dict[str, Any]], None]) -> str:
+    document = json.loads(dumps(state))
+    change(document)
+    return json.dumps(document)
+
+
+def raw_arguments_edited(document: dict[str, Any]) -> None:
+    for call in held_calls(document):
+        call["raw_arguments"] = '{"amount": 5000}'
+
+
+def pending_emptied(document: dict[str, Any]) -> None:
+    document["value"]["pending"] = []
+
+
+def pending_renamed(document: dict[str, Any]) -> None:
+    document["value"]["pending"][0]["name"] = "look_up"
+
+
+def answer_renamed(document: dict[str, Any]) -> None:
+    for call in held_calls(document):
+        call["name"] = "refund"
+
+
+def second_call_added(document: dict[str, Any]) -> None:
+    """A second ``pay`` added to the held answer, with everything but ``pending`` made to agree."""
+    value = document["value"]
+    extra = {"kind": "function_call", "call_id": "p2", "name": "pay", "raw_arguments": '{"amount": 5000}'}
+    answer = value["responses"][-1]["messages"]
+    for messages in (answer, value["produced"][-len(answer) :]):
+        messages[-1]["contents"].append(dict(extra, item_id=None))
+    value["held"].append(None)
+    value["answered"] = sorted([*value["answered"], "p2"])
+
+
+def second_call_added_half_way(document: dict[str, Any]) -> None:
+    """The second call in the held answer only: ``held`` still has one entry per call it admitted."""
+    extra = {"kind": "function_call", "call_id": "p2", "name": "pay", "raw_arguments": FIVE, "item_id": None}
+    document["value"]["responses"][-1]["messages"][-1]["contents"].append(extra)
+
+
+def responses_emptied(document: dict[str, Any]) -> None:
+    document["value"]["responses"] = []
+
+
+def held_answered_by_hand(document: dict[str, Any]) -> None:
+    """The held call given a forged answer, as if it had been answered before the pause."""
+    value = document["value"]
+    value["held"][0] = {
+        "call": {key: item for key, item in held_calls(document)[0].items() if key != "kind"},
+        "result": {"call_id": "p1", "result": {"paid": 0}, "is_error": False},
+        "guarded": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (raw_arguments_edited, "value.pending[0].raw_arguments"),
+        (pending_emptied, "value.pending"),
+        (pending_renamed, "value.pending[0].name"),
+        (answer_renamed, "value.pending[0].name"),
+        (second_call_added_half_way, "value.held"),
+        (responses_emptied, "value.responses"),
+        (held_answered_by_hand, "value.held[0]"),
+    ],
+)
+async def test_a_state_whose_parts_disagree_with_its_held_answer_does_not_load(
+    change: Callable[[dict[str, Any]], None], path: str
+) -> None:
+    state, till = await paused(("p1", "pay", FIVE))
+    with pytest.raises(DocumentError) as refused:
+        loads(tampered(state, change))
+    assert refused.value.path == path
+    assert till.paid == []
+
+
+# ---------------------------------------------------------------- tampering with the value
+
+
+def with_calls(
+    state: RunState, edit: Callable[[list[FunctionCallContent]], list[FunctionCallContent]]
+) -> RunState:
+    """``state`` with the held answer's calls edited in both places it stores them (its last response
+    and the end of ``produced``), ``held``, ``answered`` and ``pending`` left as they were."""
+    answer = state.responses[-1]
+
+    def edited(message: ChatMessage) -> ChatMessage:
+        calls = [c for c in message.contents if isinstance(c, FunctionCallContent)]
+        if not calls:
+            return message
+        rest = tuple(c for c in message.contents if not isinstance(c, FunctionCallContent))
+        return attrs.evolve(message, contents=rest + tuple(edit(calls)))
+
+    messages = tuple(edited(message) for message in answer.messages)
+    return attrs.evolve(
+        state,
+        responses=(*state.responses[:-1], attrs.evolve(answer, messages=messages)),
+        produced=(*state.produced[: -len(messages)], *messages),
+    )
+
+
+def call(call_id: str, name: str, raw: str) -> FunctionCallContent:
+    return FunctionCallContent.parse(call_id=call_id, name=name, raw_arguments=raw)
+
+
+async def resume_refused(
+    state: RunState, decisions: dict[str, ApprovalDecision], till: Till, words: str, *, by_state: bool = True
+) -> None:
+    """Resuming ``state`` raises ValueError with ``words``, whole or as events, and nothing is paid;
+    ``by_state``: the state itself is at fault, so asking what waits raises it too."""
+    loop = ToolLoop(chat())
+    with pytest.raises(ValueError, match=words):
+        await loop.resume(state, decisions, till.registry)
+    with pytest.raises(ValueError, match=words):
+        loop.resume_events(state, decisions, till.registry)
+    if by_state:
+        with pytest.raises(ValueError, match=words):
+            loop.waiting(state, till.registry)
+    assert till.paid == []
+
+
+async def test_shown_5_is_never_paid_5000() -> None:
+    state, till = await paused(("p1", "pay", FIVE))
+    assert state.pending == (ApprovalRequest("p1", "pay", {"amount": 5}, FIVE),)
+    edited = with_calls(state, lambda calls: [call("p1", "pay", '{"amount": 5000}')])
+    await resume_refused(edited, {"p1": Approve()}, till, r"pending\[0\]\.raw_arguments")
+
+
+async def test_raw_arguments_that_parse_to_an_equal_mapping_are_still_not_the_call_shown() -> None:
+    # {"amount": 5.0} == {"amount": 5} in Python; the string the tool gets is compared, not the mapping.
+    state, till = await paused(("p1", "pay", FIVE))
+    edited = with_calls(state, lambda calls: [call("p1", "pay", '{"amount": 5.0}')])
+    await resume_refused(edited, {"p1": Approve()}, till, "raw_arguments")
+
+
+async def test_an_empty_pending_lets_no_held_call_run_undecided() -> None:
+    state, till = await paused(("p1", "pay", FIVE))
+    await resume_refused(attrs.evolve(state, pending=()), {}, till, "pending: empty")
+
+
+async def test_a_second_call_added_to_the_held_answer_does_not_run_under_the_first_ones_approval() -> None:
+    state, till = await paused(("p1", "pay", FIVE))
+    added = with_calls(state, lambda calls: [*calls, call("p2", "pay", '{"amount": 5000}')])
+    # Everything but pending made to agree: the policy, asked again, holds the new call back.
+    added = attrs.evolve(added, held=(None, None), answered=("p1", "p2"))
+    await resume_refused(added, {"p1": Approve()}, till, "leaves out 'p2'")
+    await resume_refused(added, {"p1": Approve(), "p2": Approve()}, till, "leaves out 'p2'")
+
+
+async def test_a_renamed_pending_call_is_refused() -> None:
+    state, till = await paused(("p1", "pay", FIVE))
+    renamed = attrs.evolve(state, pending=(attrs.evolve(state.pending[0], name="look_up"),))
+    await resume_refused(renamed, {"p1": Approve()}, till, r"pending\[0\]\.name")
+    # The answer's call renamed instead: refund holds 5 back no more, and pending no longer names it.
+    refund = with_calls(state, lambda calls: [call("p1", "refund", FIVE)])
+    await resume_refused(refund, {"p1": Approve()}, till, r"pending\[0\]\.name")
+
+
+async def test_a_state_without_a_held_answer_is_refused_not_an_index_error() -> None:
+    state, till = await paused(("p1", "pay", FIVE))
+    await resume_refused(attrs.evolve(state, responses=()), {"p1": Approve()}, till, "responses: empty")
+
+
+async def test_the_policy_is_asked_again_and_a_call_it_lets_run_is_not_pending() -> None:
+    state, till = await paused(("r1", "refund", '{"amount": 50}'))
+    # Refund and pending both made 5, in agreement: refund holds back only above 10.
+    small = with_calls(state, lambda calls: [call("r1", "refund", FIVE)])
+    small = attrs.evolve(small, pending=(ApprovalRequest("r1", "refund", {"amount": 5}, FIVE),))
+    await resume_refused(small, {"r1": Approve()}, till, "does not hold back")
+
+
+async def test_a_decision_for_a_call_that_does_not_wait_is_refused() -> None:
+    state, till = await paused(("l1", "look_up", "{}"), ("p1", "pay", FIVE))
+    assert [request.call_id for request in state.pending] == ["p1"]
+    await resume_refused(
+        state, {"p1": Approve(), "l1": Approve()}, till, "not waiting for approval: 'l1'", by_state=False
+    )
+    listed = attrs.evolve(state, pending=(ApprovalRequest("l1", "look_up", {}, "{}"), *state.pending))
+    await resume_refused(listed, {"p1": Approve(), "l1": Approve()}, till, "does not hold back")
+
+
+# ---------------------------------------------------------------- what is shown is what runs
+
+
+async def test_what_is_shown_is_built_from_the_call_that_runs() -> None:
+    till = Till()
+    loop = ToolLoop(chat(("p1", "pay", '{"amount":  7}')))
+    events = [e async for e in loop.run_events(USER, ChatOptions(tools=till.registry.specs), till.registry)]
+    requested = [e.request for e in events if isinstance(e, ApprovalRequested)]
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    state = finished.result.state
+    assert state is not None
+    [held] = state.responses[-1].function_calls
+    shown = ApprovalRequest("p1", "pay", {"amount": 7}, held.raw_arguments)
+    assert held.raw_arguments == '{"amount":  7}'
+    assert requested == list(state.pending) == list(loop.waiting(state, till.registry)) == [shown]
+
+    resumed = await ToolLoop(ScriptedChat(ScriptedTurn(text="Done."))).resume(
+        loads(dumps(state)), {"p1": Approve()}, till.registry
+    )
+    assert resumed.status == "done"
+    assert till.paid == [7]
+
+
+async def test_a_workflow_edit_waits_on_the_calls_the_editor_holds_back_now() -> None:
+    release = Workflow(
+        "release", (WorkflowStep("s1", "Build", "task"), WorkflowStep("s3", "Deploy", "deploy"))
+    )
+    turns = ScriptedChat(ScriptedTurn(calls=(("d1", "remove_step", '{"step_id": "s3"}'),)))
+    edit = await WorkflowEditorAgent(turns).edit(release, "remove Deploy")
+    assert edit.state is not None
+    agent = WorkflowEditorAgent(ScriptedChat(ScriptedTurn(text="Done.")))
+    assert agent.waiting(edit.state) == edit.pending
+    swapped = with_calls(edit.state, lambda calls: [call("d1", "remove_step", '{"step_id": "s1"}')])
+    with pytest.raises(ValueError, match="raw_arguments"):
+        await agent.resume(swapped, {"d1": Approve()})
+    # An editor that no longer holds remove_step back does not resume a state that says it waits.
+    free = WorkflowEditorAgent(ScriptedChat(ScriptedTurn(text="Done.")), approval_required_tools=())
+    with pytest.raises(ValueError, match="does not hold back"):
+        await free.resume(edit.state, {"d1": Approve()})
