@@ -31,6 +31,7 @@ from application.events import (
     ToolCallFinished,
 )
 from application.guard import GuardedToolInvoker, parsed
+from application.held import HeldAnswer, needs_approval, waiting
 from application.output import (
     Fitted,
     Misfit,
@@ -39,7 +40,6 @@ from application.output import (
     RunOutput,
     output_spec,
 )
-from application.held import HeldAnswer, needs_approval, waiting
 from application.run import RunState, ToolCallRecord, ToolRun, ToolRunError
 from application.scrubbing import scrubbed
 from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID, error_result
