@@ -27,7 +27,7 @@ XDIST := -n $(WORKERS) --dist loadgroup
 # left to `make test`).
 UNIT := tests/domain tests/application tests/adapters/test_scripted.py
 
-.PHONY: demo test check lint types imports pytest unit bench clean
+.PHONY: demo test check lint types imports pytest unit bench canary clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,5 +71,18 @@ unit:
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# The newest openai and dbos the index offers (past our upper bounds too), in a scratch virtualenv of their
+# own, against the canaries of every private use (tests/canary) and the tiers that drive those libraries.
+# docs/sdk-seams.md says how to read a failure.
+CANARY_VENV := .venv-canary
+CANARY_TESTS ?= tests/canary tests/adapters/responses tests/conformance tests/adapters/durable tests/integration/durable
+canary:
+	test -x $(CANARY_VENV)/bin/python || $(PYTHON) -m venv $(CANARY_VENV)
+	$(CANARY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CANARY_VENV)/bin/python -m pip install --quiet -e '.[dev,offline,cli,durable]'
+	$(CANARY_VENV)/bin/python -m pip install --quiet --upgrade openai 'dbos[otel]'
+	$(CANARY_VENV)/bin/python -m pip list 2>/dev/null | grep -i -E '^(openai|dbos) '
+	$(CANARY_VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -p no:cacheprovider $(CANARY_TESTS)
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .coverage
+	rm -rf $(VENV) $(CANARY_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .coverage

@@ -33,10 +33,11 @@ import httpx
 import openai
 
 from adapters.responses import ResponsesSseAdapter
-from adapters.responses.chat_adapters import _Decoding, _head, _plain_headers, _Rest, _StreamingClient
+from adapters.responses.chat_adapters import _Decoding, _head, _plain_headers, _Rest
 from adapters.responses.event_types import STREAM_EVENT
 from adapters.responses.folding import EventFolder
 from adapters.responses.http_front import observed
+from adapters.responses.sdk_seam import event_stream, sse_decoder
 from benchmarks.bodies import TextKind, make_body, make_calls_body, tool_loop_round
 from benchmarks.harness import Sizes, WrongOutputError, interleaved, paired_ratios, serve, spread
 from benchmarks.workloads import PROMPT, Scenario
@@ -96,8 +97,15 @@ def _variants(setup: _SetUp, times: int) -> dict[str, Run]:
     """One run per layer, each over a client of its own serving the same body."""
     scenario, request, cap, post = setup.scenario, setup.request, setup.cap, setup.post
 
-    async def read(client: Any, http: httpx.Response, folder: EventFolder | None) -> int | ChatResponse:
-        stream = openai.AsyncStream(cast_to=STREAM_EVENT, response=cast(Any, http), client=client)
+    async def read(
+        client: openai.AsyncOpenAI,
+        http: httpx.Response,
+        folder: EventFolder | None,
+        *,
+        heaviness: bool = False,
+    ) -> int | ChatResponse:
+        decoder = (lambda inner: _Decoding(inner, cap)) if heaviness else None
+        stream = event_stream(client, http, STREAM_EVENT, decoder)
         count = 0
         async for event in stream:
             count += 1
@@ -129,9 +137,8 @@ def _variants(setup: _SetUp, times: int) -> dict[str, Run]:
         async def once() -> int | ChatResponse:
             stream = await post(client)
             http = await replayed(stream.response)
-            reader: Any = _StreamingClient(client, cap) if heaviness else client
             try:
-                return await read(reader, http, EventFolder() if folding else None)
+                return await read(client, http, EventFolder() if folding else None, heaviness=heaviness)
             finally:
                 await stream.close()
 
@@ -221,7 +228,7 @@ def _alone(setup: _SetUp, times: int) -> Callable[[], Awaitable[dict[str, Run]]]
                     for chunk in chunks:
                         yield chunk
 
-                decoder = bare._make_sse_decoder()
+                decoder = sse_decoder(bare)
                 reader = _Decoding(decoder, cap) if checked else decoder
                 return len([sse async for sse in reader.aiter_bytes(body())])
 

@@ -10,7 +10,6 @@ import importlib.metadata
 import io
 import logging
 import pickle
-import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +30,7 @@ from dbos import (
 )
 from opentelemetry import trace
 
+from adapters.durable.dbos_seam import NO_LOGGER_PROVIDER_WARNING, console_to_current_stderr
 from adapters.durable.liveness import ExecutorInUseError, Liveness, LivenessLostError
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, to_store
 from adapters.redaction import Redactor
@@ -119,24 +119,7 @@ class _NoLoggerProviderWarning(logging.Filter):
     its spans, and its log records go wherever the host's logging sends them, as everyone else's."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("OTLP is enabled but logger provider not set")
-
-
-_DBOS_CONSOLE_HANDLER: Final = "__dbos_console_log_handler__"
-
-
-def _dbos_console_to_current_stderr(dbos_logger: logging.Logger) -> None:
-    """DBOS's console handler writes to this process's ``sys.stderr`` as it is now.
-
-    DBOS makes that handler once per process, on the ``sys.stderr`` of the moment, and flushes it at
-    every later launch: a launch after that stream was replaced and closed (a host or a test that
-    captured stderr around the first run) would fail on the closed stream.
-    """
-    for handler in dbos_logger.handlers:
-        if handler.name == _DBOS_CONSOLE_HANDLER and isinstance(handler, logging.StreamHandler):
-            with handler.lock or contextlib.nullcontext():
-                # Not setStream: it flushes the old stream first, which is what fails when it is closed.
-                handler.stream = sys.stderr
+        return not record.getMessage().startswith(NO_LOGGER_PROVIDER_WARNING)
 
 
 class DatabaseError(ValueError):
@@ -413,7 +396,7 @@ class Engine:
             engine = config["system_database_engine"] = _sqlite_engine(url)
         try:
             dbos_logger = logging.getLogger("dbos")
-            _dbos_console_to_current_stderr(dbos_logger)
+            console_to_current_stderr()
             quiet = _NoLoggerProviderWarning()
             dbos_logger.addFilter(quiet)
             try:

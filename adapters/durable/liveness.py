@@ -23,6 +23,8 @@ from typing import Final
 import psycopg
 from dbos import DBOS
 
+from adapters.durable.dbos_seam import recover_pending_workflows
+
 __all__ = ["ExecutorInUseError", "Liveness", "LivenessLostError"]
 
 _log = logging.getLogger(__name__)
@@ -176,12 +178,8 @@ class Liveness:
             if row is None or not row[0]:
                 continue  # alive (or another survivor is recovering it right now)
             try:
-                # DBOS's own recovery of one executor's PENDING workflows (what a process started again
-                # with that id runs at launch): each is re-enqueued only while still PENDING under that
-                # id, so it runs once. DBOS has no public call for another executor's workflows
-                # (DBOS.resume_workflow moves a workflow to the internal queue whatever runs it), hence
-                # the internal _recover_pending_workflows.
-                handles = DBOS._recover_pending_workflows([executor])
+                # Each is re-enqueued only while still PENDING under that id, so it runs once.
+                handles = recover_pending_workflows([executor])
             finally:
                 self._connection.execute(f"SELECT pg_advisory_unlock({_KEY})", (executor, _KEY_SEED))
             if handles:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -16,7 +15,6 @@ import attrs
 import httpx
 import httpx2
 import openai
-from openai._streaming import ServerSentEvent
 from openai.types.responses import Response, ResponseStreamEvent
 
 from adapters.redaction import RedactingFilter, Redactor
@@ -38,6 +36,15 @@ from adapters.responses.http_front import (
 )
 from adapters.responses.incremental import LARGE, ParsedTooLargeError, over, parsed
 from adapters.responses.payload import RequestDigest, ResponsesPayloadBuilder, ResponsesRequest
+from adapters.responses.sdk_seam import (
+    LIBRARY_LOGGERS,
+    RAW_RESPONSE_HEADER,
+    ServerSentEvent,
+    bearer_auth_options,
+    close_reader,
+    event_stream,
+    parsed_event,
+)
 from adapters.responses.settings import ResponsesSettings
 from adapters.responses.to_domain import (
     chat_response,
@@ -72,8 +79,6 @@ _BOM: Final = b"\xef\xbb\xbf"
 # The replayed body is already decoded: these headers described the bytes as they came over the wire.
 _WIRE_HEADERS: Final = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 _MAX_LOGGED_ID: Final = 200
-# The SDK's header (openai._constants.RAW_RESPONSE_HEADER) for a response handed over with its body unread.
-_RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
 # An event or document that opens more JSON objects and arrays than this is heavy: the SDK would build
 # it in one synchronous step (a millisecond or more per output item), so it is read as the mapping it
 # is, and folded a few hundred output items at a time with the event loop given control in between.
@@ -94,10 +99,7 @@ _REDACTOR: Final[ContextVar[Redactor | None]] = ContextVar("responses_redactor",
 _LIBRARY_LOGGERS: Final = ("openai", "httpx", "httpx2", "httpcore")
 # Loggers the libraries log on while a request is sent (httpcore's carry the response headers).
 _KNOWN_LIBRARY_LOGGERS: Final = (
-    "openai._base_client",
-    "openai._response",
-    "openai._legacy_response",
-    "openai._streaming",
+    *LIBRARY_LOGGERS,
     "httpcore.connection",
     "httpcore.http11",
     "httpcore.http2",
@@ -155,27 +157,21 @@ async def _parsed_in_steps(text: str, cap: int) -> Any:
         raise _bloating(exc.size, cap) from None
 
 
-class _ParsedEvent(ServerSentEvent):
-    """An event whose data was already parsed, in steps: the SDK's ``json()`` hands that over."""
-
-    def __init__(self, sse: ServerSentEvent, value: object) -> None:
-        super().__init__(event=sse.event, data=sse.data, id=sse.id, retry=sse.retry)
-        self._value = value
-
-    def json(self) -> Any:
-        return self._value
-
-
 class _Decoding:
     """The SDK's own SSE decoder, noting whether the event it handed over last is heavy; an event
-    that would take more than three times ``max_response_bytes`` once parsed is refused before it is."""
+    that would take more than three times ``max_response_bytes`` once parsed is refused before it is.
+    A heavy event is handed over as the mapping it is (the folder reads mappings too); every other
+    event is built by the SDK itself."""
 
     def __init__(self, inner: Any, cap: int) -> None:
         self._inner = inner
         self._cap = cap
         self.heavy = False
 
-    async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[Any]:
+    def keeps(self, data: object) -> bool:
+        return self.heavy and isinstance(data, dict)
+
+    async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[ServerSentEvent]:
         cap = self._cap
         async for sse in self._inner.aiter_bytes(iterator):
             data = sse.data
@@ -185,7 +181,7 @@ class _Decoding:
                 # would build its model in another: parsed in steps, and handed over as the mapping
                 # it is.
                 self.heavy = True
-                yield _ParsedEvent(sse, await _parsed_in_steps(data, cap))
+                yield parsed_event(sse, await _parsed_in_steps(data, cap))
                 continue
             if size > _HEAVY_BRACKETS:
                 # Shorter data cannot open more brackets than it has characters: only a long event
@@ -196,36 +192,6 @@ class _Decoding:
             else:
                 self.heavy = False
             yield sse
-
-
-class _StreamingClient:
-    """What ``openai.AsyncStream`` asks of its client: the SSE decoder, and each event built from its
-    data. A heavy event is handed over as the mapping it is (the folder reads mappings too); every
-    other event is built by the SDK itself."""
-
-    def __init__(self, client: openai.AsyncOpenAI, cap: int) -> None:
-        self._client = client
-        self._decoding = _Decoding(client._make_sse_decoder(), cap)
-
-    def _make_sse_decoder(self) -> _Decoding:
-        return self._decoding
-
-    def _process_response_data(self, *, data: object, cast_to: Any, response: Any) -> Any:
-        if self._decoding.heavy and isinstance(data, dict):
-            return data
-        return self._client._process_response_data(data=data, cast_to=cast_to, response=response)
-
-
-async def _close_reader(stream: openai.AsyncStream[Any]) -> None:
-    """Close the SDK's reader of ``stream`` (a generator, which ``close()`` leaves as it is). Left
-    open, it keeps the last event it read and that event's text (the terminal one repeats the whole
-    answer) in its frames, which a reference cycle (the stream and its reader) keeps until the
-    garbage collector runs; closed, they are let go as the answer returns. Its own last step closes
-    the response, which ``close()`` has already done, so nothing it could raise is news."""
-    close = getattr(getattr(stream, "_iterator", None), "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()
 
 
 def _too_many(limit: int, partial: ChatResponse | None) -> UnreadableResponseError:
@@ -785,10 +751,7 @@ class _ResponsesAdapter(abc.ABC):
         in a call id, which goes back as its JSON escape, the id the provider sent, so that it can
         pair the result with its call. The SDK still sends it: its headers, auth, retries and stream.
         """
-        options: openai.RequestOptions = {
-            "headers": {**request.headers, **(headers or {})},
-            "security": {"bearer_auth": True},
-        }
+        options = bearer_auth_options({**request.headers, **(headers or {})})
         return client.post(
             "/responses",
             cast_to=Response,
@@ -859,11 +822,8 @@ class _ResponsesAdapter(abc.ABC):
         """An event stream read with the SDK's own stream reader, so that a buffered or re-wrapped
         stream folds exactly like the SDK's live one. The SDK types each event as its own union of
         event classes, told which field names the class (see ``event_types``)."""
-        stream = openai.AsyncStream(
-            cast_to=STREAM_EVENT,
-            response=cast(Any, http),
-            client=cast(Any, _StreamingClient(self._client, self._settings.max_response_bytes)),
-        )
+        cap = self._settings.max_response_bytes
+        stream = event_stream(self._client, http, STREAM_EVENT, lambda inner: _Decoding(inner, cap))
         folder = exchange.folder
         feed = folder.feed
         limit = self._settings.max_output_items
@@ -900,7 +860,7 @@ class _ResponsesAdapter(abc.ABC):
                         mark = time.monotonic()
         finally:
             await stream.close()
-            await _close_reader(stream)
+            await close_reader(stream)
         if folder.item_count > limit:
             raise _too_many(limit, exchange.partial())
         return folder.result()
@@ -951,7 +911,7 @@ class ResponsesJsonAdapter(_ResponsesAdapter):
         # Asked as responses.with_streaming_response asks (the SDK's raw-response header): the body is
         # left unread, so that its shape decides how it is read.
         raw: openai.AsyncAPIResponse[Response] = await self._post(
-            client, request, stream=False, headers={_RAW_RESPONSE_HEADER: "stream"}
+            client, request, stream=False, headers={RAW_RESPONSE_HEADER: "stream"}
         )
         try:
             return await self._fold_response(cast(httpx.Response, raw.http_response), exchange)

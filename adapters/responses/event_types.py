@@ -25,17 +25,9 @@ import pydantic
 from openai.types.responses import ResponseStreamEvent
 from typing_extensions import TypeAliasType
 
+from adapters.responses.sdk_seam import discriminator_of
+
 __all__ = ["STREAM_EVENT", "tagged"]
-
-
-def _discriminator(metadata: typing.Sequence[object]) -> str | None:
-    """The field the SDK's mark (``PropertyInfo(discriminator=...)``) names, read by its attribute: the
-    class itself lives in a private module of the SDK."""
-    for mark in metadata:
-        name = getattr(mark, "discriminator", None)
-        if isinstance(name, str) and name:
-            return name
-    return None
 
 
 def _tags(variant: object, name: str) -> tuple[object, ...] | None:
@@ -63,7 +55,7 @@ def tagged(event_type: Any) -> Any:
     if typing.get_origin(event_type) is not Annotated:
         return event_type
     union, *metadata = typing.get_args(event_type)
-    name = _discriminator(metadata)
+    name = discriminator_of(metadata)
     if name is None or typing.get_origin(union) not in (typing.Union, types.UnionType):
         return event_type
     seen: set[object] = set()

@@ -36,6 +36,14 @@ import httpx
 import httpx2
 import openai
 
+from adapters.responses.sdk_seam import (
+    INITIAL_RETRY_DELAY,
+    MAX_RETRY_AFTER,
+    MAX_RETRY_DELAY,
+    RETRY_COUNT_HEADER,
+    http_client_of,
+)
+
 __all__ = [
     "ACCEPTED_CODINGS",
     "LISTENER",
@@ -48,13 +56,6 @@ __all__ = [
     "observed",
 ]
 
-# The SDK stamps each attempt's request with how many retries preceded it.
-RETRY_COUNT_HEADER: Final = "x-stainless-retry-count"
-
-# Mirrors the SDK's back-off (openai._constants): the longest it may wait before retry n.
-_INITIAL_RETRY_DELAY: Final = 0.5
-_MAX_RETRY_DELAY: Final = 8.0
-_MAX_RETRY_AFTER: Final = 120.0
 # Decoded bytes handed on at a time: the memory one piece of a compressed body can take.
 _PIECE: Final = 64 * 1024
 _ZLIB_WBITS: Final = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
@@ -145,13 +146,13 @@ def _longest_wait(headers: Any | None, retries: int) -> float:
     """The longest the SDK may sleep before its next retry, as it decides that wait."""
     if headers is not None:
         asked = _retry_after(headers)
-        if asked is not None and math.isfinite(asked) and 0 < asked <= _MAX_RETRY_AFTER:
+        if asked is not None and math.isfinite(asked) and 0 < asked <= MAX_RETRY_AFTER:
             return asked
     return _backoff(retries)
 
 
 def _backoff(retries: int) -> float:
-    return min(_INITIAL_RETRY_DELAY * 2.0 ** min(retries, 64), _MAX_RETRY_DELAY)
+    return min(INITIAL_RETRY_DELAY * 2.0 ** min(retries, 64), MAX_RETRY_DELAY)
 
 
 def retry_backoff(retries: int) -> float:
@@ -417,7 +418,7 @@ def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.A
     observed with another cap is fronted afresh over the same original client, so that every body is
     counted against ``max_response_bytes``, whatever client a host hands in.
     """
-    inner: Any = getattr(client, "_client", None)
+    inner: Any = http_client_of(client)
     if isinstance(inner, _Front):
         if inner.max_response_bytes == max_response_bytes:
             return client

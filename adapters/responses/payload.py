@@ -8,11 +8,11 @@ import re
 import types
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Final
 
 import attrs
 
+from adapters.responses.sdk_seam import json_default
 from adapters.responses.settings import ResponsesSettings
 from adapters.responses.to_domain import has_surrogate, mend_surrogates, text_key
 from domain import (
@@ -81,17 +81,6 @@ def _escaped(wire: str) -> str:
     if not has_surrogate(wire):
         return wire
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", wire)
-
-
-def _sdk_default(value: object) -> Any:
-    """What the SDK's own request encoder (``openai._utils._json``) writes for a value JSON has no
-    form for: a datetime as ISO 8601, a pydantic model as its fields."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    model_dump = getattr(value, "model_dump", None)
-    if callable(model_dump):
-        return model_dump(exclude_unset=True, mode="json", by_alias=True)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _reject_constant(name: str) -> Any:
@@ -207,7 +196,7 @@ class ResponsesRequest:
             ensure_ascii=False,
             separators=(",", ":"),
             allow_nan=False,
-            default=_sdk_default,
+            default=json_default,
         )
         return _escaped(text).encode("utf-8")
 

@@ -1,0 +1,67 @@
+"""Every use the durable adapter makes of DBOS's private parts, each named with what it relies on.
+
+The rest of ``adapters.durable`` talks to DBOS through its public API (``DBOS``, ``DBOSClient``,
+``DBOSConfig``, ``Queue``, ``Serializer``, ``SetWorkflowID``, the workflow and step decorators).
+``tests/canary/test_dbos_seam.py`` holds one canary per name below, which fails, naming the
+reliance, when a release changes it (``make canary`` runs them against the newest DBOS;
+``docs/sdk-seams.md`` says how to read a failure).
+
+==============================  ==================================================================
+name                            relies on
+==============================  ==================================================================
+recover_pending_workflows       ``DBOS._recover_pending_workflows(executor_ids)``: re-enqueues the
+                                PENDING workflows of those executors, each only while it is still
+                                PENDING under that id, and returns their handles
+console_to_current_stderr       DBOS logs to the console through a ``StreamHandler`` on the
+                                ``dbos`` logger named ``__dbos_console_log_handler__``
+NO_LOGGER_PROVIDER_WARNING      the start of DBOS's warning that its OpenTelemetry is on while no
+                                global logger provider is set
+==============================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from typing import Any, Final
+
+from dbos import DBOS
+
+__all__ = [
+    "CONSOLE_HANDLER",
+    "NO_LOGGER_PROVIDER_WARNING",
+    "console_to_current_stderr",
+    "recover_pending_workflows",
+]
+
+CONSOLE_HANDLER: Final = "__dbos_console_log_handler__"
+NO_LOGGER_PROVIDER_WARNING: Final = "OTLP is enabled but logger provider not set"
+
+
+def recover_pending_workflows(executor_ids: list[str]) -> list[Any]:
+    """DBOS's own recovery of the PENDING workflows of ``executor_ids`` (what a process started again
+    with one of those ids runs at launch); the handles of those it re-enqueued.
+
+    DBOS has no public call for another executor's workflows (``DBOS.resume_workflow`` moves a
+    workflow to its internal queue whatever runs it)."""
+    handles: list[Any] = DBOS._recover_pending_workflows(executor_ids)
+    return handles
+
+
+def console_to_current_stderr() -> bool:
+    """DBOS's console handler writes to this process's ``sys.stderr`` as it is now; whether it found
+    the handler.
+
+    DBOS makes that handler once per process, on the ``sys.stderr`` of the moment, and flushes it at
+    every later launch: a launch after that stream was replaced and closed (a host or a test that
+    captured stderr around the first run) would fail on the closed stream.
+    """
+    found = False
+    for handler in logging.getLogger("dbos").handlers:
+        if handler.name == CONSOLE_HANDLER and isinstance(handler, logging.StreamHandler):
+            with handler.lock or contextlib.nullcontext():
+                # Not setStream: it flushes the old stream first, which is what fails when it is closed.
+                handler.stream = sys.stderr
+            found = True
+    return found
