@@ -327,11 +327,11 @@ async def worker_throughput(sizes: Sizes, timings: dict[str, Any]) -> list[Check
 async def _command_batches(count: int, gateway: str, folder: Path) -> dict[str, Callable[[], Awaitable[int]]]:
     """The same batch as the ``batch`` command builds it (the container's OpenAI SDK adapters, telemetry
     off, ``summary_json``) against the offline stand-in, in plain asyncio and through
-    :func:`~adapters.cli.batch.durable_engine` on SQLite."""
+    :func:`~adapters.durable_composition.durable_engine` on SQLite."""
     from dependency_injector import providers
 
-    from adapters.cli.batch import durable_engine
     from adapters.container import Container
+    from adapters.durable_composition import durable_engine
     from adapters.settings import resolve_settings
 
     agent = {"base_url": gateway, "api_key": "sk-bench", "model": "offline", "telemetry": False}

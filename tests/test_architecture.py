@@ -84,6 +84,16 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
             "adapters.container is not allowed to import adapters.durable",
         ),
         (
+            "adapters.durable.engine",
+            "from adapters.cli.report import summary_json",
+            "adapters.durable is not allowed to import adapters.cli",
+        ),
+        (
+            "adapters.durable_composition",
+            "import adapters.cli.batch",
+            "adapters.durable_composition is not allowed to import adapters.cli",
+        ),
+        (
             "domain.ports",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import openai",
             "domain is not allowed to import openai",

@@ -22,15 +22,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 import attrs
 
 from adapters.cli.console import Console
-from adapters.cli.failures import describe_failure
 from adapters.cli.files import STDIN, AtomicOutput, InputError, read_text
 from adapters.cli.parser import PROG
-from adapters.cli.report import summary_json, usage_json
-from adapters.redaction import Redactor
 from adapters.settings import ConfigurationError, Settings
 
 if TYPE_CHECKING:
-    from adapters.container import Container
     from adapters.durable import Outcome
 
 __all__ = [
@@ -39,7 +35,6 @@ __all__ = [
     "Source",
     "batch_command",
     "collect_sources",
-    "durable_engine",
     "prepare_output",
     "worker_command",
 ]
@@ -255,54 +250,13 @@ def _durable() -> Any:
     return durable
 
 
-@contextlib.asynccontextmanager
-async def durable_engine(
-    settings: Settings, database_url: str, executor_id: str
-) -> Any:  # AsyncIterator[Engine]; Any keeps the durable adapter out of this module's imports
-    """The container with the durable decorators, and DBOS launched over it in this event loop: what a
-    batch, a worker or a host's durable edits (:mod:`adapters.durable.approval`) run on."""
-    from dependency_injector import providers
+def durable_engine(settings: Settings, database_url: str, executor_id: str) -> Any:
+    """:func:`adapters.durable_composition.durable_engine` (an async context manager giving the launched
+    engine), or a ConfigurationError naming the extra it needs."""
+    _durable()
+    from adapters.durable_composition import durable_engine as composed
 
-    from adapters.container import Container
-
-    durable = _durable()
-    # A workflow's steps must come in the same order when it is recovered, so a long meeting's chunks
-    # are summarized one after another (run concurrently, their requests would interleave differently).
-    settings = attrs.evolve(settings, agent=attrs.evolve(settings.agent, chunk_concurrency=1))
-    container: Container = Container()
-    container.settings.override(providers.Object(settings))
-    extra = container.responses_settings().extra_headers.values()
-    redactor = Redactor([settings.agent.api_key.reveal(), *extra])
-    engine_settings = durable.EngineSettings(
-        database_url=database_url,
-        executor_id=executor_id,
-        concurrency=settings.agent.batch_concurrency,
-        requests_per_minute=settings.agent.batch_requests_per_minute,
-        traced=settings.agent.telemetry,
-        recovery_seconds=settings.agent.batch_recovery_seconds,
-    )
-    through = durable.requester(engine_settings)
-    container.chat_decorators.add_args(
-        providers.Object(lambda chat: durable.DurableChat(chat, redactor, through))
-    )
-    container.tool_invoker_decorators.add_args(
-        providers.Object(durable.DurableToolInvoker.decorator(redactor, rebuild=True))
-    )
-    runtime = durable.Runtime(
-        summary_agent=container.summary_agent,
-        chat=container.chat_adapter(),
-        render=summary_json,
-        describe=lambda error: describe_failure(error, settings.agent),
-        redactor=redactor,
-        spending=lambda run: usage_json(run.usage, len(run.responses)),
-        workflow_editor=container.workflow_editor_agent,
-    )
-    async with container:
-        engine = await durable.Engine.launch(engine_settings, runtime)
-        try:
-            yield engine
-        finally:
-            engine.shutdown()
+    return composed(settings, database_url, executor_id)
 
 
 def _database_url(args: argparse.Namespace, default: str | None) -> str:

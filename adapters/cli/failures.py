@@ -1,81 +1,21 @@
-"""How a failed request is told: one line naming what failed and where, details and logs with -v."""
+"""A failed request on the command line: its one line (adapters/rendering.py), details and logs with -v."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import traceback
-import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from adapters.settings import AgentSettings
+from adapters.rendering import describe_failure, shown_url
 from application import ToolRunError
-from domain import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError
+from domain import ChatError
 
 __all__ = ["describe_failure", "failure_details", "logging_to", "shown_url"]
 
 _SHOWN_PARTIAL: Final = 500
-_SHOWN_CAUSE: Final = 200
 _LOGGED: Final = ("adapters", "application", "openai", "httpx", "httpx2", "dbos")
-
-
-def shown_url(url: str) -> str:
-    """``url`` without any user name or password it carries."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def _what_failed(error: ChatError) -> str:
-    if isinstance(error, ChatTransportError):
-        return "the gateway request failed"
-    if isinstance(error, ResponseFailedError):
-        return "the model failed" + (f" ({error.code})" if error.code else "")
-    if isinstance(error, MalformedResponseError):
-        return "the gateway's answer could not be read"
-    return "the request failed"
-
-
-def _root_cause(error: BaseException) -> BaseException | None:
-    """The deepest exception under ``error`` that is not itself a ChatError (a run's error is
-    chained from the adapter's), or None when the chain holds nothing else."""
-    seen = {id(error)}
-    root = None
-    while (cause := error.__cause__ or error.__context__) is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        error = cause
-        if not isinstance(cause, ChatError):
-            root = cause
-    return root
-
-
-def describe_failure(error: ChatError, agent: AgentSettings, redact: Callable[[str], str] = str) -> str:
-    """One line: what failed, the error's own words, then where (URL, model, attempts, status, limits, ids).
-
-    The caller redacts it; ``redact`` is applied before anything is cut to length (the cause's text).
-    Nothing here reads the API key.
-    """
-    where = [f"POST {shown_url((agent.base_url or '').rstrip('/'))}/responses", f"model {agent.model}"]
-    if isinstance(error, ChatTransportError):
-        where.append(f"{error.attempts} attempt{'s' if error.attempts != 1 else ''}")
-        if error.status_code is not None and f"HTTP {error.status_code}" not in error.message:
-            where.append(f"HTTP {error.status_code}")
-        if error.status_code is None and "timed out" in error.message:
-            where.append(f"idle timeout agent.timeout_seconds={agent.timeout_seconds:g} s")
-        root = _root_cause(error)
-        if error.status_code is None and root is not None and str(root):
-            where.append(f"cause {type(root).__name__}: {redact(str(root))[:_SHOWN_CAUSE]}")
-    if error.request_id:
-        where.append(f"request id {error.request_id}")
-    if error.response_id:
-        where.append(f"response id {error.response_id}")
-    return f"{_what_failed(error)}: {error.message} [{'; '.join(where)}]"
 
 
 def failure_details(error: BaseException, redact: Callable[[str], str] = str) -> list[str]:

@@ -5,17 +5,15 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from adapters.cli.approval import describe_request
+from adapters.rendering import edit_json, error_code, summary_json, usage_json
 from application import (
     UNGROUNDED,
-    ApprovalRequest,
     MeetingSummary,
     ToolCallRecord,
     ToolRun,
     WorkflowEdit,
-    workflow_to_json,
 )
 from domain import Usage, Workflow
 
@@ -37,55 +35,6 @@ _SHOWN_ARGUMENTS = 100
 _COMPARED_ARGUMENTS = 2_000
 
 
-def error_code(record: ToolCallRecord) -> str | None:
-    """The error code the call was answered with (``invalid_tool_arguments``, ``unknown_step``, ...)."""
-    result = record.result
-    if not result.is_error:
-        return None
-    if isinstance(result.result, Mapping) and isinstance(result.result.get("error"), str):
-        return str(result.result["error"])
-    return "error"
-
-
-def _tool_calls_json(records: Sequence[ToolCallRecord]) -> list[dict[str, Any]]:
-    return [
-        {
-            "call_id": record.call.call_id,
-            "name": record.call.name,
-            "guarded": record.guarded,
-            "error": error_code(record),
-        }
-        for record in records
-    ]
-
-
-def _pending_json(pending: Sequence[ApprovalRequest]) -> list[dict[str, Any]]:
-    return [
-        {"call_id": request.call_id, "name": request.name, "arguments": dict(request.arguments)}
-        for request in pending
-    ]
-
-
-def summary_json(summary: MeetingSummary) -> dict[str, Any]:
-    return {
-        "text": summary.text,
-        "action_items": [
-            {"owner": item.owner, "task": item.task, "due": item.due, "lines": list(item.lines)}
-            for item in summary.action_items
-        ],
-        "decisions": [
-            {"text": decision.text, "lines": list(decision.lines)} for decision in summary.decisions
-        ],
-        "complete": summary.complete,
-        "failed_chunks": [list(lines) for lines in summary.failed_chunks],
-        "tool_calls": _tool_calls_json(summary.tool_calls),
-        "stop_reason": summary.stop_reason,
-        "usage": usage_json(summary.usage, len(summary.run.responses)),
-        "status": summary.run.status,
-        "pending": _pending_json(summary.run.pending),
-    }
-
-
 def line_label(lines: Sequence[int]) -> str:
     """Cited lines as a reader looks them up: ``L12``, ``L12-14``, ``L3, L12-14``."""
     runs: list[list[int]] = []
@@ -95,20 +44,6 @@ def line_label(lines: Sequence[int]) -> str:
         else:
             runs.append([number])
     return ", ".join(f"L{run[0]}" if len(run) == 1 else f"L{run[0]}-{run[-1]}" for run in runs)
-
-
-def edit_json(edit: WorkflowEdit) -> dict[str, Any]:
-    workflow: dict[str, Any] = json.loads(workflow_to_json(edit.workflow))
-    return {
-        "workflow": workflow,
-        "text": edit.text,
-        "complete": edit.complete,
-        "tool_calls": _tool_calls_json(edit.tool_calls),
-        "stop_reason": edit.stop_reason,
-        "usage": usage_json(edit.usage, len(edit.run.responses)),
-        "status": edit.status,
-        "pending": _pending_json(edit.pending),
-    }
 
 
 def _compact(arguments: Mapping[str, object] | None) -> str:
@@ -254,21 +189,6 @@ def usage_line(usage: Usage | None, requests: int) -> str:
 
 def _count(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
-
-
-def usage_json(usage: Usage | None, requests: int) -> dict[str, Any]:
-    """The run's spending for ``--format json``: the requests sent, the summed tokens and cost (null when
-    not reported)."""
-    usage = usage or Usage()
-    return {
-        "requests": requests,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens,
-        "cached_input_tokens": usage.cached_input_tokens,
-        "reasoning_tokens": usage.reasoning_tokens,
-        "cost_usd": usage.cost_usd,
-    }
 
 
 def summary_text(summary: MeetingSummary, transcript: Sequence[str] | None = None) -> str:

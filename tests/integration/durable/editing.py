@@ -16,8 +16,8 @@ import os
 import sys
 from typing import Final
 
-from adapters.cli.batch import durable_engine
 from adapters.durable import Approvals, edit_result, start_edit
+from adapters.durable_composition import durable_engine
 from adapters.settings import resolve_settings
 from application import ApprovalDecision, Approve, Deny, workflow_from_json, workflow_to_json
 
