@@ -9,7 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from adapters.settings import AgentSettings
-from application import ApprovalRequest, MeetingSummary, ToolCallRecord, WorkflowEdit, workflow_to_json
+from application import (
+    ActionItem,
+    ApprovalRequest,
+    Decision,
+    MeetingSummary,
+    ToolCallRecord,
+    WorkflowEdit,
+    workflow_to_json,
+)
 from domain import ChatError, ChatTransportError, MalformedResponseError, ResponseFailedError, Usage
 
 __all__ = ["describe_failure", "edit_json", "error_code", "shown_url", "summary_json", "usage_json"]
@@ -50,12 +58,10 @@ def summary_json(summary: MeetingSummary) -> dict[str, Any]:
     return {
         "text": summary.text,
         "action_items": [
-            {"owner": item.owner, "task": item.task, "due": item.due, "lines": list(item.lines)}
+            {"owner": item.owner, "task": item.task, "due": item.due, **_cited_json(item)}
             for item in summary.action_items
         ],
-        "decisions": [
-            {"text": decision.text, "lines": list(decision.lines)} for decision in summary.decisions
-        ],
+        "decisions": [{"text": decision.text, **_cited_json(decision)} for decision in summary.decisions],
         "complete": summary.complete,
         "failed_chunks": [list(lines) for lines in summary.failed_chunks],
         "tool_calls": _tool_calls_json(summary.tool_calls),
@@ -64,6 +70,11 @@ def summary_json(summary: MeetingSummary) -> dict[str, Any]:
         "status": summary.run.status,
         "pending": _pending_json(summary.run.pending),
     }
+
+
+def _cited_json(item: ActionItem | Decision) -> dict[str, Any]:
+    """Where an item was said: its lines, and in a recording its time (seconds) and its speakers."""
+    return {"lines": list(item.lines), "start": item.start, "end": item.end, "speakers": list(item.speakers)}
 
 
 def usage_json(usage: Usage | None, requests: int) -> dict[str, Any]:

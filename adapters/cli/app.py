@@ -31,6 +31,7 @@ from adapters.cli.report import (
     usage_line,
 )
 from adapters.cli.run_document import save_run
+from adapters.cli.transcripts import imported
 from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError, uvicorn_missing
 from adapters.offline.scenarios import parse_model
 from adapters.redaction import Redactor
@@ -54,6 +55,7 @@ from application import (
     RunState,
     SummaryAgent,
     ToolRunError,
+    Transcript,
     WorkflowEdit,
     WorkflowEditorAgent,
     WorkflowJsonError,
@@ -64,7 +66,6 @@ from application import (
 )
 from application.approval import checked_decisions
 from application.framing import unframe
-from application.grounding import transcript_lines
 from application.scrubbing import scrubbed
 from application.workflow_editor import WORKFLOW_EDITOR, waiting_edits
 from domain import (
@@ -129,6 +130,8 @@ class _Work:
     state: RunState | None = None
     """``resume``: the paused run, and the decisions on its pending calls."""
     decisions: Mapping[str, ApprovalDecision] = attrs.field(factory=dict)
+    transcript: Transcript | None = None
+    """``summarize``: the transcript file as imported (its format read, its speakers named)."""
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -234,10 +237,16 @@ def _work(args: argparse.Namespace, settings: Settings, console: Console) -> _Wo
         return _resume_work(args, settings, console)
     if args.command == "summarize":
         text = read_text(args.transcript, "TRANSCRIPT_FILE", _stdin(), limit=limit)
+        where = "(stdin)" if args.transcript == "-" else repr(args.transcript)
         if not text.strip():
-            where = "(stdin)" if args.transcript == "-" else repr(args.transcript)
             raise InputError(f"TRANSCRIPT_FILE {where}: empty; there is nothing to summarize")
-        return _Work(settings, text, save_run=_save_run(args, [("TRANSCRIPT_FILE", args.transcript)]))
+        transcript = imported(text, f"TRANSCRIPT_FILE {where}", args, name=args.transcript, console=console)
+        return _Work(
+            settings,
+            text,
+            transcript=transcript,
+            save_run=_save_run(args, [("TRANSCRIPT_FILE", args.transcript)]),
+        )
     text = read_text(args.workflow, "WORKFLOW_JSON", _stdin(), limit=limit)
     try:
         workflow = workflow_from_json(text)
@@ -459,7 +468,7 @@ async def _run(
         run: AsyncGenerator[RunEvent[MeetingSummary | WorkflowEdit], None]
         if command == "summarize":
             summarizer: SummaryAgent = container.summary_agent()
-            run = summarizer.summarize_events(work.text)
+            run = summarizer.summarize_events(work.transcript if work.transcript is not None else work.text)
         elif work.state is not None:  # resume
             resumer: WorkflowEditorAgent = container.workflow_editor_agent()
             run = resumer.resume_events(work.state, work.decisions)
@@ -510,7 +519,7 @@ def _finish(
     result = scrubbed(result, console.redact)
     as_json = args.format == "json"
     if isinstance(result, MeetingSummary):
-        quoted = transcript_lines(work.text) if args.quote else None
+        quoted = work.transcript.framed_lines() if args.quote and work.transcript is not None else None
         if as_json:
             console.result_json(summary_json(result))
         elif args.stream:

@@ -24,7 +24,9 @@ import attrs
 from adapters.cli.console import Console
 from adapters.cli.files import STDIN, AtomicOutput, InputError, read_text
 from adapters.cli.parser import PROG
+from adapters.cli.transcripts import imported
 from adapters.settings import ConfigurationError, Settings
+from application.transcripts import TranscriptFormat
 
 if TYPE_CHECKING:
     from adapters.durable import Outcome
@@ -39,7 +41,7 @@ __all__ = [
     "worker_command",
 ]
 
-EXTENSIONS: Final = (".txt", ".md")
+EXTENSIONS: Final = (".txt", ".md", ".vtt", ".srt", ".json")
 INDEX: Final = "index.jsonl"
 DEFAULT_DATABASE: Final = ".runs.sqlite"
 NOT_STARTED: Final = "not_started"
@@ -57,12 +59,14 @@ Endpoint = Callable[[Settings, Console], AbstractContextManager[Settings]]
 
 @attrs.frozen
 class Source:
-    """One transcript of the batch: where it came from, its output name, its text and its sha256."""
+    """One transcript of the batch: where it came from, its output name, its text and its sha256, and
+    the format it was read in (checked before any request)."""
 
     shown: str
     name: str
     text: str = attrs.field(repr=False)
     sha256: str
+    input_format: TranscriptFormat = "text"
 
 
 def _paths_from(arguments: Sequence[str], stdin: BinaryIO) -> Iterator[str]:
@@ -87,18 +91,24 @@ def _files(argument: str) -> list[Path]:
                 f"PATH {argument!r}: cannot be read ({exc.strerror or type(exc).__name__})"
             ) from None
         if not files:
-            raise InputError(f"PATH {argument!r}: a folder with no *.txt or *.md file in it")
+            raise InputError(
+                f"PATH {argument!r}: a folder with no transcript (*.txt, *.md, *.vtt, *.srt, *.json)"
+            )
         return files
     if not path.exists():
         raise InputError(f"PATH {argument!r}: no such file or folder")
     return [path]
 
 
-def collect_sources(arguments: Sequence[str], stdin: BinaryIO) -> list[Source]:
+def collect_sources(
+    arguments: Sequence[str], stdin: BinaryIO, reading: argparse.Namespace | None = None
+) -> list[Source]:
     """Every transcript the arguments name, in order, each file once; raises :class:`InputError`.
 
-    A folder gives its ``*.txt`` and ``*.md`` files (not its subfolders), sorted; ``-`` reads a list
-    of paths from stdin, one a line. Output names are the files' stems, numbered when two differ.
+    A folder gives its transcripts (``*.txt``, ``*.md``, ``*.vtt``, ``*.srt``, ``*.json``; not its
+    subfolders), sorted; ``-`` reads a list of paths from stdin, one a line. Output names are the
+    files' stems, numbered when two differ. Each is read as ``reading`` (``--input-format``,
+    ``--speaker``) says, or as its content shows: a file that does not parse is refused here.
     """
     seen: set[Path] = set()
     sources: list[Source] = []
@@ -121,7 +131,9 @@ def collect_sources(arguments: Sequence[str], stdin: BinaryIO) -> list[Source]:
                 name = f"{file.stem}-{number}"
             names.add(name)
             sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            sources.append(Source(str(file), name, text, sha256))
+            options = reading or argparse.Namespace(input_format=None, speakers=[])
+            transcript = imported(text, f"PATH {str(file)!r}", options, name=file.name, console=None)
+            sources.append(Source(str(file), name, text, sha256, transcript.format))
     return sources
 
 
@@ -313,6 +325,7 @@ async def _batch(
     settings: Settings,
     console: Console,
     budget: Budget,
+    settings_speakers: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Outcome]:
     """Run the batch; every transcript's outcome (``not_started`` for those the budget kept back)."""
     totals = Totals()
@@ -321,6 +334,7 @@ async def _batch(
     for source in sources:
         by_sha.setdefault(source.sha256, []).append(source)
     outcomes: dict[str, Outcome] = {}
+    speakers = dict(settings_speakers) or None
     _remove_leftovers(folder, sources)
     # Without a budget all are queued at once; with one, a few at a time, so none starts once it is spent.
     window = len(by_sha) if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
@@ -336,7 +350,8 @@ async def _batch(
                 engine.check_alive()
                 while waiting and len(pending) < window and not budget.reached(totals):
                     sha256 = waiting.popleft()
-                    await engine.submit(sha256, by_sha[sha256][0].text)
+                    first = by_sha[sha256][0]
+                    await engine.submit(sha256, first.text, first.input_format, speakers)
                     pending.add(sha256)
                 if not pending:
                     break  # the budget is spent: what is still waiting is not started
@@ -366,7 +381,7 @@ def batch_command(
 ) -> int:
     """``meeting-agents batch``: every check first (exit 2), then the runs; the exit code."""
     try:
-        sources = collect_sources(args.paths, stdin)
+        sources = collect_sources(args.paths, stdin, args)
         folder = prepare_output(args.out)
         database_url = _database_url(args, f"sqlite:///{folder / DEFAULT_DATABASE}")
     except (ConfigurationError, InputError) as exc:
@@ -378,7 +393,14 @@ def batch_command(
             try:
                 budget = Budget(cost_usd=args.max_cost, tokens=args.max_tokens)
                 outcomes = await _batch(
-                    sources, folder, database_url, _executor_id(args, "batch"), running, console, budget
+                    sources,
+                    folder,
+                    database_url,
+                    _executor_id(args, "batch"),
+                    running,
+                    console,
+                    budget,
+                    args.speakers,
                 )
             except ConfigurationError as exc:
                 console.error(str(exc))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from adapters.offline import SCENARIOS
+from application.transcripts import FORMATS as INPUT_FORMATS
 
 APPROVE_CHOICES: Final = ("all", "none")
 
@@ -142,8 +143,11 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done, 1 model or gateway failed, 2 bad input, 3 incomplete answer, 130 Ctrl-C.",
     )
     summarize.add_argument(
-        "transcript", metavar="TRANSCRIPT_FILE", help="a UTF-8 text file (a BOM is fine); - reads stdin"
+        "transcript",
+        metavar="TRANSCRIPT_FILE",
+        help="a UTF-8 transcript (a BOM is fine): plain text, WebVTT, SRT or diarized JSON; - reads stdin",
     )
+    _add_input_options(summarize)
     summarize.add_argument(
         "--quote",
         action="store_true",
@@ -261,6 +265,32 @@ def _add_eval_command(commands: argparse._SubParsersAction[_Parser]) -> None:
     _add_global_options(evaluate, copy=True)
 
 
+def _speaker(text: str) -> tuple[str, str]:
+    """An argparse type: ``LABEL=NAME``, both given."""
+    label, equals, name = text.partition("=")
+    if not equals or not label.strip() or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected LABEL=NAME (e.g. SPEAKER_00=Ana Souza), got {text!r}")
+    return label.strip(), name.strip()
+
+
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    """How a transcript file is read: its format (found from its content unless forced) and its speakers."""
+    parser.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        help="read the transcript as this format instead of the one its content shows",
+    )
+    parser.add_argument(
+        "--speaker",
+        dest="speakers",
+        action="append",
+        type=_speaker,
+        default=[],
+        metavar="LABEL=NAME",
+        help="name a diarization label (SPEAKER_00, spk_0) as the person it is; repeatable",
+    )
+
+
 def _add_state_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state",
@@ -340,6 +370,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         ),
     )
     batch.add_argument("paths", nargs="+", metavar="PATH", help="a transcript, a folder of them, or -")
+    _add_input_options(batch)
     batch.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the summaries go")
     batch.add_argument(
         "--db",

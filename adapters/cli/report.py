@@ -10,11 +10,14 @@ from adapters.cli.approval import describe_request
 from adapters.rendering import edit_json, error_code, summary_json, usage_json
 from application import (
     UNGROUNDED,
+    ActionItem,
+    Decision,
     MeetingSummary,
     ToolCallRecord,
     ToolRun,
     WorkflowEdit,
 )
+from application.transcripts import clock
 from domain import Usage, Workflow
 
 __all__ = [
@@ -35,6 +38,8 @@ _SHOWN_ARGUMENTS = 100
 _COMPARED_ARGUMENTS = 2_000
 
 
+    ActionItem,
+    Decision,
 def line_label(lines: Sequence[int]) -> str:
     """Cited lines as a reader looks them up: ``L12``, ``L12-14``, ``L3, L12-14``."""
     runs: list[list[int]] = []
@@ -215,11 +220,11 @@ def summary_details(summary: MeetingSummary, transcript: Sequence[str] | None = 
     lines = [f"Action items ({len(summary.action_items)})"]
     for number, item in enumerate(summary.action_items, 1):
         due = f" (due {item.due})" if item.due else ""
-        lines.append(f"  {number}. {item.owner}: {item.task}{due} [{line_label(item.lines)}]")
+        lines.append(f"  {number}. {item.owner}: {item.task}{due} [{line_label(item.lines)}{_when(item)}]")
         lines += _quoted(item.lines, transcript)
     lines += ["", f"Decisions ({len(summary.decisions)})"]
     for number, decision in enumerate(summary.decisions, 1):
-        lines.append(f"  {number}. {decision.text} [{line_label(decision.lines)}]")
+        lines.append(f"  {number}. {decision.text} [{line_label(decision.lines)}{_when(decision)}]")
         lines += _quoted(decision.lines, transcript)
     if summary.failed_chunks:
         missing = ", ".join(f"L{first}-{last}" for first, last in summary.failed_chunks)

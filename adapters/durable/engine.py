@@ -34,7 +34,8 @@ from adapters.durable.dbos_seam import NO_LOGGER_PROVIDER_WARNING, console_to_cu
 from adapters.durable.liveness import ExecutorInUseError, Liveness, LivenessLostError
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, to_store
 from adapters.redaction import Redactor
-from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, WorkflowEditorAgent
+from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, Transcript, WorkflowEditorAgent
+from application.transcripts import TranscriptFormat
 from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse
 
 __all__ = [
@@ -273,11 +274,16 @@ def workflow_runtime() -> Runtime:
 
 
 @DBOS.workflow(name=SUMMARIZE_WORKFLOW)
-async def summarize_transcript(transcript: str) -> Outcome:
-    """One transcript, summarized: the workflow DBOS runs, keyed by the transcript's sha256."""
+async def summarize_transcript(
+    transcript: str, input_format: TranscriptFormat | None = None, speakers: dict[str, str] | None = None
+) -> Outcome:
+    """One transcript, summarized: the workflow DBOS runs, keyed by the transcript's sha256. With an
+    ``input_format`` (checked by the batch before it submitted it) the text is imported in that format,
+    its labels named by ``speakers``."""
     runtime = workflow_runtime()
+    meeting = transcript if input_format is None else Transcript.parse(transcript, input_format, speakers)
     try:
-        summary = await runtime.summary_agent().summarize(transcript)
+        summary = await runtime.summary_agent().summarize(meeting)
     except ChatError as error:
         spent = runtime.spending(error.run) if isinstance(error, ToolRunError) else None
         return Outcome("failed", error=runtime.redactor.redact(runtime.describe(error)), usage=spent)
@@ -468,24 +474,34 @@ class Engine:
         if self._lost is not None:
             raise LivenessLostError(self._lost)
 
-    async def submit(self, sha256: str, transcript: str) -> None:
+    async def submit(
+        self,
+        sha256: str,
+        transcript: str,
+        input_format: TranscriptFormat | None = None,
+        speakers: dict[str, str] | None = None,
+    ) -> None:
         """Run ``transcript`` as the workflow ``sha256``: queued, or started here once a slot is free
         (``EngineSettings.shared_queue``). A workflow of that id already there (done, running or
-        queued, here or on another worker) is left as it is, its outcome the one recorded."""
+        queued, here or on another worker) is left as it is, its outcome the one recorded.
+        ``input_format`` and ``speakers`` say how to import it (:meth:`Transcript.parse`)."""
+        meeting = (transcript, input_format, speakers)
         if self.settings.queued:
             with SetWorkflowID(sha256):
-                await _queues[TRANSCRIPTS_QUEUE].enqueue_async(summarize_transcript, transcript)
+                await _queues[TRANSCRIPTS_QUEUE].enqueue_async(summarize_transcript, *meeting)
             self._unfinished.add(sha256)
             return
-        task = asyncio.create_task(self._run_here(sha256, transcript), name=f"transcript {sha256[:12]}")
+        task = asyncio.create_task(self._run_here(sha256, meeting), name=f"transcript {sha256[:12]}")
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
-    async def _run_here(self, sha256: str, transcript: str) -> None:
+    async def _run_here(
+        self, sha256: str, meeting: tuple[str, TranscriptFormat | None, dict[str, str] | None]
+    ) -> None:
         async with self._slots:
             try:
                 with SetWorkflowID(sha256):
-                    handle = await DBOS.start_workflow_async(summarize_transcript, transcript)
+                    handle = await DBOS.start_workflow_async(summarize_transcript, *meeting)
                 output = await handle.get_result()
             except Exception as exc:  # the workflow raised, or DBOS could not run it
                 outcome = Outcome("error", error=f"the run ended with {_first_line(exc)}")

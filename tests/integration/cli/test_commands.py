@@ -118,13 +118,20 @@ def test_summary_json_is_exactly_the_contract_shape() -> None:
         "task": "fix the flaky checkout test",
         "due": "Wednesday",
         "lines": [13],
+        "start": None,
+        "end": None,
+        "speakers": ["Priya"],
     } in document["action_items"]
-    assert all(set(item) == {"owner", "task", "due", "lines"} for item in document["action_items"])
+    cited = {"lines", "start", "end", "speakers"}
+    assert all(set(item) == {"owner", "task", "due", *cited} for item in document["action_items"])
+    assert all(set(decision) == {"text", *cited} for decision in document["decisions"])
     assert document["decisions"][0] == {
         "text": "Ship 2.4 on Thursday without the new onboarding flow",
         "lines": [28],
+        "start": None,
+        "end": None,
+        "speakers": ["Priya"],
     }
-    assert all(set(decision) == {"text", "lines"} for decision in document["decisions"])
     assert len(document["decisions"]) == 3
     assert document["failed_chunks"] == []
     assert all(set(call) == CALL_KEYS for call in document["tool_calls"])
@@ -476,7 +483,15 @@ def test_a_bom_does_not_cost_the_first_speaker(tmp_path: Path) -> None:
     with_bom = run("summarize", str(path), "--format", "json")
     assert with_bom.code == EXIT_OK, with_bom.err
     assert with_bom.json()["action_items"] == [
-        {"owner": "Ana", "task": "send the invite", "due": "Friday", "lines": [1]}
+        {
+            "owner": "Ana",
+            "task": "send the invite",
+            "due": "Friday",
+            "lines": [1],
+            "start": None,
+            "end": None,
+            "speakers": ["Ana"],
+        }
     ]
 
 

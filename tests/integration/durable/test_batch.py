@@ -208,7 +208,10 @@ def _unwritable_out(tmp_path: Path) -> list[str]:
     [
         (lambda tmp: [str(tmp / "missing.txt"), "--out", str(tmp / "out")], "no such file or folder"),
         (lambda tmp: [str(tmp / "latin1.txt"), "--out", str(tmp / "out")], "not UTF-8"),
-        (lambda tmp: [str(tmp / "empty-folder"), "--out", str(tmp / "out")], "no *.txt or *.md"),
+        (
+            lambda tmp: [str(tmp / "empty-folder"), "--out", str(tmp / "out")],
+            "a folder with no transcript (*.txt, *.md, *.vtt, *.srt, *.json)",
+        ),
         (lambda tmp: [str(tmp / "blank.txt"), "--out", str(tmp / "out")], "empty"),
         (lambda tmp: [str(tmp / "in"), *_unwritable_out(tmp)], "cannot be written"),
         (lambda tmp: [str(tmp / "in"), "--out", str(tmp / "out"), "--db", "mysql://h/db"], "expected sqlite"),
