@@ -38,8 +38,13 @@ _SHOWN_ARGUMENTS = 100
 _COMPARED_ARGUMENTS = 2_000
 
 
-    ActionItem,
-    Decision,
+def _when(item: ActionItem | Decision) -> str:
+    """`` at 01:48-01:55`` for an item of a recording; nothing for plain text."""
+    if item.start is None:
+        return ""
+    return f" at {clock(item.start)}" + (f"-{clock(item.end)}" if item.end is not None else "")
+
+
 def line_label(lines: Sequence[int]) -> str:
     """Cited lines as a reader looks them up: ``L12``, ``L12-14``, ``L3, L12-14``."""
     runs: list[list[int]] = []
