@@ -12,9 +12,18 @@ import httpx
 import openai
 from dependency_injector import containers, providers
 
+from adapters.failover import FailoverChat, Target
+from adapters.rate_limits import PacingHook, RateLimitedChat, RateLimiter
 from adapters.redaction import Redactor
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from adapters.settings import ConfigurationError, Settings, resolve_settings
+from adapters.settings import (
+    PRIMARY_TARGET,
+    ConfigurationError,
+    FallbackTarget,
+    Settings,
+    fallback_name,
+    resolve_settings,
+)
 from adapters.telemetry import (
     InstrumentedSummaryAgent,
     InstrumentedToolInvoker,
@@ -82,15 +91,16 @@ def _recording_transport(settings: Settings) -> httpx.AsyncBaseTransport | None:
     return Recorder(
         agent.record_to,
         httpx.AsyncHTTPTransport(limits=HTTP_LIMITS),
-        secrets=[agent.api_key.reveal(), *headers],
+        secrets=[*agent.secrets(), *headers],
     )
 
 
-def _build_http_client(settings: Settings, closables: _Closables) -> httpx.AsyncClient:
+def _build_http_client(
+    settings: Settings, closables: _Closables, *, timeout_seconds: float | None = None
+) -> httpx.AsyncClient:
+    timeout = settings.agent.timeout_seconds if timeout_seconds is None else timeout_seconds
     client = httpx.AsyncClient(
-        timeout=httpx.Timeout(
-            settings.agent.timeout_seconds, connect=min(10.0, settings.agent.timeout_seconds)
-        ),
+        timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
         limits=HTTP_LIMITS,
         transport=_recording_transport(settings),
         # A redirect would re-send the whole conversation to whatever origin the gateway names.
@@ -178,16 +188,107 @@ def _telemetry(
     agent = settings.agent
     return Telemetry(
         capture_content=agent.telemetry_capture_content,
-        redactor=Redactor([agent.api_key.reveal(), *responses_settings.extra_headers.values()]),
+        redactor=Redactor([*agent.secrets(), *responses_settings.extra_headers.values()]),
         base_url=agent.base_url,
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
     )
 
 
-def _sdk_http_client(http_client: httpx.AsyncClient, settings: Settings) -> httpx.AsyncClient:
+def _sdk_http_client(
+    http_client: httpx.AsyncClient, settings: Settings, limiter: RateLimiter | None = None
+) -> httpx.AsyncClient:
     # Each HTTP attempt of a traced request becomes an event on its span.
-    return instrument_http_client(http_client) if settings.agent.telemetry else http_client
+    client = instrument_http_client(http_client) if settings.agent.telemetry else http_client
+    return client if limiter is None else _paced(client, limiter)
+
+
+def _paced(client: httpx.AsyncClient, limiter: RateLimiter) -> httpx.AsyncClient:
+    """``client`` whose answers' ``x-ratelimit-*`` headers pace ``limiter`` (the hook added once)."""
+    hooks = client.event_hooks
+    if not any(isinstance(hook, PacingHook) and hook.limiter is limiter for hook in hooks["response"]):
+        client.event_hooks = {**hooks, "response": [*hooks["response"], PacingHook(limiter)]}
+    return client
+
+
+def _rate_limiter(settings: Settings) -> RateLimiter | None:
+    """The container's one limiter, shared by every request of every run; None without limits."""
+    agent = settings.agent
+    if agent.requests_per_minute is None and agent.tokens_per_minute is None:
+        return None
+    return RateLimiter(agent.requests_per_minute, agent.tokens_per_minute)
+
+
+def _fallback_target(
+    number: int,
+    fallback: FallbackTarget,
+    settings: Settings,
+    responses_settings: ResponsesSettings,
+    limiter: RateLimiter | None,
+    closables: _Closables,
+) -> Target:
+    """An adapter of its own for ``agent.fallbacks[number]``: its own HTTP and SDK clients (closed with
+    the container), its model and key, and none of the primary's extra headers (a gateway's headers can
+    be its credentials)."""
+    agent = settings.agent
+    http_client = _sdk_http_client(
+        _build_http_client(settings, closables, timeout_seconds=fallback.timeout_seconds), settings, limiter
+    )
+    timeout = agent.timeout_seconds if fallback.timeout_seconds is None else fallback.timeout_seconds
+    client = openai.AsyncOpenAI(
+        api_key=fallback.api_key.reveal(),
+        base_url=fallback.base_url,
+        http_client=http_client,  # type: ignore[arg-type]  # the SDK accepts a legacy httpx client (see README)
+        max_retries=agent.max_retries if fallback.max_retries is None else fallback.max_retries,
+        timeout=timeout,
+    )
+    closables.add(client.close)
+    target_settings = attrs.evolve(
+        responses_settings,
+        model=fallback.model,
+        deadline_seconds=fallback.deadline_seconds or responses_settings.deadline_seconds,
+        extra_headers={},
+    )
+    streaming = agent.use_streaming if fallback.use_streaming is None else fallback.use_streaming
+    adapter = (ResponsesSseAdapter if streaming else ResponsesJsonAdapter)(client, target_settings)
+    return Target(
+        fallback.name or fallback_name(number),
+        adapter,
+        fallback.model,
+        base_url=fallback.base_url,
+        deadline_seconds=fallback.deadline_seconds,
+    )
+
+
+def _fallback_targets(
+    settings: Settings,
+    responses_settings: ResponsesSettings,
+    limiter: RateLimiter | None,
+    closables: _Closables,
+) -> tuple[Target, ...]:
+    return tuple(
+        _fallback_target(number, fallback, settings, responses_settings, limiter, closables)
+        for number, fallback in enumerate(settings.agent.fallbacks)
+    )
+
+
+def _resilient_chat(
+    adapter: ChatPort, settings: Settings, fallbacks: Sequence[Target], limiter: RateLimiter | None
+) -> ChatPort:
+    """``adapter`` with failover to ``agent.fallbacks`` and, outside it, the shared rate limit: a
+    request waits for its turn once, whichever target then answers it."""
+    agent = settings.agent
+    chat = adapter
+    if fallbacks:
+        primary = Target(PRIMARY_TARGET, adapter, agent.model, base_url=agent.base_url)
+        chat = FailoverChat(
+            (primary, *fallbacks), deadline_seconds=agent.deadline_seconds, redactor=Redactor(agent.secrets())
+        )
+    if limiter is not None:
+        chat = RateLimitedChat(
+            chat, limiter, deadline_seconds=agent.deadline_seconds, max_output_tokens=agent.max_output_tokens
+        )
+    return chat
 
 
 def _traced_chat(chat: ChatPort, telemetry: Telemetry | None, model: str) -> ChatPort:
@@ -254,7 +355,7 @@ def _pipeline(
 def _loop_settings(settings: Settings, responses_settings: ResponsesSettings | None = None) -> LoopSettings:
     # The secrets the adapters cut from errors, cut from a failed run's ToolRunError.run too.
     headers = responses_settings.extra_headers.values() if responses_settings is not None else ()
-    redactor = Redactor([settings.agent.api_key.reveal(), *headers])
+    redactor = Redactor([*settings.agent.secrets(), *headers])
     return attrs.evolve(_section(settings, LoopSettings), redact=redactor.redact)
 
 
@@ -369,7 +470,10 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     # Telemetry (agent.telemetry): the global OpenTelemetry providers unless these are overridden.
     tracer_provider: providers.Object[Any] = providers.Object(None)
     meter_provider: providers.Object[Any] = providers.Object(None)
-    sdk_http_client = providers.Callable(_sdk_http_client, http_client, settings)
+    # Failover and rate limits (agent.fallbacks, agent.requests_per_minute, agent.tokens_per_minute):
+    # one limiter for every run of the container, paced by the gateways' x-ratelimit-* headers.
+    rate_limiter = providers.Singleton(_rate_limiter, settings)
+    sdk_http_client = providers.Callable(_sdk_http_client, http_client, settings, rate_limiter)
     openai_client = providers.Singleton(
         _build_openai_client, settings=settings, http_client=sdk_http_client, closables=closables
     )
@@ -390,14 +494,21 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         replay=providers.Singleton(_replay_chat, settings, responses_settings, closables),
     )
 
+    fallback_targets = providers.Singleton(
+        _fallback_targets, settings, responses_settings, rate_limiter, closables
+    )
+
     # Chains
     chat_decorators = providers.List()
     tool_invoker_decorators = providers.List()
     # The chat: the adapter, the host's decorators, and telemetry outermost when it is on. Everything
     # talks through it (the pipelines, tool_loop, a host's direct calls), so every request is traced.
     model = providers.Callable(_model, settings)
+    resilient_chat = providers.Callable(
+        _resilient_chat, chat_adapter, settings, fallback_targets, rate_limiter
+    )
     chat = providers.Callable(
-        _traced_chat, providers.Callable(_chat_chain, chat_adapter, chat_decorators), telemetry, model
+        _traced_chat, providers.Callable(_chat_chain, resilient_chat, chat_decorators), telemetry, model
     )
     traced_tool_invoker_decorators = providers.Callable(
         _traced_tool_decorators, tool_invoker_decorators, telemetry

@@ -31,7 +31,7 @@ async def durable_engine(settings: Settings, database_url: str, executor_id: str
     container = Container()
     container.settings.override(providers.Object(settings))
     extra = container.responses_settings().extra_headers.values()
-    redactor = Redactor([settings.agent.api_key.reveal(), *extra])
+    redactor = Redactor([*settings.agent.secrets(), *extra])
     engine_settings = EngineSettings(
         database_url=database_url,
         executor_id=executor_id,

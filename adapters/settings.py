@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import tomllib
@@ -25,6 +26,7 @@ __all__ = [
     "ENV_PREFIX",
     "AgentSettings",
     "ConfigurationError",
+    "FallbackTarget",
     "MalformedArgumentsPolicy",
     "Secret",
     "Settings",
@@ -92,6 +94,29 @@ def parse_bool(value: object, key: str = "value") -> bool:
 
 
 @attrs.frozen
+class FallbackTarget:
+    """One entry of ``agent.fallbacks``: another gateway or model a failed request is sent to.
+
+    ``api_key`` or ``api_key_env`` (the name of an environment variable holding the key, read when
+    the settings are resolved; not an ``AGENT_*`` one, which the settings refuse). ``name`` says which
+    target gave an answer (``ChatResponse.served_by``; ``fallback-<n>`` from 1 when left out). The
+    others default to the ``agent`` section's own: ``use_streaming``, ``timeout_seconds``,
+    ``deadline_seconds`` (this target's share, never more than what the request has left) and
+    ``max_retries``.
+    """
+
+    base_url: str
+    model: str
+    api_key: Secret = Secret("")
+    api_key_env: str | None = None
+    name: str | None = None
+    use_streaming: bool | None = None
+    timeout_seconds: float | None = None
+    deadline_seconds: float | None = None
+    max_retries: int | None = None
+
+
+@attrs.frozen
 class AgentSettings:
     """The ``agent`` section. Every key can be set as ``AGENT_<KEY>`` in the environment."""
 
@@ -150,6 +175,39 @@ class AgentSettings:
     """A directory: every HTTP exchange of the container's runs goes to a cassette there (secrets cut)."""
     replay_from: str | None = None
     """A cassette file or directory: the chat answers from it, with no gateway (``adapters.ReplayChat``)."""
+    fallbacks: tuple[FallbackTarget, ...] = ()
+    """Targets a request goes to, in order, when the gateway fails it (docs/failover-and-rate-limits.md);
+    env ``AGENT_FALLBACKS`` as a JSON list."""
+    requests_per_minute: int | None = None
+    """Requests this process sends per minute at most, across every run (a client-side limit)."""
+    tokens_per_minute: int | None = None
+    """Tokens (input estimated before a request goes, corrected from its usage) per minute at most."""
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every key these settings hold (the gateway's and each fallback's), for redaction."""
+        return tuple(key.reveal() for key in (self.api_key, *(t.api_key for t in self.fallbacks)) if key)
+
+    def _check_fallbacks(self) -> None:
+        names: set[str] = set()
+        for number, target in enumerate(self.fallbacks):
+            key = f"agent.fallbacks[{number}]"
+            _check_base_url(target.base_url, key=f"{key}.base_url")
+            if not target.model:
+                raise ConfigurationError(f"{key}.model: expected a model name, got ''")
+            if not target.api_key:
+                raise ConfigurationError(f"{key}.api_key: not set; give api_key or api_key_env")
+            for field in ("timeout_seconds", "deadline_seconds"):
+                value = getattr(target, field)
+                if value is not None and not (math.isfinite(value) and value > 0):
+                    raise ConfigurationError(
+                        f"{key}.{field}: expected a finite positive number, got {value!r}"
+                    )
+            if target.max_retries is not None and target.max_retries < 0:
+                raise ConfigurationError(f"{key}.max_retries: expected 0 or more, got {target.max_retries!r}")
+            name = target.name or fallback_name(number)
+            if name in names or name == PRIMARY_TARGET:
+                raise ConfigurationError(f"{key}.name: {name!r} names another target already")
+            names.add(name)
 
     def __attrs_post_init__(self) -> None:
         for key in (
@@ -191,12 +249,17 @@ class AgentSettings:
                 "agent.batch_requests_per_minute: expected a positive number, "
                 f"got {self.batch_requests_per_minute!r}"
             )
+        for key in ("requests_per_minute", "tokens_per_minute"):
+            limit = getattr(self, key)
+            if limit is not None and limit <= 0:
+                raise ConfigurationError(f"agent.{key}: expected a positive whole number, got {limit!r}")
         if self.base_url is not None:
             _check_base_url(self.base_url)
         if self.record_to is not None and self.replay_from is not None:
             raise ConfigurationError(
                 "agent.record_to: set together with agent.replay_from; a replayed run sends nothing to record"
             )
+        self._check_fallbacks()
         unknown = [name for name in self.approval_required_tools if name not in WORKFLOW_TOOLS]
         if unknown:
             raise ConfigurationError(
@@ -205,7 +268,16 @@ class AgentSettings:
             )
 
 
-def _check_base_url(url: str) -> None:
+PRIMARY_TARGET: Final = "primary"
+"""The name of the ``agent`` section's own gateway and model among the failover targets."""
+
+
+def fallback_name(number: int) -> str:
+    """The name of ``agent.fallbacks[number]`` when it gives none: ``fallback-1`` for the first."""
+    return f"fallback-{number + 1}"
+
+
+def _check_base_url(url: str, *, key: str = "agent.base_url") -> None:
     """An http(s) URL with a host, or a ConfigurationError saying what arrived."""
     try:
         parts = urllib.parse.urlsplit(url)
@@ -216,8 +288,7 @@ def _check_base_url(url: str) -> None:
     if not usable:
         shown = url if len(url) <= _SHOWN_VALUE else url[:_SHOWN_VALUE] + "..."
         raise ConfigurationError(
-            "agent.base_url: expected an http(s) URL with a host, e.g. http://127.0.0.1:4000/v1, "
-            f"got {shown!r}"
+            f"{key}: expected an http(s) URL with a host, e.g. http://127.0.0.1:4000/v1, got {shown!r}"
         )
 
 
@@ -308,7 +379,14 @@ def _field_type(name: str) -> Any:
 def _expected(name: str, exc: BaseException) -> str:
     """What a field accepts, as a short phrase for the one-line error."""
     field_type = _field_type(name)
-    if field_type is bool or exc.__class__ is ConfigurationError:
+    if exc.__class__ is ConfigurationError:
+        return f"one of {_BOOL_SPELLINGS}"
+    return _expected_of(field_type)
+
+
+def _expected_of(field_type: Any) -> str:
+    """What a field of ``field_type`` accepts, as a short phrase for the one-line error."""
+    if field_type is bool or bool in typing.get_args(field_type):
         return f"one of {_BOOL_SPELLINGS}"
     literals = [
         value
@@ -334,7 +412,56 @@ def _did_you_mean(name: str, known: typing.Iterable[str], prefix: str = "") -> s
     return f"did you mean {names[close[0]]}? " if close else ""
 
 
-def _structure_agent(section: Mapping[str, Any]) -> AgentSettings:
+def _fallback(number: int, value: object, environ: Mapping[str, str]) -> FallbackTarget:
+    """``agent.fallbacks[number]`` from a mapping, its ``api_key_env`` read from ``environ``."""
+    if isinstance(value, FallbackTarget):
+        return value
+    key = f"agent.fallbacks[{number}]"
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"{key}: expected a mapping with base_url, model and api_key or api_key_env")
+    known = attrs.fields_dict(FallbackTarget)
+    hints = typing.get_type_hints(FallbackTarget)
+    fields: dict[str, Any] = {}
+    for name, field in value.items():
+        if name not in known:
+            raise ConfigurationError(
+                f"{key}.{name}: unknown key; {_did_you_mean(str(name), known)}"
+                f"the known keys are {', '.join(sorted(known))}"
+            )
+        if field is None:
+            continue
+        try:
+            fields[name] = _CONVERTER.structure(field, hints[name])
+        except Exception:  # any structuring failure becomes the same one-line error
+            shown = "********" if name == "api_key" else repr(field)
+            expected = _expected_of(hints[name])
+            raise ConfigurationError(f"{key}.{name}: expected {expected}, got {shown}") from None
+    for required in ("base_url", "model"):
+        if required not in fields:
+            raise ConfigurationError(f"{key}.{required}: not set")
+    variable = fields.get("api_key_env")
+    if variable is not None:
+        if fields.get("api_key"):
+            raise ConfigurationError(f"{key}: set api_key or api_key_env, not both")
+        if not environ.get(variable):
+            raise ConfigurationError(f"{key}.api_key_env: the environment variable {variable} is not set")
+        fields["api_key"] = Secret(environ[variable])
+    return FallbackTarget(**fields)
+
+
+def _fallbacks(value: object, environ: Mapping[str, str]) -> tuple[FallbackTarget, ...]:
+    """``agent.fallbacks``: a list of targets (from the environment, that list as JSON)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else []
+        except ValueError:
+            raise ConfigurationError("agent.fallbacks: expected a JSON list of targets") from None
+    if not isinstance(value, list | tuple):
+        raise ConfigurationError("agent.fallbacks: expected a list of targets")
+    return tuple(_fallback(number, target, environ) for number, target in enumerate(value))
+
+
+def _structure_agent(section: Mapping[str, Any], environ: Mapping[str, str]) -> AgentSettings:
     known = attrs.fields_dict(AgentSettings)
     values: dict[str, Any] = {}
     for name, value in section.items():
@@ -344,6 +471,9 @@ def _structure_agent(section: Mapping[str, Any]) -> AgentSettings:
                 f"the known keys are {', '.join(sorted(known))}"
             )
         if value is None:
+            continue
+        if name == "fallbacks":
+            values[name] = _fallbacks(value, environ)
             continue
         try:
             values[name] = _CONVERTER.structure(value, _field_type(name))
@@ -366,7 +496,10 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _section_class(field_type: Any) -> type[Any] | None:
-    """The attrs class a field holds (``RunBudget`` for ``RunBudget | None``), if it holds one."""
+    """The attrs class a field holds (``RunBudget`` for ``RunBudget | None``), if it holds one; a
+    tuple of them (``agent.fallbacks``) is a list, not a section."""
+    if typing.get_origin(field_type) is tuple:
+        return None
     for candidate in (field_type, *typing.get_args(field_type)):
         if isinstance(candidate, type) and attrs.has(candidate):
             return candidate
@@ -437,7 +570,7 @@ def resolve_settings(
     section = layers.get("agent") or {}
     if not isinstance(section, Mapping):
         raise ConfigurationError("agent: expected a mapping of settings")
-    return Settings(agent=_structure_agent(section))
+    return Settings(agent=_structure_agent(section, environ if environ is not None else os.environ))
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeAlias, runtime_checkable
 
@@ -52,6 +53,7 @@ from domain import (
     ChatResponseUpdate,
     FunctionCallContent,
     FunctionResultContent,
+    RateLimitedError,
     ToolInvokerPort,
 )
 
@@ -424,10 +426,17 @@ class _Run:
             request = attrs.evolve(request, deadline_seconds=left)
         return request
 
-    def _stopped_by_deadline(self, partial: ChatResponse | None) -> bool:
+    def _stopped_by_deadline(self, partial: ChatResponse | None, error: ChatError | None = None) -> bool:
         """After a failed or cut-off request: whether the run's deadline ended it (then the run stops
-        with what had arrived, an incomplete last answer)."""
-        if not self.spending.out_of_time():
+        with what had arrived, an incomplete last answer). A request the client's rate limit would
+        hold past the run's deadline ends the run there too, as a budget limit would: nothing more
+        can be sent within it (one too large ever to go is an error, raised)."""
+        held_past = (
+            isinstance(error, RateLimitedError)
+            and (left := self.spending.seconds_left()) is not None
+            and left <= error.wait_seconds < math.inf
+        )
+        if not (held_past or self.spending.out_of_time()):
             return False
         self.stop_reason = "deadline"
         if partial is not None and (partial.messages or partial.usage is not None):
@@ -677,7 +686,7 @@ class _Run:
                     request = self.output.request(request)
                     continue
                 partial = ChatResponse.from_updates(updates) if updates else error.partial
-                if not self._stopped_by_deadline(partial):
+                if not self._stopped_by_deadline(partial, error):
                     raise ToolRunError.from_error(error, self._scrubbed(self.result())) from error
                 return
 

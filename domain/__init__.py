@@ -6,6 +6,7 @@ from domain.errors import (
     ChatTransportError,
     ErrorContext,
     MalformedResponseError,
+    RateLimitedError,
     ResponseFailedError,
 )
 from domain.messages import (
@@ -43,6 +44,7 @@ __all__ = [
     "MalformedResponseError",
     "ParseErrorKind",
     "ProviderItemContent",
+    "RateLimitedError",
     "ReasoningContent",
     "ReasoningOptions",
     "ResponseFailedError",

@@ -6,8 +6,10 @@ The tree::
     ├── ResponseFailedError        the provider said the response failed (response.failed, error event)
     ├── MalformedResponseError     the body could not be read as a response (truncated stream,
     │                              undecodable event, neither a Response nor an event stream)
-    └── ChatTransportError         HTTP failed: a status error, a timeout, a broken connection,
-                                   after the SDK's own retries
+    ├── ChatTransportError         HTTP failed: a status error, a timeout, a broken connection,
+    │                              after the SDK's own retries
+    └── RateLimitedError           the client-side rate limit would hold the request past its
+                                   deadline; nothing was sent
 
 Every error carries ``response_id``, ``model_id`` and ``request_id`` when known and ``partial`` (the
 response as far as it had arrived); a tool-calling run raises a copy that also carries the run so
@@ -17,12 +19,20 @@ exception text.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 if TYPE_CHECKING:
     from domain.responses import ChatResponse
 
-__all__ = ["ChatError", "ChatTransportError", "ErrorContext", "MalformedResponseError", "ResponseFailedError"]
+__all__ = [
+    "ChatError",
+    "ChatTransportError",
+    "ErrorContext",
+    "MalformedResponseError",
+    "RateLimitedError",
+    "ResponseFailedError",
+]
 
 
 class ErrorContext(TypedDict, total=False):
@@ -103,3 +113,28 @@ class ChatTransportError(ChatError):
         super().__init__(message, **context)
         self.status_code = status_code
         self.attempts = attempts
+
+
+class RateLimitedError(ChatError):
+    """The client's own rate limit (``agent.requests_per_minute``, ``agent.tokens_per_minute``) would
+    hold the request longer than its deadline allows, or for ever (one request larger than the
+    limit): it fails at once and nothing is sent.
+
+    ``wait_seconds`` is how long the request would have waited (``math.inf`` when it can never go),
+    ``seconds_left`` what its deadline had left, and ``limit`` which limit held it (``requests`` or
+    ``tokens``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        wait_seconds: float = math.inf,
+        seconds_left: float = 0.0,
+        limit: str = "requests",
+        **context: Unpack[ErrorContext],
+    ) -> None:
+        super().__init__(message, **context)
+        self.wait_seconds = wait_seconds
+        self.seconds_left = seconds_left
+        self.limit = limit

@@ -103,8 +103,8 @@ class ChatResponseUpdate(HasContents):
       whole and stands alone. A ``TextContent`` piece with ``part_index`` None belongs to part 0.
 
     Contents appear in the order their item's first piece arrived; a new message starts when the
-    ``role`` changes. ``response_id``, ``model_id``, ``created_at``, ``status``, ``finish_reason``
-    and ``usage`` are set on the updates where they become known; the last value given wins.
+    ``role`` changes. ``response_id``, ``model_id``, ``created_at``, ``status``, ``finish_reason``,
+    ``usage`` and ``served_by`` are set on the updates where they become known; the last value given wins.
     """
 
     contents: tuple[Content, ...] = attrs.field(default=(), converter=as_contents)
@@ -117,11 +117,13 @@ class ChatResponseUpdate(HasContents):
     status: str | None = None
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
+    served_by: str | None = None
 
     @property
     def metadata(self) -> dict[str, Any]:
         """The response metadata this update gives, by field name: those of ``response_id``,
-        ``model_id``, ``created_at``, ``status``, ``finish_reason`` and ``usage`` that are not None.
+        ``model_id``, ``created_at``, ``status``, ``finish_reason``, ``usage`` and ``served_by`` that
+        are not None.
 
         Folding an answer's updates is ``metadata.update(update.metadata)`` for each, in order.
         """
@@ -132,6 +134,7 @@ class ChatResponseUpdate(HasContents):
             and self.status is None
             and self.finish_reason is None
             and self.usage is None
+            and self.served_by is None
         ):
             # A streamed piece, most updates of an answer: no dictionary is built to be read empty.
             return {}
@@ -161,6 +164,7 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
     _set_status,
     _set_finish_reason,
     _set_usage,
+    _set_served_by,
 ) = _setters(
     ChatResponseUpdate,
     "contents",
@@ -173,6 +177,7 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
     "status",
     "finish_reason",
     "usage",
+    "served_by",
 )
 _set_text, _set_provider_item = _setters(TextContent, "text", "provider_item")
 (
@@ -199,6 +204,7 @@ def piece_update(
     _set_status(update, None)
     _set_finish_reason(update, None)
     _set_usage(update, None)
+    _set_served_by(update, None)
     return update
 
 
@@ -288,7 +294,7 @@ class _Whole:
         return [self.content]
 
 
-_METADATA: Final = ("response_id", "model_id", "created_at", "status", "finish_reason", "usage")
+_METADATA: Final = ("response_id", "model_id", "created_at", "status", "finish_reason", "usage", "served_by")
 
 _Slot = _TextItem | _ReasoningItem | _Whole
 
@@ -356,6 +362,8 @@ class ChatResponse:
     status: str | None = None
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
+    served_by: str | None = None
+    """The name of the failover target that gave this answer (``agent.fallbacks``); None without failover."""
 
     @property
     def text(self) -> str:
@@ -390,7 +398,10 @@ class ChatResponse:
         if pieces < 1:
             raise ValueError(f"pieces must be at least 1, not {pieces}")
         yield ChatResponseUpdate(
-            response_id=self.response_id, model_id=self.model_id, created_at=self.created_at
+            response_id=self.response_id,
+            model_id=self.model_id,
+            created_at=self.created_at,
+            served_by=self.served_by,
         )
         item = 0
         for message in self.messages:

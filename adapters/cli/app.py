@@ -39,6 +39,7 @@ from adapters.settings import (
     ConfigurationError,
     Secret,
     Settings,
+    fallback_name,
     load_config_file,
     resolve_settings,
 )
@@ -375,6 +376,9 @@ def _endpoint(settings: Settings, console: Console) -> Iterator[Settings]:
         return
     if agent.base_url:
         console.info(f"Endpoint: {shown_url(agent.base_url)} (model {agent.model})")
+        for number, fallback in enumerate(agent.fallbacks):
+            name = fallback.name or fallback_name(number)
+            console.info(f"Fallback {name}: {shown_url(fallback.base_url)} (model {fallback.model})")
         yield settings
         return
     with OfflineResponsesServer(dialect=agent.offline_dialect) as server:
@@ -608,7 +612,7 @@ def _approver(args: argparse.Namespace, work: _Work, console: Console, live: Liv
 def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, str]) -> int:
     try:
         settings = _settings(args, environ)
-        console.redactor = Redactor([environ.get("AGENT_API_KEY"), settings.agent.api_key.reveal()])
+        console.redactor = Redactor([environ.get("AGENT_API_KEY"), *settings.agent.secrets()])
         if args.command in ("batch", "worker"):
             return _batch_commands(args, console, settings)
         if args.command == "eval":

@@ -12,6 +12,7 @@ from adapters.telemetry.agents import (
 )
 from adapters.telemetry.chat import (
     InstrumentedChat,
+    annotate_request,
     instrument_chat,
     instrument_http_client,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "InstrumentedWorkflowEditorAgent",
     "Telemetry",
     "TracingUnavailableError",
+    "annotate_request",
     "instrument_chat",
     "instrument_http_client",
     "server_of",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 
 import httpx
@@ -24,7 +24,7 @@ from domain import (
     Usage,
 )
 
-__all__ = ["InstrumentedChat", "instrument_chat", "instrument_http_client"]
+__all__ = ["InstrumentedChat", "annotate_request", "instrument_chat", "instrument_http_client"]
 
 # The request being traced in this context, for the HTTP client's event hooks.
 _REQUEST_KEY: Final = context.create_key("meeting-assistant-agents.chat-request")
@@ -298,6 +298,18 @@ class InstrumentedChat:
                     c.GEN_AI_SYSTEM_INSTRUCTIONS, telemetry.content(system_instructions(options.instructions))
                 )
         return _ChatRequest(telemetry, span, attributes)
+
+
+def annotate_request(attributes: Mapping[str, AttributeValue], *, event: str | None = None) -> None:
+    """Tell the span of the request traced in this context what a decorator inside it did:
+    ``attributes`` set on it, or added as the event ``event``. Nothing outside a traced request."""
+    traced = context.get_value(_REQUEST_KEY)
+    if not isinstance(traced, _ChatRequest):
+        return
+    if event is None:
+        traced.span.set_attributes(attributes)
+    else:
+        traced.span.add_event(event, attributes)
 
 
 async def _on_request(request: httpx.Request) -> None:

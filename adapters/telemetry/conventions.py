@@ -23,6 +23,13 @@ GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_COST: Final = "gen_ai.usage.cost"
 # The project's own: the budget limit or deadline that ended a run early.
 RUN_STOP_REASON: Final = "meeting_agents.run.stop_reason"
+# The project's own: which failover target answered (or failed, on a failover event), how many failed first.
+FAILOVER_TARGET: Final = "meeting_agents.failover.target"
+FAILOVER_FAILED_TARGETS: Final = "meeting_agents.failover.failed_targets"
+FAILOVER_EVENT: Final = "failover"
+# The project's own: how long the client-side rate limit held a request, and which limit held it.
+RATE_LIMIT_WAIT: Final = "meeting_agents.rate_limit.wait_seconds"
+RATE_LIMIT_LIMIT: Final = "meeting_agents.rate_limit.limit"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"  # noqa: S105  # model tokens, not a credential
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"

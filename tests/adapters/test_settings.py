@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import typing
 from pathlib import Path
 
@@ -347,3 +348,86 @@ def test_the_answer_limits_are_read_from_their_keys_and_checked() -> None:
         resolve_settings({"agent": {"run_budget": {"allow_unmetered": "maybe"}}}, environ={})
     with pytest.raises(ConfigurationError, match=r"^agent\.max_calls_per_response: expected a finite"):
         resolve_settings(environ={"AGENT_MAX_CALLS_PER_RESPONSE": "0"})
+
+
+# ---------------------------------------------------------------- agent.fallbacks and the rate limits
+
+_TARGET = {"base_url": "http://127.0.0.1:4001/v1", "model": "gpt-backup", "api_key": "sk-backup-1234"}
+
+
+def test_fallbacks_come_from_a_list_of_mappings_with_their_keys_among_the_secrets() -> None:
+    second = {"base_url": "https://gw.example/v1", "model": "m2", "api_key_env": "BACKUP_KEY", "name": "eu"}
+    settings = resolve_settings(
+        {"agent": {"api_key": "sk-main-1234", "fallbacks": [_TARGET, second]}}, {"BACKUP_KEY": "sk-env-5678"}
+    )
+    first, other = settings.agent.fallbacks
+    assert (first.base_url, first.model, first.api_key.reveal(), first.name) == (
+        "http://127.0.0.1:4001/v1",
+        "gpt-backup",
+        "sk-backup-1234",
+        None,
+    )
+    assert (other.api_key.reveal(), other.name) == ("sk-env-5678", "eu")
+    assert settings.agent.secrets() == ("sk-main-1234", "sk-backup-1234", "sk-env-5678")
+    assert "sk-backup-1234" not in repr(settings)
+
+
+def test_fallbacks_come_from_the_environment_as_a_json_list() -> None:
+    settings = resolve_settings(
+        None, {"AGENT_FALLBACKS": json.dumps([_TARGET]), "AGENT_REQUESTS_PER_MINUTE": "90"}
+    )
+    assert [target.model for target in settings.agent.fallbacks] == ["gpt-backup"]
+    assert settings.agent.requests_per_minute == 90
+    assert environment_variables()["AGENT_FALLBACKS"] == ("fallbacks",)
+
+
+@pytest.mark.parametrize(
+    ("fallbacks", "message"),
+    [
+        ("not json", "agent.fallbacks: expected a JSON list of targets"),
+        ({"model": "m"}, "agent.fallbacks: expected a list of targets"),
+        (["m"], "agent.fallbacks[0]: expected a mapping"),
+        ([{**_TARGET, "colour": "red"}], "agent.fallbacks[0].colour: unknown key"),
+        ([{"model": "m", "api_key": "k"}], "agent.fallbacks[0].base_url: not set"),
+        ([{**_TARGET, "base_url": "ftp://x"}], "agent.fallbacks[0].base_url: expected an http(s) URL"),
+        ([{**_TARGET, "api_key": None}], "agent.fallbacks[0].api_key: not set; give api_key or api_key_env"),
+        (
+            [{**_TARGET, "api_key_env": "BACKUP_KEY"}],
+            "agent.fallbacks[0]: set api_key or api_key_env, not both",
+        ),
+        (
+            [{**_TARGET, "api_key": None, "api_key_env": "NOT_SET"}],
+            "the environment variable NOT_SET is not set",
+        ),
+        (
+            [{**_TARGET, "timeout_seconds": -1}],
+            "agent.fallbacks[0].timeout_seconds: expected a finite positive",
+        ),
+        ([{**_TARGET, "max_retries": "many"}], "agent.fallbacks[0].max_retries: expected a whole number"),
+        (
+            [{**_TARGET, "use_streaming": "maybe"}],
+            "agent.fallbacks[0].use_streaming: expected one of true/false",
+        ),
+        ([_TARGET, {**_TARGET, "name": "fallback-1"}], "agent.fallbacks[1].name: 'fallback-1' names another"),
+        ([{**_TARGET, "name": "primary"}], "agent.fallbacks[0].name: 'primary' names another"),
+    ],
+)
+def test_a_bad_fallback_is_refused_in_one_line_naming_it(fallbacks: object, message: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        resolve_settings({"agent": {"fallbacks": fallbacks}}, {})
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_fallback_key_of_the_wrong_type_is_not_shown() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        resolve_settings({"agent": {"fallbacks": [{**_TARGET, "api_key": ["sk-in-a-list-9999"]}]}}, {})
+    assert "sk-in-a-list-9999" not in str(raised.value)
+    assert "agent.fallbacks[0].api_key: expected a string, got ********" in str(raised.value)
+
+
+@pytest.mark.parametrize("key", ["requests_per_minute", "tokens_per_minute"])
+@pytest.mark.parametrize("value", [0, -5, "ten"])
+def test_a_rate_limit_is_a_positive_whole_number(key: str, value: object) -> None:
+    with pytest.raises(ConfigurationError, match=f"agent.{key}: expected a "):
+        resolve_settings({"agent": {key: value}}, {})

@@ -238,7 +238,13 @@ def test_an_update_gives_exactly_the_metadata_it_knows() -> None:
     }
     # Every metadata field a ChatResponse has, and nothing else, can be given by an update.
     every = ChatResponseUpdate(
-        response_id="r", model_id="m", created_at=created, status="done", finish_reason="stop", usage=Usage(1)
+        response_id="r",
+        model_id="m",
+        created_at=created,
+        status="done",
+        finish_reason="stop",
+        usage=Usage(1),
+        served_by="primary",
     )
     assert set(every.metadata) == {field.name for field in attrs.fields(ChatResponse)} - {"messages"}
 
@@ -253,6 +259,7 @@ def test_an_update_gives_exactly_the_metadata_it_knows() -> None:
             "status": st.text(max_size=3),
             "finish_reason": st.sampled_from(["stop", "length"]),
             "usage": st.builds(Usage, st.integers(0, 9)),
+            "served_by": st.text(max_size=3),
         },
     )
 )
