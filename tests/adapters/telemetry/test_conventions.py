@@ -49,7 +49,15 @@ NAMES = [
 
 
 # Names the conventions do not define (yet), each in their style; docs/telemetry.md lists them.
-OWN = [conventions.GEN_AI_USAGE_COST, conventions.GEN_AI_CLIENT_COST, conventions.RUN_STOP_REASON]
+OWN = [
+    conventions.GEN_AI_USAGE_COST,
+    conventions.GEN_AI_CLIENT_COST,
+    conventions.RUN_STOP_REASON,
+    conventions.FAILOVER_TARGET,
+    conventions.FAILOVER_FAILED_TARGETS,
+    conventions.RATE_LIMIT_WAIT,
+    conventions.RATE_LIMIT_LIMIT,
+]
 
 
 @pytest.mark.parametrize(("ours", "theirs"), NAMES, ids=[theirs for _, theirs in NAMES])
