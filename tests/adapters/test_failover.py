@@ -91,7 +91,9 @@ async def test_each_failure_of_the_gateway_goes_on_to_the_next_target(kind: str,
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("kind", list(STAYS))
-async def test_a_failure_another_target_would_answer_alike_is_raised_as_it_came(kind: str, stream: bool) -> None:
+async def test_a_failure_another_target_would_answer_alike_is_raised_as_it_came(
+    kind: str, stream: bool
+) -> None:
     fallback = ScriptedChat(ScriptedTurn(text="never asked"))
     with pytest.raises(ChatError) as raised:
         await _ask(_failover(ScriptedChat(STAYS[kind]), fallback), stream=stream)
@@ -110,13 +112,19 @@ async def test_the_primary_answers_when_it_can_and_says_so(stream: bool) -> None
 
 
 async def test_a_stream_that_handed_an_update_is_never_sent_elsewhere() -> None:
-    partial = ChatResponse((ChatMessage("assistant", (TextContent("Half an answer"),)),), response_id="resp_1")
+    partial = ChatResponse(
+        (ChatMessage("assistant", (TextContent("Half an answer"),)),), response_id="resp_1"
+    )
     broken = ChatTransportError("the connection broke mid-body", partial=partial)
     fallback = ScriptedChat(ScriptedTurn(text="never asked"))
     received: list[str] = []
-    with pytest.raises(ChatTransportError) as raised:
+
+    async def read() -> None:
         async for update in _failover(ScriptedChat(broken), fallback).get_streaming_response(MESSAGES):
             received.append(update.text)
+
+    with pytest.raises(ChatTransportError) as raised:
+        await read()
     assert raised.value is broken
     assert "".join(received) == "Half an answer"
     assert fallback.requests == ()
@@ -214,11 +222,15 @@ async def test_the_deadline_covers_every_target_together() -> None:
 async def test_a_fallback_is_asked_for_its_own_model_and_the_primary_for_the_one_asked() -> None:
     primary = ScriptedChat(GOES_ON["500"])
     fallback = ScriptedChat(ScriptedTurn(text="ok"))
-    await _failover(primary, fallback).get_response(MESSAGES, ChatOptions(model="gpt-asked", initiator="agent"))
+    await _failover(primary, fallback).get_response(
+        MESSAGES, ChatOptions(model="gpt-asked", initiator="agent")
+    )
     [asked_primary] = primary.requests
     [asked_fallback] = fallback.requests
-    assert asked_primary.options is not None and asked_primary.options.model == "gpt-asked"
-    assert asked_fallback.options is not None and asked_fallback.options.model is None
+    assert asked_primary.options is not None
+    assert asked_primary.options.model == "gpt-asked"
+    assert asked_fallback.options is not None
+    assert asked_fallback.options.model is None
     # Everything else about the request goes as it was asked.
     assert asked_fallback.options.initiator == "agent"
 
@@ -247,7 +259,8 @@ async def test_the_listed_failures_are_cut_of_every_target_key() -> None:
     )
     with pytest.raises(ChatTransportError) as raised:
         await chat.get_response(MESSAGES)
-    assert keys[1] not in str(raised.value) and keys[1] not in repr(raised.value)
+    assert keys[1] not in str(raised.value)
+    assert keys[1] not in repr(raised.value)
     assert "[REDACTED]" in str(raised.value)
 
 

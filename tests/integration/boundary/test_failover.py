@@ -61,7 +61,9 @@ async def _answering(request: Received, sender: Sender) -> None:
     body = json.loads(request.body)
     model = str(body.get("model"))
     if body.get("stream"):
-        await sender.whole(200, sse(_answer_events(ANSWER, model)).encode(), {"content-type": "text/event-stream"})
+        await sender.whole(
+            200, sse(_answer_events(ANSWER, model)).encode(), {"content-type": "text/event-stream"}
+        )
         return
     document = response_document([message_item("msg_1", ANSWER)], response_id="resp_ok", model=model)
     await sender.whole(200, json.dumps(document).encode(), {"content-type": "application/json"})
@@ -79,7 +81,9 @@ def _failing(kind: str):  # type: ignore[no-untyped-def]  # a handler for serve(
         elif kind == "404 route":
             await sender.whole(404, b'{"detail": "Not Found"}', {"content-type": "application/json"})
         elif kind == "400 unknown model":
-            await sender.whole(400, json.dumps(LITELLM_UNKNOWN_MODEL).encode(), {"content-type": "application/json"})
+            await sender.whole(
+                400, json.dumps(LITELLM_UNKNOWN_MODEL).encode(), {"content-type": "application/json"}
+            )
         elif kind == "stalled":
             await sender.silent_until_gone()
         else:  # pragma: no cover - a kind this module does not know
@@ -111,7 +115,12 @@ async def _primary(kind: str) -> AsyncIterator[str]:
 
 @contextlib.asynccontextmanager
 async def _container(
-    primary: str, fallbacks: list[dict[str, Any]], *, use_streaming: bool, otel: Otel | None = None, **agent: Any
+    primary: str,
+    fallbacks: list[dict[str, Any]],
+    *,
+    use_streaming: bool,
+    otel: Otel | None = None,
+    **agent: Any,
 ) -> AsyncIterator[Container]:
     container = Container()
     container.environ.override(providers.Object({"FALLBACK_KEY": FALLBACK_KEY}))
@@ -155,10 +164,15 @@ async def _ask(container: Container, *, stream: bool) -> ChatResponse:
 @STREAMING
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("kind", KINDS)
-async def test_each_failing_kind_goes_on_to_the_fallback(kind: str, stream: bool, use_streaming: bool) -> None:
-    async with serve(_answering) as fallback, _primary(kind) as primary:
-        async with _container(primary, [_fallback(fallback)], use_streaming=use_streaming) as container:
-            answer = await _ask(container, stream=stream)
+async def test_each_failing_kind_goes_on_to_the_fallback(
+    kind: str, stream: bool, use_streaming: bool
+) -> None:
+    async with (
+        serve(_answering) as fallback,
+        _primary(kind) as primary,
+        _container(primary, [_fallback(fallback)], use_streaming=use_streaming) as container,
+    ):
+        answer = await _ask(container, stream=stream)
     assert (answer.text, answer.served_by, answer.model_id) == (ANSWER, "fallback-1", "gpt-fallback")
     # The fallback got its own key and model, and none of the primary's.
     [asked] = fallback.received
@@ -181,15 +195,24 @@ async def test_a_stream_that_handed_an_update_is_never_sent_elsewhere(use_stream
         async with asyncio.timeout(10):
             await handed.wait()
 
-    async with serve(_answering) as fallback, serve(breaks_after_the_first_text) as primary:
-        async with _container(primary.base_url, [_fallback(fallback)], use_streaming=use_streaming) as container:
-            received: list[str] = []
-            with pytest.raises(ChatTransportError) as raised:
-                async for update in container.chat().get_streaming_response(MESSAGES):
-                    received.append(update.text)
-                    handed.set()
-    assert first_text and "".join(received) == first_text
-    assert raised.value.partial is not None and raised.value.partial.text == first_text
+    async with (
+        serve(_answering) as fallback,
+        serve(breaks_after_the_first_text) as primary,
+        _container(primary.base_url, [_fallback(fallback)], use_streaming=use_streaming) as container,
+    ):
+        received: list[str] = []
+
+        async def read() -> None:
+            async for update in container.chat().get_streaming_response(MESSAGES):
+                received.append(update.text)
+                handed.set()
+
+        with pytest.raises(ChatTransportError) as raised:
+            await read()
+    assert first_text
+    assert "".join(received) == first_text
+    assert raised.value.partial is not None
+    assert raised.value.partial.text == first_text
     assert fallback.received == []
     assert failed_targets(raised.value) == ()
 
@@ -198,13 +221,19 @@ async def test_a_stream_that_handed_an_update_is_never_sent_elsewhere(use_stream
 async def test_every_target_failing_gives_the_last_error_with_every_attempt_and_no_key(
     use_streaming: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with serve(_failing("503")) as primary, serve(_failing("500")) as first, serve(_failing("503")) as second:
+    async with (
+        serve(_failing("503")) as primary,
+        serve(_failing("500")) as first,
+        serve(_failing("503")) as second,
+    ):
         fallbacks = [
             _fallback(first),
             {"base_url": second.base_url, "model": "gpt-second", "api_key": SECOND_KEY, "name": "second"},
         ]
         with Otel() as otel:
-            async with _container(primary.base_url, fallbacks, use_streaming=use_streaming, otel=otel) as container:
+            async with _container(
+                primary.base_url, fallbacks, use_streaming=use_streaming, otel=otel
+            ) as container:
                 with caplog.at_level(logging.DEBUG), pytest.raises(ChatTransportError) as raised:
                     await container.chat().get_response(MESSAGES)
             spans = every_text(otel)
@@ -255,9 +284,11 @@ async def test_the_span_names_the_target_that_answered(use_streaming: bool) -> N
 async def test_the_deadline_covers_every_target_together() -> None:
     # The primary stalls: its idle timeout (1 s) ends it, then the second stalls until the deadline
     # of the whole request (2.5 s) ends it; the third is never asked.
-    async with serve(_failing("stalled")) as primary, serve(_failing("stalled")) as first, serve(
-        _answering
-    ) as third:
+    async with (
+        serve(_failing("stalled")) as primary,
+        serve(_failing("stalled")) as first,
+        serve(_answering) as third,
+    ):
         fallbacks = [
             _fallback(first, timeout_seconds=30.0),
             {"base_url": third.base_url, "model": "m", "api_key": SECOND_KEY},
