@@ -42,6 +42,10 @@ async def agent(server: OfflineResponsesServer) -> AsyncIterator[SummaryAgent]:
         await container.aclose()
 
 
+def _example(name: str) -> str:
+    return (Path(__file__).resolve().parents[3] / "examples" / name).read_text(encoding="utf-8")
+
+
 def _read(name: str) -> Transcript:
     return Transcript.parse((SAMPLES / name).read_text(encoding="utf-8"), speakers=NAMES.get(name), name=name)
 
@@ -82,3 +86,15 @@ async def test_labels_left_unnamed_stand_as_the_speakers(agent: SummaryAgent) ->
     # "I'll update the release notes" is SPEAKER_02's own commitment, owned by the label.
     assert ("SPEAKER_02", "update the release notes") in {(i.owner, i.task) for i in summary.action_items}
     assert all(set(item.speakers) <= set(transcript.participants) for item in summary.action_items)
+
+
+async def test_the_example_teams_file_says_what_the_example_transcript_says(agent: SummaryAgent) -> None:
+    text = await bounded(agent.summarize(_example("standup-transcript.txt")))
+    teams = await bounded(agent.summarize(Transcript.parse(_example("standup.vtt"))))
+
+    assert [(i.task, i.due) for i in teams.action_items] == [(i.task, i.due) for i in text.action_items]
+    assert [i.owner for i in teams.action_items] == [
+        "Tom Becker", "Maya Lind", "Dev Patel", "Alex Chen", "Dev Patel", "Priya Raman"
+    ]  # fmt: skip
+    assert [d.text for d in teams.decisions] == [d.text for d in text.decisions]
+    assert all(item.start is not None and item.speakers for item in teams.action_items)
