@@ -3,14 +3,19 @@ deadline, never after a streamed update, and what the answer and the final error
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 
 import pytest
+from dependency_injector import providers
 
+from adapters.container import Container
 from adapters.failover import FailoverChat, Target, failed_targets, fails_over
 from adapters.redaction import Redactor
+from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
+from application import dumps, loads
 from domain import (
     ChatError,
     ChatMessage,
@@ -267,3 +272,64 @@ async def test_the_listed_failures_are_cut_of_every_target_key() -> None:
 def test_a_failover_needs_a_target() -> None:
     with pytest.raises(ValueError, match="at least one target"):
         FailoverChat([], deadline_seconds=1.0)
+
+
+# ---------------------------------------------------------------- in the container
+
+
+def _container(**agent: object) -> Container:
+    container = Container()
+    container.environ.override(providers.Object({"BACKUP": "sk-backup-from-env-5151"}))
+    container.config.from_dict(
+        {
+            "agent": {
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key": "sk-main-4242",
+                "telemetry": False,
+                **agent,
+            }
+        }
+    )
+    return container
+
+
+async def test_the_container_builds_each_fallback_as_an_adapter_of_its_own_closed_with_it() -> None:
+    fallbacks = [
+        {"base_url": "http://127.0.0.1:9/v1", "model": "m1", "api_key": "sk-one-1111"},
+        {"base_url": "http://127.0.0.1:8/v1", "model": "m2", "api_key_env": "BACKUP", "use_streaming": False},
+    ]
+    container = _container(fallbacks=fallbacks)
+    first, second = container.fallback_targets()
+    # Each fallback's HTTP and SDK clients are the container's to close.
+    assert len(container.closables().closers) == 4
+    assert (first.name, first.model, type(first.chat)) == ("fallback-1", "m1", ResponsesSseAdapter)
+    assert (second.name, second.model, type(second.chat)) == ("fallback-2", "m2", ResponsesJsonAdapter)
+    chat = container.chat()
+    assert isinstance(chat, FailoverChat)
+    assert [target.name for target in chat.targets] == ["primary", "fallback-1", "fallback-2"]
+    assert "sk-" not in repr(chat) + repr(first) + repr(second)
+    await container.aclose()
+    assert container.closables().closers == []
+
+
+async def test_without_fallbacks_or_limits_nothing_is_added_to_the_chain() -> None:
+    container = _container()
+    assert isinstance(container.chat(), ResponsesSseAdapter)
+    assert container.rate_limiter() is None
+    await container.aclose()
+
+
+async def test_a_host_can_put_targets_of_its_own_in_the_container() -> None:
+    container = _container()
+    container.chat_adapter.override(providers.Object(ScriptedChat(GOES_ON["503"])))
+    backup = ScriptedChat(ScriptedTurn(text="From a host's target."))
+    container.fallback_targets.override(providers.Object((Target("backup", backup, "m"),)))
+    answer = await container.chat().get_response(MESSAGES)
+    assert (answer.text, answer.served_by) == ("From a host's target.", "backup")
+    await container.aclose()
+
+
+def test_the_target_that_answered_is_kept_in_a_run_document() -> None:
+    answer = ChatResponse((ChatMessage.assistant("ok"),), response_id="resp_1", served_by="fallback-1")
+    assert loads(dumps(answer)) == answer
+    assert json.loads(dumps(answer))["value"]["served_by"] == "fallback-1"

@@ -75,7 +75,7 @@ class CountingChat:
     """A model that answers at once, noting the (virtual) time each request arrived and reporting
     ``used`` tokens in its usage."""
 
-    def __init__(self, time: VirtualTime, used: int = 100) -> None:
+    def __init__(self, time: VirtualTime, used: int | None = 100) -> None:
         self.time = time
         self.used = used
         self.arrivals: list[float] = []
@@ -90,9 +90,8 @@ class CountingChat:
         self.options.append(options)
         self.estimates.append(estimate_tokens(messages, options))
         await asyncio.sleep(0)
-        return ChatResponse(
-            (ChatMessage("assistant", (TextContent("ok"),)),), usage=Usage(total_tokens=self.used)
-        )
+        usage = None if self.used is None else Usage(total_tokens=self.used)
+        return ChatResponse((ChatMessage("assistant", (TextContent("ok"),)),), usage=usage)
 
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
@@ -217,16 +216,29 @@ async def test_a_request_larger_than_a_minute_of_tokens_is_an_error_even_with_a_
     assert chat.arrivals == []
 
 
-async def test_the_usage_an_answer_reports_counts_instead_of_the_estimate() -> None:
+async def _answer(chat: RateLimitedChat, text: str, *, stream: bool) -> ChatResponse:
+    if stream:
+        return ChatResponse.from_updates(
+            [u async for u in chat.get_streaming_response([ChatMessage.user(text)])]
+        )
+    return await chat.get_response([ChatMessage.user(text)])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(("used", "minutes"), [(10, 0.0), (None, 9.0)], ids=["reported", "unreported"])
+async def test_the_usage_an_answer_reports_counts_instead_of_the_estimate(
+    stream: bool, used: int | None, minutes: float
+) -> None:
     time = VirtualTime()
-    chat = CountingChat(time, used=10)
+    chat = CountingChat(time, used=used)
     limiter = RateLimiter(None, 1_000, clock=time.clock, sleep=time.sleep)
-    limited = RateLimitedChat(chat, limiter, deadline_seconds=600.0, max_output_tokens=400)
-    # Each request is estimated at 400 output tokens and more, and reports 10: corrected after each
-    # answer, the limit lets many more go in the first minute than the estimates alone would.
+    limited = RateLimitedChat(chat, limiter, deadline_seconds=6_000.0, max_output_tokens=400)
+    # Each request is estimated at 400 output tokens and more (two fit a minute). Reporting 10, each is
+    # counted at 10 once answered, and all twenty go in the first minute; reporting nothing, each keeps
+    # its estimate, and the twenty take ten minutes.
     for n in range(20):
-        await time.run([limited.get_response([ChatMessage.user(f"request {n}")])])
-    assert chat.arrivals == [0.0] * 20
+        await time.run([_answer(limited, f"request {n}", stream=stream)])
+    assert max(chat.arrivals) == 60.0 * minutes
 
 
 async def test_a_request_waiting_for_its_turn_that_is_cancelled_gives_its_place_back() -> None:
