@@ -10,15 +10,14 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
+from domain.arguments import SURROGATE
+
 __all__ = ["REDACTED", "RedactingFilter", "Redactor"]
 
 REDACTED: Final = "[REDACTED]"
 _ELLIPSIS: Final = "..."
 # A base64 spelling shorter than this would match ordinary text by chance.
 _MIN_ENCODED: Final = 8
-# Python strings can hold code points UTF-8 cannot encode; a log handler or a terminal would then
-# raise while showing an error, so shown text never carries them.
-_SURROGATES: Final = re.compile("[\ud800-\udfff]")
 # What every LogRecord has; anything else on a record came in through ``extra``.
 _RECORD_FIELDS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message",
@@ -103,7 +102,8 @@ class Redactor:
             value = f"<unprintable {type(text).__name__}>"
         if self._pattern is not None:
             value = self._pattern.sub(REDACTED, value)
-        value = _SURROGATES.sub("\ufffd", value)
+        # Shown text never carries a surrogate: a log handler or a terminal would raise showing it.
+        value = SURROGATE.sub("\ufffd", value)
         if limit is not None and len(value) > limit:
             value = value[:limit] + _ELLIPSIS
         return value
@@ -129,7 +129,7 @@ class Redactor:
                 pieces += [joined[position:first], REDACTED]
                 position = last
             pieces.append(joined[position:end])
-            shown.append(_SURROGATES.sub("\ufffd", "".join(pieces)))
+            shown.append(SURROGATE.sub("\ufffd", "".join(pieces)))
             start = end
         return shown
 
@@ -151,7 +151,7 @@ class Redactor:
             position = match.end()
         cut = max(settled, position)
         shown.append(text[position:cut])
-        return _SURROGATES.sub("\ufffd", "".join(shown)), text[cut:]
+        return SURROGATE.sub("\ufffd", "".join(shown)), text[cut:]
 
     def contains_secret(self, text: str) -> bool:
         """True when ``text`` holds a secret in any of the spellings this redactor cuts."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -36,7 +35,7 @@ from domain import (
     ReasoningContent,
     TextContent,
 )
-from domain.arguments import ArgumentsParseError, parse_arguments
+from domain.arguments import ArgumentsParseError, escape_surrogates, parse_arguments, reject_constant
 
 __all__ = ["DOCUMENT_KINDS", "FORMAT", "VERSION", "DocumentError", "dumps", "loads"]
 
@@ -69,7 +68,6 @@ _CONTENT_KINDS: Final[Mapping[str, type]] = types.MappingProxyType(
 _ENVELOPE: Final = ("format", "version", "kind", "value")
 # What FunctionCallContent derives from its raw arguments, and so is not stored.
 _DERIVED: Final = ("arguments", "parse_error")
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 class DocumentError(ValueError):
@@ -262,20 +260,10 @@ _CONVERTER: Final = _converter()
 # ---------------------------------------------------------------- text
 
 
-def _escaped(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
-
-
 def _text(data: object) -> str:
     """Compact JSON in valid UTF-8: an unpaired surrogate is written as its ``\\uXXXX`` escape, which
     reads back as the very same code point."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    # A surrogate can only stand inside a JSON string, where its escape means the same. A high and a
-    # low surrogate side by side are one character, as JSON reads their escapes back: join them first.
-    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    return _SURROGATE.sub(_escaped, joined)
+    return escape_surrogates(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
 
 
 def _kind_of(value: object) -> str:
@@ -302,15 +290,11 @@ def dumps(value: object) -> str:
 # ---------------------------------------------------------------- loading
 
 
-def _reject_constant(name: str) -> object:
-    raise _InvalidValueError(f"{name} is not JSON")
-
-
 def _parsed(text: str | bytes | bytearray) -> object:
     if not isinstance(text, str | bytes | bytearray):
         raise DocumentError("", f"expected the document's text, not a {type(text).__name__}")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=reject_constant)
     except json.JSONDecodeError as error:
         raise DocumentError(
             "", f"not JSON ({error.msg} at line {error.lineno}, column {error.colno})"

@@ -16,6 +16,15 @@ import attrs
 
 from adapters.cli.approval import TerminalApprover, fixed_approver, question
 from adapters.cli.console import Console
+from adapters.cli.exit_codes import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_MODEL_FAILED,
+    EXIT_NOT_CARRIED_OUT,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_WAITING,
+)
 from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
 from adapters.cli.files import AtomicOutput, InputError, read_text
 from adapters.cli.instruction import why_not_carried_out
@@ -94,13 +103,6 @@ __all__ = [
     "main",
 ]
 
-EXIT_OK: Final = 0
-EXIT_MODEL_FAILED: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_INCOMPLETE: Final = 3
-EXIT_NOT_CARRIED_OUT: Final = 4
-EXIT_WAITING: Final = 5
-EXIT_INTERRUPTED: Final = 130
 
 # The offline stand-in accepts any key; the SDK insists on one.
 _OFFLINE_KEY: Final = "sk-offline-stand-in"

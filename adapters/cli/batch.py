@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 import attrs
 
 from adapters.cli.console import Console
+from adapters.cli.exit_codes import EXIT_INCOMPLETE, EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
 from adapters.cli.files import STDIN, AtomicOutput, InputError, read_text
 from adapters.cli.parser import PROG
 from adapters.cli.transcripts import imported
@@ -49,10 +50,6 @@ NOT_STARTED: Final = "not_started"
 _BUDGET_WINDOW: Final = 2
 # How often the batch reads which of its workflows have ended (one query for all of them).
 _POLL_SECONDS: Final = 0.25
-_EXIT_OK: Final = 0
-_EXIT_FAILED: Final = 1
-_EXIT_USAGE: Final = 2
-_EXIT_INCOMPLETE: Final = 3
 
 Endpoint = Callable[[Settings, Console], AbstractContextManager[Settings]]
 
@@ -241,10 +238,10 @@ def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Ou
 def _exit_code(outcomes: dict[str, Outcome]) -> int:
     statuses = {outcome.status for outcome in outcomes.values()}
     if statuses & {"failed", "error"}:
-        return _EXIT_FAILED
+        return EXIT_MODEL_FAILED
     if statuses & {"incomplete", NOT_STARTED}:
-        return _EXIT_INCOMPLETE
-    return _EXIT_OK
+        return EXIT_INCOMPLETE
+    return EXIT_OK
 
 
 def _executor_id(args: argparse.Namespace, role: str) -> str:
@@ -386,7 +383,7 @@ def batch_command(
         database_url = _database_url(args, f"sqlite:///{folder / DEFAULT_DATABASE}")
     except (ConfigurationError, InputError) as exc:
         console.error(str(exc))
-        return _EXIT_USAGE
+        return EXIT_USAGE
 
     async def session() -> int:
         with endpoint(settings, console) as running:
@@ -404,17 +401,17 @@ def batch_command(
                 )
             except ConfigurationError as exc:
                 console.error(str(exc))
-                return _EXIT_USAGE
+                return EXIT_USAGE
             except _durable().LivenessLostError as exc:
                 console.error(f"{exc}: run the same command again to finish the batch")
-                return _EXIT_FAILED
+                return EXIT_MODEL_FAILED
         return _exit_code(outcomes)
 
     try:
         return asyncio.run(session())
     except _database_error() as exc:
         console.error(str(exc))
-        return _EXIT_USAGE
+        return EXIT_USAGE
 
 
 def _database_error() -> type[Exception]:
@@ -433,7 +430,7 @@ def worker_command(args: argparse.Namespace, console: Console, settings: Setting
             )
     except ConfigurationError as exc:
         console.error(str(exc))
-        return _EXIT_USAGE
+        return EXIT_USAGE
     executor_id = _executor_id(args, "worker")
 
     async def session() -> int:
@@ -449,11 +446,11 @@ def worker_command(args: argparse.Namespace, console: Console, settings: Setting
                     task.cancel()
                 if engine.lost is not None:
                     console.error(f"worker {executor_id}: {engine.lost}; stopping")
-                    return _EXIT_FAILED
-        return _EXIT_OK
+                    return EXIT_MODEL_FAILED
+        return EXIT_OK
 
     try:
         return asyncio.run(session())
     except _database_error() as exc:
         console.error(str(exc))
-        return _EXIT_USAGE
+        return EXIT_USAGE

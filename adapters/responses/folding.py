@@ -22,7 +22,6 @@ from adapters.responses.to_domain import (
     item_contents,
     item_identity,
     items_of,
-    mend_surrogates,
     provider_failure,
     provider_item,
     raise_if_failed,
@@ -39,6 +38,7 @@ from domain import (
     ReasoningContent,
     TextContent,
 )
+from domain.arguments import mend_surrogates
 from domain.responses import reasoning_piece, text_piece
 
 __all__ = ["EventFolder"]

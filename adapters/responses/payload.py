@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import types
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -14,7 +13,7 @@ import attrs
 
 from adapters.responses.sdk_seam import json_default
 from adapters.responses.settings import ResponsesSettings
-from adapters.responses.to_domain import has_surrogate, mend_surrogates, text_key
+from adapters.responses.to_domain import text_key
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -26,27 +25,21 @@ from domain import (
     TextContent,
     ToolSpec,
 )
+from domain.arguments import (
+    escape_surrogates,
+    has_surrogate,
+    mend_surrogates,
+    reject_constant,
+    replace_surrogates,
+)
 
 __all__ = ["RequestDigest", "ResponsesPayloadBuilder", "ResponsesRequest"]
 
 _ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 _LOGGER: Final = logging.getLogger("adapters.responses.payload")
 _UNWRITABLE_RESULT: Final = '{"error":"unwritable_tool_result"}'
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 # The strings a provider matches against what it sent: they go back byte for byte (see _encodable).
 _IDENTIFIERS: Final = frozenset({"id", "call_id"})
-
-
-def _json_text_encodable(text: str) -> str:
-    """JSON text (a call's arguments, a result's JSON) that UTF-8 can carry, meaning unchanged.
-
-    A split surrogate pair is joined into its character; an unpaired surrogate, which UTF-8
-    cannot encode, is written as its ``\\uXXXX`` escape, which a JSON parser reads back as the
-    very same string. Text without surrogates is returned as it is, byte for byte.
-    """
-    if not has_surrogate(text):
-        return text
-    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", mend_surrogates(text))
 
 
 def _encodable(value: Any) -> Any:
@@ -59,9 +52,7 @@ def _encodable(value: Any) -> Any:
     Strings without surrogates, and containers holding none, are returned unchanged.
     """
     if isinstance(value, str):
-        if not has_surrogate(value):
-            return value
-        return _SURROGATE.sub("\ufffd", mend_surrogates(value))
+        return replace_surrogates(value)
     if isinstance(value, dict):
         return {
             _encodable(key): mend_surrogates(item)
@@ -74,19 +65,6 @@ def _encodable(value: Any) -> Any:
     return value
 
 
-def _escaped(wire: str) -> str:
-    """JSON text with each surrogate written as its ``\\uXXXX`` escape: the same JSON value, in
-    text UTF-8 can carry. A surrogate can only stand inside a string literal of JSON text (and a
-    backslash before it there is already written ``\\\\``), so the escape reads back as it."""
-    if not has_surrogate(wire):
-        return wire
-    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", wire)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _is_object(value: object) -> bool:
     return isinstance(value, dict)
 
@@ -97,7 +75,7 @@ def _provider_object(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        item = json.loads(text, parse_constant=_reject_constant)
+        item = json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError):
         return None
     return item if isinstance(item, dict) else None
@@ -146,7 +124,7 @@ def tool_output(result: JsonValue) -> str:
     except (ValueError, RecursionError):
         _LOGGER.warning("A tool result that cannot be written as JSON was sent as an error object")
         return _UNWRITABLE_RESULT
-    return _json_text_encodable(text)
+    return escape_surrogates(text)
 
 
 @attrs.frozen
@@ -198,7 +176,7 @@ class ResponsesRequest:
             allow_nan=False,
             default=json_default,
         )
-        return _escaped(text).encode("utf-8")
+        return escape_surrogates(text).encode("utf-8")
 
 
 class ResponsesPayloadBuilder:
@@ -252,7 +230,7 @@ class ResponsesPayloadBuilder:
         wire = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
         if has_surrogate(wire):
             body = _encodable(body)
-            wire = _escaped(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+            wire = escape_surrogates(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
         size = len(wire.encode("utf-8", "surrogatepass"))
         return ResponsesRequest(body, headers, self.digest(body, options.initiator, size))
 
@@ -334,7 +312,7 @@ class ResponsesPayloadBuilder:
         """The provider's item as it sent it, or None (logged) when its JSON is not an object the
         provider could take back: the rest of the conversation still goes."""
         try:
-            item = json.loads(content.raw_json, parse_constant=_reject_constant)
+            item = json.loads(content.raw_json, parse_constant=reject_constant)
         except (ValueError, RecursionError):
             item = None
         if not isinstance(item, dict):
@@ -345,9 +323,9 @@ class ResponsesPayloadBuilder:
     def function_call(self, call: FunctionCallContent) -> dict[str, Any]:
         """A call in history, as the provider sent it (its item id and status included); its arguments
         are the model's own string unless the wrap policy applies."""
-        arguments = _json_text_encodable(call.raw_arguments)
+        arguments = escape_surrogates(call.raw_arguments)
         if call.parse_error is not None and self._settings.malformed_arguments_in_history == "wrap":
-            arguments = _json_text_encodable(
+            arguments = escape_surrogates(
                 json.dumps({"INVALID_JSON": call.raw_arguments}, ensure_ascii=False)
             )
         item = _provider_object(call.provider_item) or {}

@@ -40,14 +40,12 @@ __all__ = [
     "field",
     "final_status",
     "finish_reason",
-    "has_surrogate",
     "integer",
     "is_object",
     "item_contents",
     "item_identity",
     "items_of",
     "left_out",
-    "mend_surrogates",
     "provider_failure",
     "provider_item",
     "raise_if_failed",
@@ -119,32 +117,6 @@ def integer(value: object) -> int | None:
 def items_of(value: object) -> Sequence[Any]:
     """A list field's items; anything that is not a list reads as empty."""
     return value if isinstance(value, list | tuple) else ()
-
-
-def mend_surrogates(value: str) -> str:
-    """``value`` with each high+low surrogate pair joined into the character it encodes.
-
-    Text joined from deltas can hold a pair split across two events as two code points; joined
-    they are the character the model wrote. Unpaired surrogates stay as they are.
-    """
-    if not has_surrogate(value):
-        return value
-    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
-def has_surrogate(value: str) -> bool:
-    """Whether ``value`` holds a surrogate code point: the one thing UTF-8 refuses to encode.
-
-    Asked of whole answers and request bodies, so at C speed: an encoding, which refuses exactly
-    those code points, rather than a regular expression's scan.
-    """
-    if value.isascii():
-        return False
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def created_at(value: object) -> datetime | None:

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from domain import ArgumentsParseError, FunctionCallContent
+from domain.arguments import SURROGATE, escape_surrogates, has_surrogate, mend_surrogates, replace_surrogates
 from tests.domain.strategies import (
     any_text,
     lone_surrogate_arguments,
@@ -189,3 +190,21 @@ def test_parsed_arguments_are_read_only() -> None:
     assert call.arguments is not None
     with pytest.raises(TypeError):
         call.arguments["a"] = 2  # type: ignore[index]  # the point: the mapping refuses writes
+
+
+@given(any_text)
+def test_escaped_json_text_reads_back_as_the_same_value_and_utf8_carries_it(text: str) -> None:
+    written = escape_surrogates(json.dumps({"text": text}, ensure_ascii=False))
+    written.encode("utf-8")  # raises if a surrogate is left
+    assert json.loads(written) == {"text": mend_surrogates(text)}
+
+
+@given(any_text)
+def test_replaced_text_keeps_every_character_utf8_carries_and_marks_the_rest(text: str) -> None:
+    replaced = replace_surrogates(text)
+    replaced.encode("utf-8")
+    mended = mend_surrogates(text)
+    assert len(replaced) == len(mended)
+    pairs = zip(replaced, mended, strict=True)
+    assert all(a == b or (SURROGATE.match(b) and a == "\ufffd") for a, b in pairs)
+    assert has_surrogate(text) == (SURROGATE.search(text) is not None)

@@ -17,7 +17,6 @@ from openai._utils._json import openapi_dumps
 
 from adapters.offline.render import message_item
 from adapters.responses import ResponsesPayloadBuilder, ResponsesSettings
-from adapters.responses.to_domain import has_surrogate, mend_surrogates
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -29,6 +28,7 @@ from domain import (
     TextContent,
     ToolSpec,
 )
+from domain.arguments import has_surrogate, mend_surrogates
 from tests.support.gateway import JSON, Recorder, adapters_for, answer, every_way, response_document
 
 OK = json.dumps(response_document([message_item("msg_1", "ok")]))

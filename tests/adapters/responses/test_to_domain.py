@@ -11,8 +11,9 @@ import pytest
 from openai.types.responses import Response, ResponseFunctionToolCall, ResponseUsage
 
 from adapters.responses import to_domain
-from adapters.responses.to_domain import created_at, field, finish_reason, has_surrogate, item_contents, usage
+from adapters.responses.to_domain import created_at, field, finish_reason, item_contents, usage
 from domain import ChatMessage, FunctionCallContent, ProviderItemContent, Usage
+from domain.arguments import has_surrogate
 from tests.support.gateway import JSON, Recorder, adapters_for, answer
 
 
