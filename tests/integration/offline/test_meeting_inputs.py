@@ -98,3 +98,23 @@ async def test_the_example_teams_file_says_what_the_example_transcript_says(agen
     ]  # fmt: skip
     assert [d.text for d in teams.decisions] == [d.text for d in text.decisions]
     assert all(item.start is not None and item.speakers for item in teams.action_items)
+
+
+async def test_a_long_recorded_meeting_is_chunked_with_the_lines_and_times_of_the_whole_file(
+    server: OfflineResponsesServer,
+) -> None:
+    transcript = Transcript.parse(_example("standup.vtt"))
+    whole_agent = build_container(server, OFFLINE_MODEL)
+    chunked = build_container(server, OFFLINE_MODEL)
+    chunked.config.from_dict({"agent": {"chunk_chars": 700}})
+    try:
+        whole = await bounded(whole_agent.summary_agent().summarize(transcript))
+        parts = await bounded(chunked.summary_agent().summarize(transcript))
+    finally:
+        await whole_agent.aclose()
+        await chunked.aclose()
+
+    assert len(parts.run.responses) > len(whole.run.responses)  # several chunks, each its own run
+    assert parts.complete and parts.failed_chunks == ()
+    assert parts.action_items == whole.action_items
+    assert parts.decisions == whole.decisions
