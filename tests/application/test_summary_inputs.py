@@ -32,7 +32,10 @@ TEAMS: Final = """\ufeffWEBVTT\r
 """
 
 
-def _recording(*calls: tuple[str, str, dict[str, object]]) -> ScriptedChat:
+_Call = tuple[str, str, dict[str, object]]
+
+
+def _recording(*calls: _Call) -> ScriptedChat:
     return ScriptedChat(
         ScriptedTurn(
             calls=tuple((call_id, name, json.dumps(arguments)) for call_id, name, arguments in calls)
@@ -42,9 +45,9 @@ def _recording(*calls: tuple[str, str, dict[str, object]]) -> ScriptedChat:
 
 
 ANA: Final = "Ana Souza (Contoso)"
-ITEMS: Final = (
-    ("c1", "record_action_item", {"owner": "Ben Ito",
-     "task": "Fix the build", "due": "Friday", "lines": [2]}),
+ITEMS: Final[tuple[_Call, ...]] = (
+    ("c1", "record_action_item", {"owner": "Ben Ito", "task": "Fix the build", "due": "Friday",
+           "lines": [2]}),
     ("c2", "record_decision", {"decision": "Ship on Monday", "lines": [3]}),
     # The speaker is who the import says, brackets and all: "Ana Souza" is her, committing in her own line.
     ("c3", "record_action_item", {"owner": "Ana Souza", "task": "send the release notes", "lines": [3]}),

@@ -115,6 +115,7 @@ async def test_a_long_recorded_meeting_is_chunked_with_the_lines_and_times_of_th
         await chunked.aclose()
 
     assert len(parts.run.responses) > len(whole.run.responses)  # several chunks, each its own run
-    assert parts.complete and parts.failed_chunks == ()
+    assert parts.complete
+    assert parts.failed_chunks == ()
     assert parts.action_items == whole.action_items
     assert parts.decisions == whole.decisions
