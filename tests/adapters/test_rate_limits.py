@@ -12,10 +12,12 @@ from typing import Any, Final, TypeVar
 
 import pytest
 from dependency_injector import providers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.container import Container
 from adapters.offline.render import message_item
-from adapters.rate_limits import MAX_PACED_SECONDS, RateLimitedChat, RateLimiter, reset_seconds
+from adapters.rate_limits import MAX_PACED_SECONDS, Booking, RateLimitedChat, RateLimiter, reset_seconds
 from application import ToolRegistry, ToolRunError, estimate_tokens
 from domain import (
     ChatMessage,
@@ -27,6 +29,7 @@ from domain import (
     Usage,
     updates_of,
 )
+from tests.adapters.strategies import Arrival, arrivals
 from tests.support.gateway import response_document
 from tests.support.local_server import Received, Sender, serve
 from tests.support.telemetry import Otel
@@ -349,3 +352,39 @@ async def test_a_held_request_shows_its_wait_on_its_span() -> None:
     assert len(held) == 2
     assert (None, None) in held
     assert (60.0, "requests") in held
+
+
+@given(requests=arrivals(max_tokens=400), rpm=st.integers(1, 20), tpm=st.integers(400, 2_000))
+@settings(deadline=None)
+def test_no_minute_ever_holds_more_than_the_limits_whatever_arrives(
+    requests: list[Arrival], rpm: int, tpm: int
+) -> None:
+    now = 0.0
+    limiter = RateLimiter(rpm, tpm, clock=lambda: now)
+    booked: list[tuple[float, float]] = []
+    last = 0.0
+    for arrival in requests:
+        now += arrival.gap
+        booking = _book(limiter, arrival)
+        if isinstance(booking, RateLimitedError):
+            # Refused only when its turn is past its deadline, and then at once, booking nothing.
+            assert booking.wait_seconds >= arrival.seconds_left
+            continue
+        # First come, first go; never before it asked; a wait only within its deadline.
+        wait = booking.at - now
+        assert wait == 0 or 0 < wait < arrival.seconds_left
+        assert booking.at >= last
+        last = booking.at
+        limiter.settle(booking, None if arrival.used is None else Usage(total_tokens=arrival.used))
+        booked.append((booking.at, arrival.tokens if arrival.used is None else arrival.used))
+    times = [at for at, _ in booked]
+    if booked:
+        assert _most_in_a_minute(times) <= rpm
+        assert _most_in_a_minute(times, [amount for _, amount in booked]) <= tpm
+
+
+def _book(limiter: RateLimiter, arrival: Arrival) -> Booking | RateLimitedError:
+    try:
+        return limiter.book(arrival.tokens, arrival.seconds_left)
+    except RateLimitedError as refused:
+        return refused
