@@ -209,6 +209,12 @@ class AgentSettings:
                 raise ConfigurationError(f"{key}.name: {name!r} names another target already")
             names.add(name)
 
+    conversation_state: Literal["client", "server"] = "client"
+    """``server``: the provider stores each response and a run's later requests send
+    ``previous_response_id`` with only the new items; ``client`` sends the whole history every time."""
+    prompt_cache_retention: str | None = None
+    """Sent as ``prompt_cache_retention`` with every request of a run (OpenAI: ``in_memory`` or ``24h``)."""
+
     def __attrs_post_init__(self) -> None:
         for key in (
             "timeout_seconds",

@@ -22,6 +22,7 @@ from application.approval import (
     checked_decisions,
 )
 from application.budget import Ledger, RunBudget, Spending, StopReason
+from application.conversation import CONVERSATION_STATES, Conversation, ConversationState, new_run_id
 from application.events import (
     ApprovalRequested,
     RoundFinished,
@@ -116,6 +117,13 @@ class LoopSettings:
     max_output_retries: int = attrs.field(default=1, validator=attrs.validators.ge(0))
     """How many more turns a final answer that does not fit the run's ``output_type`` gets (see
     :mod:`application.output`)."""
+    conversation_state: ConversationState = attrs.field(
+        default="client", validator=attrs.validators.in_(CONVERSATION_STATES)
+    )
+    """``server``: the provider stores each response and a request sends only what is new since the
+    last one (see :mod:`application.conversation`); ``client`` sends the whole history each time."""
+    prompt_cache_retention: str | None = None
+    """Sent as ``prompt_cache_retention`` with every request (``"24h"`` keeps cached prefixes longer)."""
 
 
 class ToolLoop:
@@ -371,6 +379,11 @@ class _Run:
         # The typed answer asked for, and the final answer read into it.
         self.output = output
         self.value: object = None
+        # The run's id (its requests' prompt cache key) and what each request sends.
+        self.run_id = new_run_id()
+        self.conversation = Conversation(
+            settings.conversation_state, self.run_id, settings.prompt_cache_retention
+        )
 
     def restore(self, state: RunState, held: HeldAnswer, decisions: Mapping[str, ApprovalDecision]) -> None:
         """Take up ``state``'s run where it stopped, its ``held`` answer decided by ``decisions``.
@@ -386,6 +399,10 @@ class _Run:
         self.consecutive_errors = state.consecutive_errors
         self.stop_reason = state.stop_reason
         self.spending = _spent(self.settings, state)
+        if state.run_id is not None:
+            self.run_id = self.conversation.cache_key = state.run_id
+        # A server-side conversation goes on from the held answer, the last one the provider stored.
+        self.conversation.answered(state.responses[-1], len(state.messages) + len(state.produced))
         if self.output is not None and state.output_mode is not None:
             self.output.mode = state.output_mode
             self.output.retries = state.output_retries
@@ -585,6 +602,7 @@ class _Run:
             seconds_left=self.spending.seconds_left(),
             output_mode=None if self.output is None else self.output.mode,
             output_retries=0 if self.output is None else self.output.retries,
+            run_id=self.run_id,
         )
 
     def _settled(self, response: ChatResponse) -> bool:
@@ -655,12 +673,14 @@ class _Run:
         conversation = (*self.messages, *self.produced)
         while True:
             updates: list[ChatResponseUpdate] = []
+            sent, options = self.conversation.request(conversation, request)
             try:
                 if not stream:
                     async with asyncio.timeout(self._bound()):
-                        answer.response = await self.chat.get_response(conversation, request)
+                        answer.response = await self.chat.get_response(sent, options)
+                    self._answered(conversation, answer.response)
                     return
-                pieces = aiter(self.chat.get_streaming_response(conversation, request))
+                pieces = aiter(self.chat.get_streaming_response(sent, options))
                 try:
                     while True:
                         # Each wait bounded on its own: a timeout must not span the yield to the caller.
@@ -674,6 +694,7 @@ class _Run:
                 finally:
                     await _close(pieces)
                 answer.response = ChatResponse.from_updates(updates)
+                self._answered(conversation, answer.response)
                 return
             except TimeoutError:
                 # The chat did not keep to the deadline its options gave it; the run's own bound did.
@@ -685,10 +706,16 @@ class _Run:
                     # The route refused text.format: the same request, the schema in its instructions.
                     request = self.output.request(request)
                     continue
+                if not updates and self.conversation.resend_whole(error):
+                    # The provider no longer holds the stored response: the whole history, once.
+                    continue
                 partial = ChatResponse.from_updates(updates) if updates else error.partial
                 if not self._stopped_by_deadline(partial, error):
                     raise ToolRunError.from_error(error, self._scrubbed(self.result())) from error
                 return
+
+    def _answered(self, conversation: tuple[ChatMessage, ...], response: ChatResponse) -> None:
+        self.conversation.answered(response, len(conversation) + len(response.messages))
 
     def _scrubbed(self, run: ToolRun) -> ToolRun:
         # A gateway can echo a secret into an answer; the error a host logs must not carry it.

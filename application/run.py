@@ -61,7 +61,8 @@ class RunState:
     waiting for a decision does not count), and the pipeline it belongs to (``pipeline``:
     ``"workflow_editor"``, or None for a host's own tools) with that pipeline's own state
     (``workflow``: the editor's copy as edited so far). A run asked for a typed answer keeps how it
-    asks (``output_mode``) and the misfit retries it has left (``output_retries``).
+    asks (``output_mode``) and the misfit retries it has left (``output_retries``). ``run_id`` is the
+    run's own id, which its requests' ``prompt_cache_key`` is made from, so a resumed run keeps it.
 
     Resuming never changes a state, so a state resumed twice would run its approved calls twice: a
     host keeps the state it resumed from as spent.
@@ -83,6 +84,7 @@ class RunState:
     workflow: Workflow | None = None
     output_mode: OutputMode | None = None
     output_retries: int = 0
+    run_id: str | None = None
 
 
 _NO_ANSWER = ChatResponse()

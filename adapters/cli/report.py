@@ -186,11 +186,14 @@ def _tool_lines(records: Sequence[ToolCallRecord], run: ToolRun) -> list[str]:
 
 
 def usage_line(usage: Usage | None, requests: int) -> str:
-    """The run's spending in one line: requests, tokens and what the gateway billed."""
+    """The run's spending in one line: requests, tokens (with the share of the input read from the prompt
+    cache, when reported) and what the gateway billed."""
     asked = f"{requests} request{'s' if requests != 1 else ''}"
     if usage is None:
         return f"Usage: {asked}, tokens and cost not reported"
-    tokens = f"{_count(usage.input_tokens)} input + {_count(usage.output_tokens)} output tokens"
+    share = usage.cached_share
+    cached = "" if share is None else f" ({share:.0%} cached)"
+    tokens = f"{_count(usage.input_tokens)} input{cached} + {_count(usage.output_tokens)} output tokens"
     if usage.reasoning_tokens:
         tokens += f" ({usage.reasoning_tokens:,} reasoning)"
     cost = "cost not reported" if usage.cost_usd is None else f"cost ${usage.cost_usd:.6f}"

@@ -75,6 +75,8 @@ class _AgentRun:
             span.set_attribute(c.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
         if usage is not None and usage.cost_usd is not None:
             span.set_attribute(c.GEN_AI_USAGE_COST, usage.cost_usd)
+        if usage is not None:
+            span.set_attributes(c.cache_attributes(usage))
         if run.stop_reason is not None:
             span.set_attribute(c.RUN_STOP_REASON, run.stop_reason)
 

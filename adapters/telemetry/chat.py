@@ -174,6 +174,7 @@ class _ChatRequest:
             if usage.cost_usd is not None:
                 self.span.set_attribute(c.GEN_AI_USAGE_COST, usage.cost_usd)
                 telemetry.cost.add(usage.cost_usd, attributes)
+            self.span.set_attributes(c.cache_attributes(usage))
         self.span.end()
 
 

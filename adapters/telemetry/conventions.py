@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from domain import Usage
+
 # opentelemetry-semantic-conventions is a test dependency only; tests/adapters/telemetry/test_conventions.py
 # holds every name below to the package's constant wherever one exists.
 
@@ -21,6 +23,9 @@ GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 # Not in the conventions yet: what the gateway billed (US dollars), named as its usage siblings are.
 GEN_AI_USAGE_COST: Final = "gen_ai.usage.cost"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+# Not in the conventions: the share of the input tokens read from the provider's prompt cache (0 to 1).
+GEN_AI_USAGE_CACHE_READ_SHARE: Final = "gen_ai.usage.cache_read.share"
 # The project's own: the budget limit or deadline that ended a run early.
 RUN_STOP_REASON: Final = "meeting_agents.run.stop_reason"
 # The project's own: which failover target answered (or failed, on a failover event), how many failed first.
@@ -70,3 +75,13 @@ GEN_AI_CLIENT_COST: Final = "gen_ai.client.cost"
 # token counts in powers of four from 1 to 4^13.
 DURATION_BUCKETS: Final = tuple(0.01 * 2**power for power in range(14))
 TOKEN_BUCKETS: Final = tuple(4**power for power in range(14))
+
+
+def cache_attributes(usage: Usage) -> dict[str, int | float]:
+    """What a span says of the prompt cache: the input tokens read from it and their share of the input."""
+    attributes: dict[str, int | float] = {}
+    if usage.cached_input_tokens is not None:
+        attributes[GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
+    if usage.cached_share is not None:
+        attributes[GEN_AI_USAGE_CACHE_READ_SHARE] = usage.cached_share
+    return attributes

@@ -259,10 +259,20 @@ def test_a_toml_file_configures_the_container(container: Container, tmp_path: Pa
 
 
 def test_the_loop_keys_reach_the_containers_tool_loop(container: Container) -> None:
-    container.config.from_dict(
-        {"agent": {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-test", "max_output_retries": 3}}
+    agent = {
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "sk-test",
+        "max_output_retries": 3,
+        "conversation_state": "server",
+        "prompt_cache_retention": "24h",
+    }
+    container.config.from_dict({"agent": agent})
+    settings = container.tool_loop().settings
+    assert (settings.max_output_retries, settings.conversation_state, settings.prompt_cache_retention) == (
+        3,
+        "server",
+        "24h",
     )
-    assert container.tool_loop().settings.max_output_retries == 3
 
 
 # ---------------------------------------------------------------- the chains

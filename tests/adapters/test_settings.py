@@ -84,6 +84,10 @@ def test_environment_values_are_typed() -> None:
         ({"agent": {"max_retries": -1}}, "agent.max_retries: expected 0 or more"),
         ({"agent": {"max_output_retries": -1}}, "agent.max_output_retries: expected 0 or more"),
         (
+            {"agent": {"conversation_state": "cloud"}},
+            "agent.conversation_state: expected one of client/server",
+        ),
+        (
             {"agent": {"reasoning_effort": "ultra"}},
             "agent.reasoning_effort: expected one of none/minimal/low",
         ),

@@ -174,7 +174,17 @@ async def paused_and_resumed(
 
 
 def requests_of(chat: ScriptedChat) -> list[tuple[tuple[ChatMessage, ...], ChatOptions | None]]:
-    return [(request.messages, request.options) for request in chat.requests]
+    """What each request sent, but for the run's own prompt cache key: one per run, so two runs differ
+    there (every request of the run carries the same one, paused and resumed runs included)."""
+    keys = {request.options.prompt_cache_key for request in chat.requests if request.options is not None}
+    assert len(keys) <= 1
+    return [
+        (
+            request.messages,
+            None if request.options is None else attrs.evolve(request.options, prompt_cache_key=None),
+        )
+        for request in chat.requests
+    ]
 
 
 # ---------------------------------------------------------------- properties

@@ -401,6 +401,8 @@ def test_settings_have_the_mature_defaults_and_refuse_nonsense() -> None:
         "max_calls_per_response": 128,
         "redact": None,
         "max_output_retries": 1,
+        "conversation_state": "client",
+        "prompt_cache_retention": None,
     }
     with pytest.raises(ValueError, match="max_tool_iterations"):
         LoopSettings(max_tool_iterations=0)

@@ -72,6 +72,12 @@ def test_the_usage_line_says_requests_tokens_and_cost_in_one_line() -> None:
         "Usage: 3 requests, 12,345 input + 678 output tokens (40 reasoning), cost $0.012346"
     )
     assert usage_line(Usage(5, None), 1) == "Usage: 1 request, 5 input + ? output tokens, cost not reported"
+    # The share of the input the provider read from its prompt cache, when it reported one.
+    cached = Usage(12_000, 600, cached_input_tokens=9_000)
+    assert (
+        usage_line(cached, 2)
+        == "Usage: 2 requests, 12,000 input (75% cached) + 600 output tokens, cost not reported"
+    )
     assert usage_json(usage, 3) == {
         "requests": 3,
         "input_tokens": 12_345,

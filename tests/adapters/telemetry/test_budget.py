@@ -103,6 +103,24 @@ async def test_a_finished_run_carries_its_summed_cost_and_no_stop_reason(otel: O
     assert "meeting_agents.run.stop_reason" not in found
 
 
+async def test_the_agent_span_and_each_chat_span_say_how_much_input_the_prompt_cache_served(
+    otel: Otel,
+) -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("c1", "list_participants", "{}"),), usage=Usage(1000, 2, cached_input_tokens=0)),
+        ScriptedTurn(text="Done.", usage=Usage(1000, 5, cached_input_tokens=800)),
+    )
+
+    await _summarize(otel, chat, LoopSettings(), events=False)
+
+    (run,) = otel.named("invoke_agent")
+    found = attributes(run)
+    assert found["gen_ai.usage.cache_read.input_tokens"] == 800
+    assert found["gen_ai.usage.cache_read.share"] == pytest.approx(0.4)
+    shares = [attributes(span)["gen_ai.usage.cache_read.share"] for span in otel.named("chat ")]
+    assert shares == [0.0, pytest.approx(0.8)]
+
+
 async def test_a_run_without_a_reported_cost_has_no_cost_attribute(otel: Otel) -> None:
     chat = ScriptedChat(ScriptedTurn(text="Done.", usage=Usage(10, 2, 12)))
 

@@ -24,6 +24,10 @@ NAMES = [
     (conventions.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, gen_ai_attributes.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK),
     (conventions.GEN_AI_USAGE_INPUT_TOKENS, gen_ai_attributes.GEN_AI_USAGE_INPUT_TOKENS),
     (conventions.GEN_AI_USAGE_OUTPUT_TOKENS, gen_ai_attributes.GEN_AI_USAGE_OUTPUT_TOKENS),
+    (
+        conventions.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        gen_ai_attributes.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+    ),
     (conventions.GEN_AI_TOKEN_TYPE, gen_ai_attributes.GEN_AI_TOKEN_TYPE),
     (conventions.GEN_AI_AGENT_NAME, gen_ai_attributes.GEN_AI_AGENT_NAME),
     (conventions.GEN_AI_TOOL_NAME, gen_ai_attributes.GEN_AI_TOOL_NAME),
@@ -51,6 +55,7 @@ NAMES = [
 # Names the conventions do not define (yet), each in their style; docs/telemetry.md lists them.
 OWN = [
     conventions.GEN_AI_USAGE_COST,
+    conventions.GEN_AI_USAGE_CACHE_READ_SHARE,
     conventions.GEN_AI_CLIENT_COST,
     conventions.RUN_STOP_REASON,
     conventions.FAILOVER_TARGET,

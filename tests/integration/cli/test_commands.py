@@ -178,7 +178,9 @@ def test_verbose_shows_the_banner_mode_and_usage_on_stderr_only() -> None:
     assert "not a language model" in ran.err
     assert "Mode: JSON (ResponsesJsonAdapter)" in ran.err
     assert re.search(
-        r"^Usage: \d+ requests, [\d,]+ input \+ [\d,]+ output tokens, cost not reported$", ran.err, re.M
+        r"^Usage: \d+ requests, [\d,]+ input \(\d+% cached\) \+ [\d,]+ output tokens, cost not reported$",
+        ran.err,
+        re.M,
     )
 
 
