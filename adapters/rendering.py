@@ -49,7 +49,12 @@ def _tool_calls_json(records: Sequence[ToolCallRecord]) -> list[dict[str, Any]]:
 
 def _pending_json(pending: Sequence[ApprovalRequest]) -> list[dict[str, Any]]:
     return [
-        {"call_id": request.call_id, "name": request.name, "arguments": dict(request.arguments)}
+        {
+            "call_id": request.call_id,
+            "name": request.name,
+            "arguments": dict(request.arguments),
+            "raw_arguments": request.raw_arguments,
+        }
         for request in pending
     ]
 

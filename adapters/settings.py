@@ -169,6 +169,9 @@ class AgentSettings:
     """How many chunks of a long meeting are summarized at once."""
     approval_required_tools: tuple[str, ...] = ("remove_step",)
     """The workflow editor's tools whose calls wait for approval; ``[]`` (env: empty) for none."""
+    state_secret: Secret = Secret("")
+    """Signs the paused runs the CLI keeps (``--state``) and is required of those ``resume`` reads
+    (HMAC-SHA256, see ``application.dumps``); unset, they are written and read unsigned."""
     max_output_retries: int = 1
     """How many more turns a run's typed final answer gets when it does not fit its type."""
     record_to: str | None = None
@@ -184,8 +187,10 @@ class AgentSettings:
     """Tokens (input estimated before a request goes, corrected from its usage) per minute at most."""
 
     def secrets(self) -> tuple[str, ...]:
-        """Every key these settings hold (the gateway's and each fallback's), for redaction."""
-        return tuple(key.reveal() for key in (self.api_key, *(t.api_key for t in self.fallbacks)) if key)
+        """Every secret these settings hold (the gateway's key, each fallback's, the state secret), for
+        redaction."""
+        keys = (self.api_key, *(t.api_key for t in self.fallbacks), self.state_secret)
+        return tuple(key.reveal() for key in keys if key)
 
     def _check_fallbacks(self) -> None:
         names: set[str] = set()
@@ -486,7 +491,7 @@ def _structure_agent(section: Mapping[str, Any], environ: Mapping[str, str]) -> 
         except _SectionError:
             raise
         except Exception as exc:  # any structuring failure becomes the same one-line error
-            shown = "********" if name == "api_key" else repr(value)
+            shown = "********" if _field_type(name) is Secret else repr(value)
             raise ConfigurationError(f"agent.{name}: expected {_expected(name, exc)}, got {shown}") from None
     return AgentSettings(**values)
 

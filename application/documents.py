@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 import types
 import typing
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 import cattrs
@@ -37,10 +39,13 @@ from domain import (
 )
 from domain.arguments import ArgumentsParseError, escape_surrogates, parse_arguments, reject_constant
 
-__all__ = ["DOCUMENT_KINDS", "FORMAT", "VERSION", "DocumentError", "dumps", "loads"]
+__all__ = ["DOCUMENT_KINDS", "FORMAT", "MAX_DOCUMENT_BYTES", "VERSION", "DocumentError", "dumps", "loads"]
 
 FORMAT: Final = "meeting-agents"
 VERSION: Final = 1
+MAX_DOCUMENT_BYTES: Final = 50 * 1024 * 1024
+"""What :func:`loads` reads at most by default: the command line's limit on a file it reads."""
+SIGNATURE: Final = "signature"
 
 MESSAGES: Final = "messages"
 # The kinds of value a document holds, by the name it carries in "kind". A new kind is one line here:
@@ -275,16 +280,43 @@ def _kind_of(value: object) -> str:
     raise TypeError(f"a {type(value).__name__} is not a value a run document holds")
 
 
-def dumps(value: object) -> str:
+Secret: TypeAlias = str | bytes
+"""The key a document is signed with: text (read as UTF-8) or bytes, never empty."""
+
+
+def _key(secret: Secret) -> bytes:
+    key = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) else bytes(secret)
+    if not key:
+        raise ValueError("secret: empty; give a secret to sign with, or None for an unsigned document")
+    return key
+
+
+def _signature(document: Mapping[str, object], secret: Secret) -> str:
+    """HMAC-SHA256 of the document's canonical form: its JSON without ``signature``, keys sorted, no
+    spaces, every character past ASCII escaped (so the bytes depend only on the JSON values); hex."""
+    unsigned = {key: item for key, item in document.items() if key != SIGNATURE}
+    canonical = json.dumps(
+        unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
+    return hmac.new(_key(secret), canonical.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def dumps(value: object, *, secret: Secret | None = None) -> str:
     """The run document of ``value``: a sequence of :class:`ChatMessage`, a :class:`ChatResponse`,
-    a :class:`ToolRun`, a :class:`MeetingSummary` or a :class:`WorkflowEdit`.
+    a :class:`ToolRun`, a :class:`MeetingSummary`, a :class:`WorkflowEdit` or a :class:`RunState`.
 
     The document is ``{"format": "meeting-agents", "version": 1, "kind": ..., "value": ...}``,
-    compact JSON in UTF-8; :func:`loads` reads it back equal. Raises ``TypeError`` for any other value.
+    compact JSON in UTF-8; :func:`loads` reads it back equal. With a ``secret`` it also carries
+    ``"signature"``: the HMAC-SHA256 (hex) of its canonical form, the document without the
+    signature as JSON with sorted keys, no spaces and ASCII escapes; :func:`loads` with the same
+    secret checks it. Raises ``TypeError`` for any other value.
     """
     kind = _kind_of(value)
     data = _CONVERTER.unstructure(tuple(value) if kind == MESSAGES else value, DOCUMENT_KINDS[kind])  # type: ignore[arg-type]  # a sequence of messages, checked by _kind_of
-    return _text({"format": FORMAT, "version": VERSION, "kind": kind, "value": data})
+    document: dict[str, object] = {"format": FORMAT, "version": VERSION, "kind": kind, "value": data}
+    if secret is not None:
+        document[SIGNATURE] = _signature(document, secret)
+    return _text(document)
 
 
 # ---------------------------------------------------------------- loading
@@ -310,12 +342,14 @@ def _parsed(text: str | bytes | bytearray) -> object:
         ) from None
 
 
-def _envelope(document: object) -> tuple[str, Any]:
+def _envelope(document: object, secret: Secret | None) -> tuple[str, Any]:
     if not isinstance(document, dict):
         raise DocumentError("", "expected a JSON object")
     for key in document:
-        if key not in _ENVELOPE:
-            raise DocumentError(str(key), "unexpected field; a document has format, version, kind and value")
+        if key not in _ENVELOPE and key != SIGNATURE:
+            raise DocumentError(
+                str(key), "unexpected field; a document has format, version, kind, value and signature"
+            )
     for key in _ENVELOPE:
         if key not in document:
             raise DocumentError(key, "required field is missing")
@@ -329,7 +363,33 @@ def _envelope(document: object) -> tuple[str, Any]:
     kind = document["kind"]
     if not isinstance(kind, str) or kind not in DOCUMENT_KINDS:
         raise DocumentError("kind", "expected one of " + ", ".join(f'"{k}"' for k in DOCUMENT_KINDS))
+    signature = document.get(SIGNATURE)
+    if signature is not None and not isinstance(signature, str):
+        raise DocumentError(SIGNATURE, "expected a string")
+    if secret is not None:
+        # Checked before the value is read at all: an unsigned or changed document is not structured.
+        if signature is None:
+            raise DocumentError(SIGNATURE, "missing; a secret is set, so only a signed document loads")
+        if not hmac.compare_digest(
+            signature.encode("utf-8", "surrogatepass"), _signature(document, secret).encode()
+        ):
+            raise DocumentError(
+                SIGNATURE, "does not match: the document was changed or signed with another secret"
+            )
     return kind, document["value"]
+
+
+def _size_check(text: str | bytes | bytearray, max_bytes: int | None) -> None:
+    """Refuse a text of more than ``max_bytes`` bytes (as UTF-8) before reading any of it."""
+    if max_bytes is None:
+        return
+    if not isinstance(text, str | bytes | bytearray):
+        return  # _parsed names the wrong type
+    size = len(text)
+    if isinstance(text, str) and size <= max_bytes and size * 4 > max_bytes and not text.isascii():
+        size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise DocumentError("", f"larger than the {max_bytes:,} bytes a document may be (max_bytes)")
 
 
 def _first_failure(error: BaseException, path: str) -> tuple[str, str]:
@@ -365,14 +425,22 @@ def _describe(error: BaseException, tp: object) -> str:
     return f"expected {error}" if isinstance(error, TypeError) else "invalid value"
 
 
-def loads(text: str | bytes | bytearray) -> Any:
+def loads(
+    text: str | bytes | bytearray, *, secret: Secret | None = None, max_bytes: int | None = MAX_DOCUMENT_BYTES
+) -> Any:
     """The value a document written by :func:`dumps` holds, equal to the one written.
 
     Raises :class:`DocumentError`, and nothing else, for anything that is not such a document:
-    not JSON, another format, a newer version, an unknown kind, a field missing, extra or of the
-    wrong type.
+    larger than ``max_bytes`` (UTF-8; refused before it is parsed; None for no limit), not JSON,
+    another format, a newer version, an unknown kind, a field missing, extra or of the wrong type,
+    or a paused run's state whose parts disagree with the answer it holds. With a ``secret``, a
+    document without ``"signature"``, or whose signature is not that secret's over its canonical
+    form (see :func:`dumps`), is refused too; without one, a signature is not checked.
     """
-    kind, value = _envelope(_parsed(text))
+    if secret is not None:
+        _key(secret)
+    _size_check(text, max_bytes)
+    kind, value = _envelope(_parsed(text), secret)
     try:
         loaded = _CONVERTER.structure(value, DOCUMENT_KINDS[kind])
     except (ClassValidationError, IterableValidationError) as error:

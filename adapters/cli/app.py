@@ -302,7 +302,7 @@ def _resume_work(args: argparse.Namespace, settings: Settings, console: Console)
     where = f"STATE_FILE {args.state_file!r}" if args.state_file != "-" else "STATE_FILE (stdin)"
     text = read_text(args.state_file, "STATE_FILE", _stdin(), limit=settings.agent.max_transcript_bytes)
     try:
-        state = loads(text)
+        state = loads(text, secret=_state_secret(settings), max_bytes=settings.agent.max_transcript_bytes)
     except DocumentError as exc:
         raise InputError(f"{where}: not a stored run ({exc})") from None
     if not isinstance(state, RunState) or state.pipeline != WORKFLOW_EDITOR or not state.messages:
@@ -334,6 +334,11 @@ def _resume_work(args: argparse.Namespace, settings: Settings, console: Console)
         state=state,
         decisions=decisions,
     )
+
+
+def _state_secret(settings: Settings) -> str | None:
+    """``agent.state_secret``: what signs a kept paused run and must have signed one resumed."""
+    return settings.agent.state_secret.reveal() or None
 
 
 def _decisions(
@@ -587,7 +592,7 @@ def _waiting(edit: WorkflowEdit, work: _Work, console: Console) -> int:
         return EXIT_WAITING
     target = work.state_output.target
     try:
-        work.state_output.commit(dumps(edit.state) + "\n")
+        work.state_output.commit(dumps(edit.state, secret=_state_secret(work.settings)) + "\n")
     except OSError as exc:
         console.error(f"--state {str(target)!r}: cannot be written ({exc.strerror})")
         return EXIT_USAGE

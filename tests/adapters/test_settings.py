@@ -435,3 +435,15 @@ def test_a_fallback_key_of_the_wrong_type_is_not_shown() -> None:
 def test_a_rate_limit_is_a_positive_whole_number(key: str, value: object) -> None:
     with pytest.raises(ConfigurationError, match=f"agent.{key}: expected a "):
         resolve_settings({"agent": {key: value}}, {})
+
+
+def test_the_state_secret_is_read_from_the_environment_and_never_shown() -> None:
+    secret = "state-SECRET-41ab"
+    settings = resolve_settings({}, environ={"AGENT_STATE_SECRET": secret})
+    assert settings.agent.state_secret.reveal() == secret
+    assert secret not in repr(settings)
+    assert not resolve_settings({}, environ={}).agent.state_secret
+    with pytest.raises(ConfigurationError) as info:
+        resolve_settings({"agent": {"state_secret": [secret]}}, environ={})
+    assert "agent.state_secret: expected" in str(info.value)
+    assert secret not in str(info.value)

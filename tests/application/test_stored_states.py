@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
+from adapters.settings import AgentSettings
 from application import (
     ApprovalDecision,
     ApprovalRequest,
@@ -24,10 +29,22 @@ from application import (
     dumps,
     loads,
 )
-from domain import ChatMessage, ChatOptions, FunctionCallContent, Workflow, WorkflowStep
+from application.documents import MAX_DOCUMENT_BYTES
+from domain import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, Workflow, WorkflowStep
+from tests.application.strategies import (
+    chat_responses,
+    conversations,
+    meeting_summaries,
+    tool_runs,
+    workflow_edits,
+)
+from tests.support.examples import examples
 from tests.support.states import held_calls
 
 USER = (ChatMessage.user("settle the invoice"),)
+SLOW = settings(
+    max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 FIVE = '{"amount": 5}'
 
 
@@ -292,3 +309,86 @@ async def test_a_workflow_edit_waits_on_the_calls_the_editor_holds_back_now() ->
     free = WorkflowEditorAgent(ScriptedChat(ScriptedTurn(text="Done.")), approval_required_tools=())
     with pytest.raises(ValueError, match="does not hold back"):
         await free.resume(edit.state, {"d1": Approve()})
+
+
+# ---------------------------------------------------------------- signed documents
+
+SECRET = "state-secret-7f3a"
+
+
+@SLOW
+@given(st.one_of(conversations, chat_responses, tool_runs, meeting_summaries, workflow_edits))
+def test_a_signed_document_loads_back_equal_with_its_secret(value: object) -> None:
+    text = dumps(value, secret=SECRET)
+    assert loads(text, secret=SECRET) == value
+    assert loads(text) == value  # without a secret, the signature is not checked
+
+
+def test_the_signature_is_hmac_sha256_over_the_canonical_form() -> None:
+    """The canonical form, as the docs define it: the document without its signature, as JSON with
+    sorted keys, no spaces and every character past ASCII escaped."""
+    text = dumps(
+        ChatResponse(messages=(ChatMessage.assistant("café \ud800"),), response_id="r1"), secret=SECRET
+    )
+    document = json.loads(text)
+    signature = document.pop("signature")
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert signature == hmac.new(SECRET.encode(), canonical.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+async def test_with_a_secret_an_unsigned_changed_or_foreign_state_does_not_load() -> None:
+    state, _ = await paused(("p1", "pay", FIVE))
+    signed = dumps(state, secret=SECRET)
+    assert loads(signed, secret=SECRET) == state
+
+    def refusal(text: str, secret: str = SECRET) -> str:
+        with pytest.raises(DocumentError) as refused:
+            loads(text, secret=secret)
+        assert refused.value.path == "signature"
+        assert SECRET not in str(refused.value)
+        return refused.value.problem
+
+    assert "missing" in refusal(dumps(state))
+    assert "does not match" in refusal(signed, secret="another-secret")
+    # The attacker's edit made whole: held call and pending both say 5000; only the signature tells.
+    document = json.loads(signed)
+    for held in held_calls(document):
+        held["raw_arguments"] = '{"amount": 5000}'
+    document["value"]["pending"][0].update(arguments={"amount": 5000}, raw_arguments='{"amount": 5000}')
+    forged = json.dumps(document)
+    assert "does not match" in refusal(forged)
+    assert loads(forged).pending[0].arguments == {"amount": 5000}  # unsigned, nothing tells it apart
+    document["signature"] = 7
+    with pytest.raises(DocumentError, match="signature: expected a string"):
+        loads(json.dumps(document))
+
+
+def test_an_empty_secret_signs_nothing() -> None:
+    with pytest.raises(ValueError, match="secret: empty"):
+        dumps(ChatResponse(), secret="")
+    with pytest.raises(ValueError, match="secret: empty"):
+        loads(dumps(ChatResponse()), secret=b"")
+
+
+# ---------------------------------------------------------------- bounded documents
+
+
+def test_a_document_larger_than_max_bytes_is_refused_before_it_is_read() -> None:
+    text = dumps(ChatResponse(messages=(ChatMessage.assistant("é" * 100),)))
+    size = len(text.encode("utf-8"))
+    assert loads(text, max_bytes=size) == loads(text)
+    for too_big in (text, text.encode("utf-8")):
+        with pytest.raises(DocumentError, match=f"larger than the {size - 1:,} bytes"):
+            loads(too_big, max_bytes=size - 1)
+    # Counted in bytes, not characters: 150 characters of two bytes each.
+    with pytest.raises(DocumentError, match="larger than the 200 bytes"):
+        loads("é" * 150, max_bytes=200)
+    # Refused as too large, not as what it would have been found to be once read.
+    with pytest.raises(DocumentError, match="larger than the 50 bytes"):
+        loads("[" * 51, max_bytes=50)
+
+
+def test_the_default_limit_is_the_command_lines() -> None:
+    assert AgentSettings().max_transcript_bytes == MAX_DOCUMENT_BYTES
+    with pytest.raises(DocumentError, match="larger than"):
+        loads(" " * (MAX_DOCUMENT_BYTES + 1))

@@ -13,7 +13,7 @@ import pytest
 from adapters.cli.app import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_USAGE, EXIT_WAITING
 from adapters.offline import OfflineResponsesServer
 from application import RunState, loads, workflow_from_json
-from tests.integration.cli.support import WORKFLOW, OnTerminal, run, run_process
+from tests.integration.cli.support import WORKFLOW, OnTerminal, Ran, run, run_process
 from tests.support.states import held_calls
 
 REMOVE_QA = "remove Manual QA sign-off"
@@ -73,6 +73,7 @@ def test_with_nobody_to_ask_the_command_stops_with_exit_5_and_writes_nothing(tmp
     [pending] = document["pending"]
     assert pending["name"] == "remove_step"
     assert pending["arguments"] == {"step_id": "step-4"}
+    assert json.loads(pending["raw_arguments"]) == pending["arguments"]
     unchanged = workflow_from_json(WORKFLOW.read_text(encoding="utf-8"))
     assert workflow_from_json(json.dumps(document["workflow"])) == unchanged
     [line] = ran.err_lines
@@ -279,3 +280,47 @@ def test_the_question_on_a_terminal_names_the_step_the_held_call_removes(tmp_pat
         shown = terminal.finish()
     assert 'Remove step step-1 "' in shown.err
     assert "step-4" not in shown.err
+
+
+# ---------------------------------------------------------------- signed states
+
+STATE_SECRET = "state-SECRET-cli-5522"
+
+
+def test_with_agent_state_secret_the_kept_state_is_signed_and_resume_checks_it(tmp_path: Path) -> None:
+    signing = {"AGENT_STATE_SECRET": STATE_SECRET}
+    state = tmp_path / "paused.json"
+    ran = run(
+        "edit-workflow", str(WORKFLOW), REMOVE_QA, "--state", str(state), "--format", "json", environ=signing
+    )
+    assert ran.code == EXIT_WAITING, ran.err
+    [pending] = ran.json()["pending"]
+    stored = state.read_text(encoding="utf-8")
+    assert isinstance(loads(stored, secret=STATE_SECRET), RunState)
+    unsigned = json.loads(stored)
+    del unsigned["signature"]
+    forged = json.loads(stored)
+    for call in held_calls(forged):
+        call["raw_arguments"] = '{"step_id": "step-1"}'
+    forged["value"]["pending"][0].update(
+        arguments={"step_id": "step-1"}, raw_arguments='{"step_id": "step-1"}'
+    )
+
+    outcomes: list[Ran] = []
+    for document, environ, words in (
+        (unsigned, signing, "signature: missing"),
+        (forged, signing, "signature: does not match"),
+        (json.loads(stored), {"AGENT_STATE_SECRET": "another"}, "signature: does not match"),
+    ):
+        state.write_text(json.dumps(document), encoding="utf-8")
+        refused = run("resume", str(state), "--approve", pending["call_id"], environ=environ)
+        assert refused.code == EXIT_USAGE, refused.err
+        [line] = refused.err_lines
+        assert words in line
+        outcomes.append(refused)
+    state.write_text(stored, encoding="utf-8")
+    resumed = run("resume", str(state), "--approve", pending["call_id"], "--format", "json", environ=signing)
+    assert resumed.code == EXIT_OK, resumed.err
+    assert "Manual QA sign-off" not in [step["name"] for step in resumed.json()["workflow"]["steps"]]
+    for shown in (ran, resumed, *outcomes):
+        assert STATE_SECRET not in shown.out + shown.err
