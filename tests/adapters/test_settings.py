@@ -441,6 +441,7 @@ def test_the_state_secret_is_read_from_the_environment_and_never_shown() -> None
     secret = "state-SECRET-41ab"
     settings = resolve_settings({}, environ={"AGENT_STATE_SECRET": secret})
     assert settings.agent.state_secret.reveal() == secret
+    assert secret in settings.agent.secrets()  # cut from whatever the container and the CLI show
     assert secret not in repr(settings)
     assert not resolve_settings({}, environ={}).agent.state_secret
     with pytest.raises(ConfigurationError) as info:
