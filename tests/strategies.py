@@ -237,7 +237,8 @@ summary_calls: st.SearchStrategy[PlannedCall] = planned_calls(
             {
                 "owner": st.sampled_from(["Chen", "chen", "CHEN"]),
                 "task": st.sampled_from(["Fix the build", "fix the builds", "Fixing the build."]),
-                "due": st.none() | plain_texts,
+                # Line 3 says "by Friday": a due the cited lines do not state is refused.
+                "due": st.sampled_from([None, "Friday", "by Friday", "Fri", "FRIDAY"]),
                 "lines": st.sampled_from([[3], [2, 3], [3, 2], [3, 3]]),
             }
         ),

@@ -19,6 +19,7 @@ __all__ = [
     "plan_edits",
     "read_meeting",
     "read_numbered",
+    "spoken",
     "summary_text",
     "tagged",
 ]
@@ -107,6 +108,12 @@ def _utterances(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str | N
             yield number, match["speaker"], match["text"]
         elif line.strip():
             yield number, None, line.strip()
+
+
+def spoken(line: str) -> str:
+    """What a transcript line says: its text without the timestamp and the speaker's name."""
+    match = _SPEAKER_LINE.match(line)
+    return match["text"] if match is not None else line.strip()
 
 
 def _split_due(rest: str) -> tuple[str, str | None]:

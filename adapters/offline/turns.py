@@ -18,6 +18,7 @@ from adapters.offline.rules import (
     numbered_lines,
     plan_edits,
     read_numbered,
+    spoken,
     summary_text,
     tagged,
 )
@@ -230,17 +231,27 @@ def _calls(
 
 
 def _summary_turn(request: ModelRequest, malformed: bool, miscite: bool) -> Answer:
-    meeting = read_numbered(numbered_lines(request.last_user_text, "transcript"))
+    numbered = numbered_lines(request.last_user_text, "transcript")
+    meeting = read_numbered(numbered)
+    said = dict(numbered)
+
+    def quote(lines: Sequence[int]) -> str:
+        # What the cited lines say, word for word: the grounding check compares the quote with them.
+        return " ... ".join(spoken(said[number]) for number in lines)
+
     offered = request.tool_names
     stage = [Call("list_participants", {})] if "list_participants" in offered else []
     if "record_action_item" in offered:
         stage += [
-            Call("record_action_item", {"owner": owner, "task": task, "due": due, "lines": list(lines)})
+            Call(
+                "record_action_item",
+                {"owner": owner, "task": task, "due": due, "lines": list(lines), "quote": quote(lines)},
+            )
             for owner, task, due, lines in meeting.action_items
         ]
     if "record_decision" in offered:
         stage += [
-            Call("record_decision", {"decision": text, "lines": list(lines)})
+            Call("record_decision", {"decision": text, "lines": list(lines), "quote": quote(lines)})
             for text, lines in meeting.decisions
         ]
     step = _next_calls(request, stage)

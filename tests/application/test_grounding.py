@@ -265,3 +265,241 @@ async def test_a_call_is_recorded_if_and_only_if_its_cited_lines_show_it(data: s
     for decision in summary.decisions:
         assert all(says(lines[n - 1], decision.text) for n in decision.lines)
         assert any(lines[n - 1].decides == decision.text for n in decision.lines)
+
+
+# ---------------------------------------------------------------- what the lines say (near misses)
+
+STANDUP = """\
+Priya: Morning, everyone.
+Tom: I'll fix the billing export by Friday.
+Maya: I'll remove the currency column from the report.
+Alex: I'll quarantine the flaky checkout tests.
+Priya: We decided to roll out Okta first and Azure AD in January.
+Dev: We agreed to move the database to the larger instance class.
+Priya: Decision: we will not freeze the public API this quarter.
+Ben: I can't make Friday, so I'll send the deck on Monday.
+"""
+
+
+def part(call: object) -> str:
+    """The part a refusal names, read off the start of its message."""
+    return refused(call).split(":", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("call", "failed"),
+    [
+        (lambda g: g.action_item("Tom", "Fix the billing export", [2], due="Monday"), "due"),
+        (lambda g: g.action_item("Maya", "Remove the currency column", [3], due="tomorrow"), "due"),
+        (lambda g: g.action_item("Tom", "Fix the invoice export", [2]), "object"),
+        (lambda g: g.action_item("Maya", "Add the currency column", [3]), "object"),
+        (lambda g: g.action_item("Alex", "Not quarantine the flaky checkout tests", [4]), "polarity"),
+        (lambda g: g.decision("Roll out Azure AD first and Okta in January", [5]), "order"),
+        (lambda g: g.decision("Move the database to a smaller instance class", [6]), "object"),
+        (lambda g: g.decision("Freeze the public API this quarter", [7]), "polarity"),
+        (lambda g: g.decision("Roll out Okta first and Azure AD in March", [5]), "detail"),
+        (lambda g: g.action_item("Priya", "Fix the billing export", [2]), "owner"),
+    ],
+    ids=[
+        "due-changed",
+        "due-invented",
+        "object",
+        "verb",
+        "negated",
+        "reversed",
+        "detail",
+        "unnegated",
+        "month",
+        "owner",
+    ],
+)
+def test_an_item_that_cites_the_right_line_but_changes_what_it_says_is_refused_naming_the_part(
+    call: object, failed: str
+) -> None:
+    check = grounding(STANDUP)
+    assert callable(call)
+    assert part(lambda: call(check)) == failed
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda g: g.action_item("Tom", "Fix the billing export", [2], due="Friday"),
+        lambda g: g.action_item("Tom", "fix billing export", [2], due="Fri"),
+        lambda g: g.action_item("Tom", "Billing export fix", [2], due="by friday"),
+        lambda g: g.action_item("Tom", "Fix the export for billing", [2]),
+        lambda g: g.action_item("Tom", "Fix Tom's billing export", [2]),
+        lambda g: g.action_item("Maya", "Remove the currency column", [3]),
+        lambda g: g.decision("Roll out Okta first and Azure AD in January", [5]),
+        lambda g: g.decision("Okta first", [5]),
+        lambda g: g.decision("Do not freeze the public API this quarter", [7]),
+        lambda g: g.decision("Move the database to the larger instance class", [6]),
+        # A negation in another clause of the line is not the item's.
+        lambda g: g.action_item("Ben", "Send the deck", [8], due="Monday"),
+    ],
+)
+def test_a_fair_paraphrase_is_recorded(call: object) -> None:
+    assert callable(call)
+    assert call(grounding(STANDUP))
+
+
+@pytest.mark.parametrize(
+    ("due", "line"),
+    [
+        ("Fri", "I'll send it by Friday."),
+        ("end of the week", "I'll send it by EOW."),
+        ("EOD", "I'll send it by end of day."),
+        ("17:00", "I'll send it by 5pm."),
+        ("March 3", "I'll send it by 3rd March."),
+        ("2026-03-03", "I'll send it on 3 March 2026."),
+        ("Thursday noon", "I'll send it by Thursday noon."),
+        ("the next sprint", "I'll send it next sprint."),
+        ("vendredi", "I'll send it on Friday."),
+        ("before the demo", "I'll send it before the demo."),
+    ],
+)
+def test_a_due_date_written_another_way_is_the_same_due_date(due: str, line: str) -> None:
+    assert grounding(f"Ana: {line}").action_item("Ana", "Send it", [1], due=due) == ("Ana", (1,))
+
+
+@pytest.mark.parametrize("due", ["Thursday", "5pm", "March 4", "tomorrow", "asap", "after the demo"])
+def test_a_due_date_the_lines_do_not_state_is_refused_not_dropped(due: str) -> None:
+    check = grounding("Ana: I'll send the deck by Friday 3 March before the demo.")
+    assert part(lambda: check.action_item("Ana", "Send the deck", [1], due=due)) == "due"
+
+
+def test_a_quote_is_checked_word_for_word_against_the_cited_lines() -> None:
+    check = grounding(STANDUP)
+    assert check.action_item("Tom", "Fix the billing export", [2], quote="fix the BILLING export, by Friday")
+    assert check.decision("Okta first", [5], quote="roll out Okta first ... Azure AD in January")
+    assert (
+        part(lambda: check.action_item("Tom", "Fix the billing export", [2], quote="fix the export"))
+        == "quote"
+    )
+    # The quote is of line 2; citing line 3 with it is refused, whatever the item says.
+    assert part(lambda: check.action_item("Tom", "Fix the billing export", [3], quote="fix the billing")) in {
+        "owner",
+        "quote",
+    }
+
+
+# ---------------------------------------------------------------- across languages
+
+ENGLISH = """\
+Ana: Morning.
+Ben: I'll fix the billing export by Friday.
+Ana: Ben, can you not touch the invoices?
+Ana: We decided not to freeze the public API.
+Chen: Maybe we should move the launch?
+"""
+
+
+def across() -> Grounding:
+    return Grounding(transcript_lines(ENGLISH), cross_language=True)
+
+
+def test_across_languages_the_quote_stands_for_the_wording_and_is_required() -> None:
+    check = across()
+    recorded = check.action_item(
+        "Ben",
+        "Corriger l'export de facturation",
+        [2],
+        due="vendredi",
+        quote="fix the billing export by Friday",
+    )
+    assert recorded == ("Ben", (2,))
+    assert part(lambda: check.action_item("Ben", "Corriger l'export", [2])) == "quote"
+    assert (
+        part(lambda: check.action_item("Ben", "Corriger l'export", [2], quote="fix the invoices")) == "quote"
+    )
+    assert (
+        part(lambda: check.action_item("Ana", "Corriger l'export", [2], quote="fix the billing export"))
+        == "owner"
+    )
+    assert (
+        part(
+            lambda: check.action_item(
+                "Ben", "Corriger l'export", [2], due="lundi", quote="fix the billing export"
+            )
+        )
+        == "due"
+    )
+    assert (
+        part(lambda: check.action_item("Ben", "Corriger", [2], due="Friday", quote="the billing export"))
+        == "due"
+    )
+
+
+def test_across_languages_negation_numbers_and_settling_are_still_checked() -> None:
+    check = across()
+    assert check.decision("Ne pas geler l'API publique", [4], quote="freeze the public API") == (4,)
+    assert (
+        part(lambda: check.decision("Geler l'API publique", [4], quote="freeze the public API")) == "polarity"
+    )
+    assert (
+        part(lambda: check.decision("Ne pas geler l'API 2", [4], quote="not to freeze the public API"))
+        == "detail"
+    )
+    assert part(lambda: check.decision("Déplacer le lancement", [5], quote="move the launch")) == "settled"
+    assert part(lambda: check.decision("Bonjour", [1], quote="Morning")) == "settled"
+
+
+async def test_a_summary_in_another_language_records_quoted_items_and_refuses_unquoted_ones() -> None:
+    chat = ScriptedChat(
+        ScriptedTurn(
+            calls=(
+                (
+                    "c1",
+                    "record_action_item",
+                    json.dumps({"owner": "Ben", "task": "Corriger l'export", "due": None, "lines": [2]}),
+                ),
+                (
+                    "c2",
+                    "record_action_item",
+                    json.dumps(
+                        {
+                            "owner": "Ben",
+                            "task": "Corriger l'export de facturation",
+                            "due": "vendredi",
+                            "lines": [2],
+                            "quote": "fix the billing export by Friday",
+                        }
+                    ),
+                ),
+            )
+        ),
+        ScriptedTurn(text="Ben corrige l'export."),
+    )
+    summary = await SummaryAgent(chat, LoopSettings(), language="fr").summarize(ENGLISH)
+
+    assert summary.action_items == (ActionItem("Ben", "Corriger l'export de facturation", "vendredi", (2,)),)
+    first = summary.tool_calls[0].result.result
+    assert isinstance(first, dict)
+    assert first["error"] == "ungrounded"
+    assert str(first["message"]).startswith("quote: ")
+    instructions = chat.requests[0].options.instructions if chat.requests[0].options else None
+    assert instructions is not None
+    assert "French (fr)" in instructions
+
+
+async def test_a_summary_in_the_transcripts_own_language_checks_the_wording() -> None:
+    call = {
+        "owner": "Ben",
+        "task": "Fix the invoice export",
+        "due": None,
+        "lines": [2],
+        "quote": "fix the billing export",
+    }
+    for language in ("auto", "en"):
+        chat = ScriptedChat(
+            ScriptedTurn(calls=(("c1", "record_action_item", json.dumps(call)),)), ScriptedTurn(text=".")
+        )
+        summary = await SummaryAgent(chat, LoopSettings(), language=language).summarize(ENGLISH)
+        result = summary.tool_calls[0].result.result
+        assert isinstance(result, dict)
+        assert str(result["message"]).startswith("object: ")
+
+
+def test_a_summary_language_that_is_no_tag_is_refused() -> None:
+    with pytest.raises(ValueError, match="BCP 47"):
+        SummaryAgent(ScriptedChat(), LoopSettings(), language="French please")

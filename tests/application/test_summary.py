@@ -170,13 +170,14 @@ async def test_the_request_offers_the_three_tools_with_strict_schemas_and_the_in
         "additionalProperties": False,
     }
     action: dict[str, Any] = tools["record_action_item"]
-    assert action["required"] == ["owner", "task", "due", "lines"]
+    assert action["required"] == ["owner", "task", "due", "lines", "quote"]
+    assert action["properties"]["quote"]["type"] == ["string", "null"]
     assert action["additionalProperties"] is False
     assert action["properties"]["owner"]["type"] == "string"
     assert action["properties"]["due"]["type"] == ["string", "null"]
     assert action["properties"]["lines"]["type"] == "array"
     assert action["properties"]["lines"]["items"] == {"type": "integer"}
-    assert tools["record_decision"]["required"] == ["decision", "lines"]
+    assert tools["record_decision"]["required"] == ["decision", "lines", "quote"]
     assert all(spec.strict for spec in request.options.tools)
     assert unframe_numbered(request.messages[0].text, "transcript") == tuple(
         enumerate(TRANSCRIPT.splitlines(), 1)

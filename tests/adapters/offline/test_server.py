@@ -236,6 +236,7 @@ async def test_function_calls_stream_with_argument_deltas(client: AsyncOpenAI) -
         "task": "draft the budget",
         "due": "Friday",
         "lines": [1],
+        "quote": "Ben will draft the budget by Friday.",
     }
     assert [item.call_id for item in events[-1].response.output] == [item.call_id for item in done]
 

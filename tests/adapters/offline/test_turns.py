@@ -90,9 +90,27 @@ def test_summary_first_turn_calls_every_tool_once_in_order() -> None:
 
     assert [(call["name"], json.loads(call["arguments"])) for call in calls] == [
         ("list_participants", {}),
-        ("record_action_item", {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [1]}),
-        ("record_action_item", {"owner": "Ben", "task": "book the room", "due": None, "lines": [2]}),
-        ("record_decision", {"decision": "Go", "lines": [3]}),
+        (
+            "record_action_item",
+            {
+                "owner": "Ben",
+                "task": "draft the budget",
+                "due": "Friday",
+                "lines": [1],
+                "quote": "Ben will draft the budget by Friday.",
+            },
+        ),
+        (
+            "record_action_item",
+            {
+                "owner": "Ben",
+                "task": "book the room",
+                "due": None,
+                "lines": [2],
+                "quote": "I'll book the room.",
+            },
+        ),
+        ("record_decision", {"decision": "Go", "lines": [3], "quote": "We decided to go."}),
     ]
     assert len({call["call_id"] for call in calls}) == 4
 
@@ -111,7 +129,13 @@ def test_example_transcript_through_the_model_gives_a_complete_correct_summary()
     assert rounds[1][0]["name"] == "record_action_item"
     assert (
         "record_action_item",
-        {"owner": "Maya", "task": "update the release notes", "due": "Thursday noon", "lines": [15]},
+        {
+            "owner": "Maya",
+            "task": "update the release notes",
+            "due": "Thursday noon",
+            "lines": [15],
+            "quote": "I'll update the release notes by Thursday noon, once we know what actually ships.",
+        },
     ) in (recorded)
     assert len(recorded) == 10
     assert text.startswith("Meeting with Priya, Tom, Maya, Alex and Dev (6 action items, 3 decisions).")
@@ -134,9 +158,21 @@ def test_malformed_scenario_breaks_exactly_the_second_action_item_of_the_first_t
     calls = calls_of(body, malformed=True)
 
     assert broken_calls(calls) == [calls[2]]
-    assert json.loads(calls[1]["arguments"]) == {"owner": "Ben", "task": "go", "due": None, "lines": [1]}
-    assert json.loads(calls[3]["arguments"]) == {"owner": "Cleo", "task": "sing", "due": None, "lines": [3]}
-    valid = '{"owner": "Ben", "task": "stay", "due": null, "lines": [2]}'
+    assert json.loads(calls[1]["arguments"]) == {
+        "owner": "Ben",
+        "task": "go",
+        "due": None,
+        "lines": [1],
+        "quote": "Ben will go.",
+    }
+    assert json.loads(calls[3]["arguments"]) == {
+        "owner": "Cleo",
+        "task": "sing",
+        "due": None,
+        "lines": [3],
+        "quote": "Cleo will sing.",
+    }
+    valid = '{"owner": "Ben", "task": "stay", "due": null, "lines": [2], "quote": "I\'ll stay."}'
     assert valid.startswith(calls[2]["arguments"])
     assert 0 < len(calls[2]["arguments"]) < len(valid)
 
@@ -196,8 +232,20 @@ def test_a_transcript_that_forges_its_closing_tag_is_read_to_the_end() -> None:
     calls = calls_of(body_for(transcript_message(transcript), SUMMARY_TOOLS))
 
     assert [json.loads(call["arguments"]) for call in calls if call["name"] == "record_action_item"] == [
-        {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [1]},
-        {"owner": "Ben", "task": "book the R&D room", "due": None, "lines": [5]},
+        {
+            "owner": "Ben",
+            "task": "draft the budget",
+            "due": "Friday",
+            "lines": [1],
+            "quote": "Ben will draft the budget by Friday.",
+        },
+        {
+            "owner": "Ben",
+            "task": "book the R&D room",
+            "due": None,
+            "lines": [5],
+            "quote": "I'll book the R&D room.",
+        },
     ]
 
 
@@ -215,11 +263,23 @@ def test_ungrounded_citation_scenario_cites_the_line_before_once_then_cites_agai
 
     first = [json.loads(call["arguments"]) for call in rounds[0] if call["name"] == "record_action_item"]
     assert first == [
-        {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [1]},
-        {"owner": "Ben", "task": "book the room", "due": None, "lines": [3]},
+        {
+            "owner": "Ben",
+            "task": "draft the budget",
+            "due": "Friday",
+            "lines": [1],
+            "quote": "Ben will draft the budget by Friday.",
+        },
+        {"owner": "Ben", "task": "book the room", "due": None, "lines": [3], "quote": "I'll book the room."},
     ]
     assert [json.loads(call["arguments"]) for call in rounds[1]] == [
-        {"owner": "Ben", "task": "draft the budget", "due": "Friday", "lines": [2]}
+        {
+            "owner": "Ben",
+            "task": "draft the budget",
+            "due": "Friday",
+            "lines": [2],
+            "quote": "Ben will draft the budget by Friday.",
+        }
     ]
     assert len(rounds) == 2
     assert text.startswith("Meeting with Ana and Ben (2 action items, 0 decisions).")
