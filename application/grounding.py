@@ -57,7 +57,7 @@ _STOPWORDS: Final = frozenset(
     ve very was we were what when where which while who whom why will with would yes yet you your
     yours okay ok sure yeah yep thing things go going gonna want wants d m""".split()  # noqa: SIM905 - a word list reads best as prose
 )
-_QUESTION_END: Final = re.compile(r"\?\W*$")
+_QUESTION_END: Final = re.compile(r"[?\uff1f]\W*$")
 # Words that, right after a person, bind them to what follows ("Tom will", "Ana to", "Dev can").
 _BINDING: Final = frozenset(
     {
@@ -141,6 +141,7 @@ _DECISION_WORDS: Final = frozenset(
     | {
         "beschlossen",
         "entschieden",
+        "entscheidung",
         "einverstanden",
         "vereinbart",
         "decide",
@@ -149,6 +150,8 @@ _DECISION_WORDS: Final = frozenset(
         "decidido",
     }
 )
+# Someone named in an unspaced script is bound by the line that gives them the task ("アナさんが担当します").
+_UNSPACED_ASSIGNMENTS: Final = ("担当", "お願いします", "负责", "맡")
 _UNSPACED_AGREEMENTS: Final = ("賛成", "決定", "決めました", "了解", "同意", "そうしましょう", "决定", "同意")
 _HEDGES: Final = frozenset(
     {"maybe", "perhaps", "might", "should", "could", "whether", "vielleicht", "eventuell", "quizas"}
@@ -596,6 +599,8 @@ class Grounding:
         for end in self._mentions(line, person):
             if _binding_at(tokens, end) or "action" in tokens[max(0, end - 4) : end]:
                 return "named"
+            if _UNSPACED.search(tokens[end - 1]) and any(m in line.text for m in _UNSPACED_ASSIGNMENTS):
+                return "named"
         # "He will ...": a pronoun binds whoever the cited lines name, and only them.
         if named and any(
             _binding_at(tokens, at + 1) for at, word in enumerate(tokens) if word in _THIRD_PERSON
@@ -698,8 +703,8 @@ def _stem_sequence(text: str) -> list[str]:
 
 def _orders(text: str, keep: frozenset[str]) -> list[list[str]]:
     """The orders in which ``text`` may say its words (``keep``'s stems) without changing what it means:
-    as written, a noun phrase turned around "of"/"for", and its leading verb made a noun at the end
-    ("update the pricing page", "the pricing page update")."""
+    as written, a noun phrase turned around "of"/"for", and, of three words or more, its leading verb
+    made a noun at the end ("update the pricing page", "the pricing page update")."""
     texts = [normalized(text)]
     texts += [
         texts[0][: m.start()] + f"{m[2]} {m[1]}" + texts[0][m.end() :] for m in _OF_PHRASE.finditer(texts[0])
@@ -707,7 +712,9 @@ def _orders(text: str, keep: frozenset[str]) -> list[list[str]]:
     orders = []
     for variant in dict.fromkeys(texts):
         stems = [stem for stem in _stem_sequence(variant) if stem in keep]
-        orders += [stems, stems[1:] + stems[:1], stems[-1:] + stems[:-1]]
+        orders.append(stems)
+        if len(stems) > 2:  # of two words, the verb made a noun is the two swapped: "move the launch"
+            orders += [stems[1:] + stems[:1], stems[-1:] + stems[:-1]]
     return orders
 
 
@@ -760,10 +767,18 @@ def _same_polarity(item: str, quote: str, cited: Sequence[_Line], kind: str) -> 
 
 
 def _numbers_kept(item: str, quote: str, kind: str) -> None:
-    """Across languages: every number of the item is in its quote (digits read the same in any language)."""
+    """Across languages: every number of the item is in its quote (digits read the same in any language),
+    and every weekday or month it names, in any language the rule reads ("vendredi" is "Friday")."""
     unsaid = sorted({token for token in _tokens(item) if token.isdigit()} - set(_tokens(quote)))
     if unsaid:
         raise UngroundedError("detail", f"The quote does not say {', '.join(unsaid)}, which the {kind} does.")
+    # Short Latin words are left out: "may", "mar" or "sun" name a date less often than not.
+    spelled = " ".join(word for word in item.split() if len(word) >= 4 or not word.isascii())
+    named = {mark for mark in due_marks(spelled) if mark.startswith(("weekday:", "month:"))}
+    if named - due_marks(quote):
+        raise UngroundedError(
+            "detail", f"The {kind} names a day or a month the quote does not say: keep the meeting's."
+        )
 
 
 # ---------------------------------------------------------------- due dates
@@ -825,7 +840,10 @@ _MARK_NAMES: Final = {
 }  # fmt: skip
 _DUE_PATTERN: Final = re.compile(
     r"(?P<relative>"
-    + "|".join(f"(?P<r{at}>(?<!\\w)(?:{spoken})(?!\\w))" for at, (_, spoken) in enumerate(_RELATIVE))
+    + "|".join(
+        f"(?P<r{at}>(?<![a-z0-9])(?:{normalized(spoken)})(?![a-z0-9]))"
+        for at, (_, spoken) in enumerate(_RELATIVE)
+    )
     + ")"
     r"|(?P<iso>\b\d{4}-\d{1,2}-\d{1,2}\b)"
     r"|(?P<hour>\b\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<half>[ap])\.?\s?m\b\.?"
@@ -833,7 +851,8 @@ _DUE_PATTERN: Final = re.compile(
     r"|(?P<jmonth>\d{1,2})月|(?P<jday>\d{1,2})日"
     r"|(?P<number>\b\d+(?:\.\d+)*)(?:st|nd|rd|th|er|e)?\b"
     r"|(?P<unspaced>[月火水木金土日]曜)"
-    r"|(?P<word>[^\W\d_]+)"
+    # Latin words only: a run of an unspaced script is read for the marks inside it.
+    r"|(?P<word>[a-z]+)"
 )
 
 

@@ -28,6 +28,18 @@ from adapters.offline import OfflineResponsesServer
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import LoopSettings, MeetingSummary, SummaryAgent
 from application.grounding import content_words, normalized
+from benchmarks.languages import (
+    FRENCH,
+    FRENCH_DUES,
+    FRENCH_TIMES,
+    LabelledDecision,
+    LabelledItem,
+    LabelledMeeting,
+    cross_language_calls,
+    german_meetings,
+    japanese_meetings,
+)
+from benchmarks.near_misses import Call, KindScore, paraphrases_and_near_misses, scored
 
 __all__ = ["Meeting", "evaluate", "meetings", "render"]
 
@@ -345,6 +357,113 @@ async def refusals(meeting: Meeting, rng: random.Random) -> Refusals:
     )
 
 
+# ---------------------------------------------------------------- near misses and paraphrases
+
+
+def said_due(meeting: Meeting, item: Item) -> str | None:
+    """The due date the item's lines say ("... by Friday."), or None."""
+    said = " ".join(meeting.lines[n - 1] for n in item.lines)
+    return next((due for due in DUES if f"by {due}." in said), None)
+
+
+def _tally(verdicts: Sequence[tuple[Call, bool]]) -> dict[str, dict[str, Any]]:
+    """Per kind: calls, as expected (refused for a near miss, recorded for a paraphrase), share."""
+    kinds: dict[str, KindScore] = {}
+    for call, recorded in verdicts:
+        kind = kinds.get(call.kind, KindScore(call.kind, call.grounded))
+        kinds[call.kind] = attrs.evolve(
+            kind, calls=kind.calls + 1, as_expected=kind.as_expected + (recorded == call.grounded)
+        )
+    return {
+        kind.kind: {
+            "grounded": kind.grounded,
+            "calls": kind.calls,
+            "as_expected": kind.as_expected,
+            "share": kind.share,
+        }
+        for kind in kinds.values()
+    }
+
+
+def _totals(kinds: dict[str, dict[str, Any]], grounded: bool) -> dict[str, Any]:
+    picked = [k for k in kinds.values() if k["grounded"] is grounded]
+    calls = sum(k["calls"] for k in picked)
+    right = sum(k["as_expected"] for k in picked)
+    return {"calls": calls, "as_expected": right, "share": right / calls if calls else 1.0}
+
+
+async def near_miss_figures(generated: Sequence[Meeting], seed: int = SEED) -> dict[str, Any]:
+    """Every near miss and fair paraphrase of every labelled item, scored per kind."""
+    rng = random.Random(seed)
+    verdicts: list[tuple[Call, bool]] = []
+    for meeting in generated:
+        items = [(item.owner, item.task, item.lines, said_due(meeting, item)) for item in meeting.items]
+        decisions = [(decision.text, decision.lines) for decision in meeting.decisions]
+        calls = paraphrases_and_near_misses(items, decisions, meeting.lines, DUES, rng)
+        verdicts += await scored(meeting.transcript, calls)
+    kinds = _tally(verdicts)
+    return {"kinds": kinds, "near_misses": _totals(kinds, False), "paraphrases": _totals(kinds, True)}
+
+
+def french_summaries(generated: Sequence[Meeting], rng: random.Random) -> tuple[LabelledMeeting, ...]:
+    """The English meetings as a French summary labels them: tasks and decisions in French, due dates
+    as the meeting said them or in French."""
+    made = []
+    for meeting in generated:
+        people = sorted({line.split("] ", 1)[1].split(":", 1)[0] for line in meeting.lines})
+        items = []
+        for item in meeting.items:
+            due = said_due(meeting, item)
+            if due is not None and rng.random() < 0.5:
+                due = FRENCH_DUES[due]
+            items.append(LabelledItem(item.owner, FRENCH[item.task], item.lines, due))
+        decisions = []
+        for decision in meeting.decisions:
+            subject, time = next(
+                (s, decision.text[len(s) + 1 :]) for s, _, _ in DECISIONS if decision.text.startswith(s)
+            )
+            decisions.append(LabelledDecision(f"{FRENCH[subject]} {FRENCH_TIMES[time]}", decision.lines))
+        distractors = []
+        for number in meeting.distractors:
+            said = meeting.lines[number - 1].split(": ", 1)[1]
+            distractors.append((next((p for p in people if f" {p} " in f" {said} "), people[0]), number))
+        made.append(
+            LabelledMeeting(
+                meeting.name, meeting.lines, tuple(items), tuple(decisions), tuple(distractors), "ne pas"
+            )
+        )
+    return tuple(made)
+
+
+async def cross_language_figures(
+    generated: Sequence[Meeting], seed: int = SEED, *, others: int = 8
+) -> dict[str, Any]:
+    """The hallucinating model across languages: a French summary (``fr``) of the English meetings, an
+    English one (``en``) of German and Japanese meetings; per summary, the share of ungrounded calls
+    refused and of true calls recorded, and per kind."""
+    rng = random.Random(seed)
+    suites = {
+        "French summary of English meetings": ("fr", french_summaries(generated, rng)),
+        "English summary of German meetings": ("en", german_meetings(others, seed)),
+        "English summary of Japanese meetings": ("en", japanese_meetings(others, seed)),
+    }
+    figures: dict[str, Any] = {}
+    for title, (language, labelled) in suites.items():
+        verdicts: list[tuple[Call, bool]] = []
+        for meeting in labelled:
+            calls = cross_language_calls(meeting, rng)
+            verdicts += await scored(meeting.transcript, calls, language=language)
+        kinds = _tally(verdicts)
+        figures[title] = {
+            "language": language,
+            "meetings": len(labelled),
+            "kinds": kinds,
+            "ungrounded_refused": _totals(kinds, False),
+            "true_recorded": _totals(kinds, True),
+        }
+    return figures
+
+
 # ---------------------------------------------------------------- the run
 
 
@@ -365,7 +484,11 @@ async def evaluate(count: int = 24, seed: int = SEED) -> dict[str, Any]:
     checked = Refusals()
     for meeting in generated:
         checked += await refusals(meeting, rng)
+    near_misses = await near_miss_figures(generated, seed)
+    across = await cross_language_figures(generated, seed)
     return {
+        "near_miss_suite": near_misses,
+        "cross_language": across,
         "meetings": len(generated),
         "lines": sum(len(m.lines) for m in generated),
         "labelled_items": items.labelled,
@@ -403,7 +526,41 @@ def render(figures: dict[str, Any]) -> str:
         f"({model['ungrounded_refused_share']:.3f}); {model['true_accepted']} of {model['true']} true calls "
         f"recorded ({model['true_accepted_share']:.3f})",
     ]
+    suite = figures["near_miss_suite"]
+    rows += [
+        "",
+        "near misses (the right lines, changed words) and fair paraphrases, per kind:",
+        "| kind | should be | calls | as it should | share |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for grounded in (False, True):
+        for kind, score in suite["kinds"].items():
+            if score["grounded"] is grounded and kind != "true":
+                rows.append(_kind_row(kind, score))
+    near, fair = suite["near_misses"], suite["paraphrases"]
+    rows.append(
+        f"near misses refused: {near['as_expected']} of {near['calls']} ({near['share']:.3f}); "
+        f"true calls and fair paraphrases recorded: {fair['as_expected']} of {fair['calls']}"
+        f" ({fair['share']:.3f})"
+    )
+    rows += [
+        "",
+        "across languages (every call quotes its lines):",
+        "| summary | ungrounded refused | true recorded |",
+    ]
+    rows.append("|---|---:|---:|")
+    for title, across in figures["cross_language"].items():
+        refused, true = across["ungrounded_refused"], across["true_recorded"]
+        rows.append(
+            f"| {title} ({across['meetings']} meetings) | {refused['as_expected']} of {refused['calls']}"
+            f" ({refused['share']:.3f}) | {true['as_expected']} of {true['calls']} ({true['share']:.3f}) |"
+        )
     return "\n".join(rows)
+
+
+def _kind_row(kind: str, score: dict[str, Any]) -> str:
+    should = "recorded" if score["grounded"] else "refused"
+    return f"| {kind} | {should} | {score['calls']} | {score['as_expected']} | {score['share']:.3f} |"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

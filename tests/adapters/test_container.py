@@ -445,7 +445,8 @@ async def test_pipeline_events_stream_through_the_containers_chains(
 
 # ---------------------------------------------------------------- telemetry (agent.telemetry)
 
-TRANSCRIPT = "Ana: TRANSCRIPT-MARKER-2b7c. Ben: agreed."
+# The decision's words, "args marker 4d0a" among them, are the line's; the arguments' marker itself is not.
+TRANSCRIPT = "Ana: TRANSCRIPT-MARKER-2b7c, args marker 4d0a. Ben: agreed."
 TRACED = {**GATEWAY, "model": "gpt-configured", "max_retries": 1}
 WORKFLOW = Workflow("w", (WorkflowStep("s1", "Build", "build"),))
 

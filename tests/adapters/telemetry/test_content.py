@@ -103,7 +103,8 @@ async def run_marked_summary(otel: Otel, *, capture_content: bool) -> None:
         capture_content=capture_content, redactor=Redactor([API_KEY]), base_url=BASE_URL
     )
     agent = traced_summary_agent(real_adapter(gateway, streaming=True), telemetry)
-    await agent.summarize(f"Ana: {MARKERS[0]}. Ben: agreed.")
+    # The decision's words, "args marker 91c2" among them, are the line's; the marker itself is not.
+    await agent.summarize(f"Ana: {MARKERS[0]}, args marker 91c2. Ben: agreed.")
 
 
 def attributes(otel: Otel, prefix: str) -> list[dict[str, Any]]:

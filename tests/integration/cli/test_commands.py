@@ -96,7 +96,7 @@ def test_the_demo_shows_an_ungrounded_call_cited_again_and_quote_prints_the_cite
     [refused] = [line for line in ran.out.splitlines() if "UNGROUNDED" in line]
     assert 'owner="Tom", task="fix the flaky checkout test", due="Wednesday", lines=[12]' in refused
     assert "; cited again as [call_" in refused
-    assert refused.endswith('due="Wednesday", lines=[13])')
+    assert 'due="Wednesday", lines=[13], quote="Then Tom wil' in refused.split("; cited again as")[1]
     lines = ran.out.splitlines()
     at = lines.index("  1. Tom: fix the flaky checkout test (due Wednesday) [L13]")
     assert lines[at + 1] == (
