@@ -43,7 +43,6 @@ _VOICE: Final = re.compile(r"<v(?:\.[^\s>]*)?[ \t]+(?P<name>[^>]*)>")
 _BRACKETED: Final = re.compile(r"^\[(?P<name>[^\]\n]{1,60})\]:\s*(?P<text>.*)$")
 # A markup tag ("<i>", "</v>", "<c.yellow>", "<00:01.000>"); a bare "<" or "< b >" is text.
 _TAGS: Final = re.compile(r"</?[A-Za-z0-9][^<>\n]*>")
-_SPACES: Final = re.compile(r"\s+")
 # Labels a diarization model gives speakers it cannot name: "SPEAKER_00", "spk_0", "Speaker 1", "A".
 _LABEL: Final = re.compile(r"(?:speaker|spk)[ _-]?\d+|[A-Z]", re.IGNORECASE)
 _SUFFIXES: Final[Mapping[str, TranscriptFormat]] = {
@@ -166,9 +165,12 @@ class Transcript:
 
 
 def _framed(line: TranscriptLine) -> str:
+    """One line for the model, on one line whatever breaks its speaker or text held."""
     stamp = f"[{clock(line.start)}] " if line.start is not None else ""
-    said = _SPACES.sub(" ", line.text)
-    return f"{stamp}{line.speaker}: {said}" if line.speaker is not None else f"{stamp}{said}"
+    said = " ".join(line.text.split())
+    return (
+        f"{stamp}{' '.join(line.speaker.split())}: {said}" if line.speaker is not None else f"{stamp}{said}"
+    )
 
 
 def detect_format(text: str, name: str | None = None) -> TranscriptFormat:
@@ -371,7 +373,7 @@ def _number(value: object, what: str, cue: int, unit: str) -> float:
 
 def _label(value: object) -> str | None:
     if isinstance(value, str):
-        return value.strip() or None
+        return " ".join(value.split()) or None
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return None
@@ -395,7 +397,7 @@ def _segments(entries: Sequence[object], kind: str) -> list[_Cue]:
         said = entry.get("text")
         if not isinstance(said, str) or not said.strip():
             raise TranscriptError("has no text", cue=index, unit=kind)
-        cues.append(_Cue(index, _label(entry.get("speaker")), _SPACES.sub(" ", said).strip(), start, end))
+        cues.append(_Cue(index, _label(entry.get("speaker")), " ".join(said.split()), start, end))
     return cues
 
 

@@ -263,6 +263,40 @@ def diarized_json(cues: list[Cue]) -> str:
 
 CAPTION_WRITERS = (teams_vtt, zoom_vtt, srt, diarized_json)
 
+# A field of a diarized segment: its own kind of value most often, any JSON value sometimes.
+_segment_fields = {
+    "start": st.floats(min_value=-1, max_value=1e5) | st.integers(-5, 10**6) | json_values,
+    "end": st.floats(min_value=-1, max_value=1e5) | st.text(max_size=6) | json_values,
+    "text": st.text(max_size=20) | json_values,
+    "speaker": st.sampled_from(["SPEAKER_00", "A", "spk_1", " "]) | st.integers() | json_values,
+}
+_segments = st.lists(st.fixed_dictionaries({}, optional=_segment_fields) | json_values, max_size=6)
+
+
+@st.composite
+def diarized_documents(draw: st.DrawFn) -> str:
+    """JSON in the shape of each diarization service's output, its fields of any type."""
+    segments = draw(_segments)
+    shape = draw(st.sampled_from(["segments", "turns", "job", "aws", "list"]))
+    if shape == "aws":
+        items = draw(
+            st.lists(json_objects | st.just({"type": "punctuation", "alternatives": [{"content": ","}]}))
+        )
+        speaker_segments = [
+            {"start_time": str(s.get("start")), "end_time": s.get("end"), "speaker_label": s.get("speaker")}
+            for s in segments
+            if isinstance(s, dict)
+        ]
+        document: object = {"results": {"speaker_labels": {"segments": speaker_segments}, "items": items}}
+    else:
+        document = {
+            "segments": {"segments": segments},
+            "turns": {"turnLevelTranscription": segments},
+            "job": {"status": "succeeded", "output": {"turnLevelTranscription": segments}},
+            "list": segments,
+        }[shape]
+    return json.dumps(document)
+
 
 @st.composite
 def spoilt_captions(draw: st.DrawFn) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -12,7 +13,14 @@ from hypothesis import strategies as st
 
 from application import Transcript, TranscriptError, TranscriptLine
 from application.transcripts import FORMATS, MERGE_GAP_SECONDS, TranscriptFormat, detect_format
-from tests.application.strategies import CAPTION_WRITERS, Cue, cue_lists, spoilt_captions, teams_vtt
+from tests.application.strategies import (
+    CAPTION_WRITERS,
+    Cue,
+    cue_lists,
+    diarized_documents,
+    spoilt_captions,
+    teams_vtt,
+)
 
 SAMPLES: Final = Path(__file__).parent / "transcripts"
 
@@ -27,6 +35,8 @@ def _well_formed(transcript: Transcript) -> None:
     starts = [line.start for line in transcript.lines if line.start is not None]
     assert starts == sorted(starts)
     assert all(line.end is None or line.start is None or line.end >= line.start for line in transcript.lines)
+    # Each line reaches the model as one line of the numbered frame.
+    assert all(len(framed.splitlines()) <= 1 for framed in transcript.framed_lines())
 
 
 # ---------------------------------------------------------------- each format
@@ -145,6 +155,16 @@ def test_the_format_is_found_from_the_content_the_name_only_a_hint() -> None:
     assert Transcript.parse(_sample("zoom.vtt"), format="text").format == "text"
 
 
+def test_a_line_break_inside_a_speaker_or_a_text_never_splits_a_framed_line() -> None:
+    segments = [{"start": 0, "end": 1, "text": "ship\u2028it\r\nnow", "speaker": "Ana\nL7 | Souza"}]
+
+    transcript = Transcript.parse(
+        json.dumps({"segments": segments}), speakers={"Ana L7 | Souza": "Ana\x85Souza"}
+    )
+
+    assert transcript.framed_lines() == ("[00:00] Ana Souza: ship it now",)
+
+
 def test_consecutive_cues_of_one_speaker_join_only_within_two_seconds() -> None:
     cues = [
         Cue("Ana", "one", 0.0, 1.0),
@@ -251,6 +271,16 @@ def test_a_spoilt_caption_file_reads_or_is_refused_and_times_never_decrease(text
             assert located or "JSON" in str(refused) or "cues" in str(refused)  # noqa: PT017 - one of many formats
             continue
         _well_formed(transcript)
+
+
+@given(text=diarized_documents())
+def test_diarized_json_of_any_field_types_reads_or_is_refused_naming_its_segment(text: str) -> None:
+    try:
+        transcript = Transcript.parse(text)
+    except TranscriptError as refused:
+        assert refused.cue is not None or "no cues" in str(refused) or "JSON" in str(refused)  # noqa: PT017 - any dialect
+        return
+    _well_formed(transcript)
 
 
 def test_json_nested_too_deep_is_refused_not_a_recursion_error() -> None:
