@@ -64,6 +64,8 @@ class Source:
     text: str = attrs.field(repr=False)
     sha256: str
     input_format: TranscriptFormat = "text"
+    unnamed_speakers: tuple[str, ...] = ()
+    """Its speakers that are diarization labels no --speaker named."""
 
 
 def _paths_from(arguments: Sequence[str], stdin: BinaryIO) -> Iterator[str]:
@@ -130,7 +132,9 @@ def collect_sources(
             sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
             options = reading or argparse.Namespace(input_format=None, speakers=[])
             transcript = imported(text, f"PATH {str(file)!r}", options, name=file.name, console=None)
-            sources.append(Source(str(file), name, text, sha256, transcript.format))
+            sources.append(
+                Source(str(file), name, text, sha256, transcript.format, transcript.unnamed_speakers)
+            )
     return sources
 
 
@@ -384,6 +388,13 @@ def batch_command(
     except (ConfigurationError, InputError) as exc:
         console.error(str(exc))
         return EXIT_USAGE
+    unnamed = [source for source in sources if source.unnamed_speakers]
+    if unnamed:
+        labels = dict.fromkeys(label for source in unnamed for label in source.unnamed_speakers)
+        console.warning(
+            f"the speakers {', '.join(labels)} of {len(unnamed)} of the transcripts are diarization labels"
+            " and stand as their names; name them with --speaker LABEL=NAME"
+        )
 
     async def session() -> int:
         with endpoint(settings, console) as running:

@@ -32,6 +32,10 @@ def test_a_batch_reads_captions_and_diarized_json_with_their_speakers_named(tmp_
         )
 
     assert ran.code == 0, ran.err
+    assert ran.err.splitlines()[0] == (
+        "meeting-agents: warning: the speakers SPEAKER_00 of 1 of the transcripts are diarization labels"
+        " and stand as their names; name them with --speaker LABEL=NAME"
+    )
     assert {line["status"] for line in index(out)} == {"done"}
     for name in ("teams", "pyannote"):
         summary = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
