@@ -176,10 +176,6 @@ class RateLimiter:
         requests, tokens = self._requests.limit, self._tokens.limit
         return f"RateLimiter(requests_per_minute={requests}, tokens_per_minute={tokens})"
 
-    @property
-    def clock(self) -> Callable[[], float]:
-        return self._clock
-
     def book(self, tokens: int, seconds_left: float) -> Booking:
         """Book a request of about ``tokens`` tokens, or raise :class:`RateLimitedError` when it could
         not go within ``seconds_left``; synchronous, so that no other request books in between."""

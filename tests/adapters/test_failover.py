@@ -12,6 +12,7 @@ from dependency_injector import providers
 
 from adapters.container import Container
 from adapters.failover import FailoverChat, Target, failed_targets, fails_over
+from adapters.rate_limits import RateLimitedChat, RateLimiter
 from adapters.redaction import Redactor
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
@@ -22,6 +23,7 @@ from domain import (
     ChatOptions,
     ChatPort,
     ChatResponse,
+    ChatResponseUpdate,
     ChatTransportError,
     MalformedResponseError,
     ResponseFailedError,
@@ -222,6 +224,31 @@ async def test_the_deadline_covers_every_target_together() -> None:
     assert second.deadlines == [5.0]
     assert third.requests == ()
     assert [tried.name for tried in failed_targets(raised.value)] == ["primary", "fallback-1"]
+
+
+async def test_a_stream_is_not_sent_on_once_the_deadline_has_passed() -> None:
+    clock = _Clock()
+    slow = _Slow(clock, 31.0, GOES_ON["503"])
+    fallback = ScriptedChat(ScriptedTurn(text="never asked"))
+
+    async def stream_of_slow(messages: Sequence[ChatMessage], options: ChatOptions | None = None):  # type: ignore[no-untyped-def]  # an async generator standing in for the target's stream
+        await slow.get_response(messages, options)
+        yield ChatResponseUpdate()  # pragma: no cover - the target fails before any update
+
+    slow.get_streaming_response = stream_of_slow  # type: ignore[method-assign]  # this target streams by failing
+    chat = FailoverChat(_targets(slow, fallback), deadline_seconds=30.0, clock=clock)
+    with pytest.raises(ChatTransportError) as raised:
+        await _ask(chat, stream=True)
+    assert raised.value is GOES_ON["503"]
+    assert fallback.requests == ()
+
+
+def test_the_decorators_show_no_key_in_their_reprs() -> None:
+    chat = ScriptedChat()
+    limiter = RateLimiter(60, 1_000)
+    assert repr(limiter) == "RateLimiter(requests_per_minute=60, tokens_per_minute=1000)"
+    assert repr(RateLimitedChat(chat, limiter, deadline_seconds=1.0)).startswith("RateLimitedChat(")
+    assert repr(_failover(chat, chat)) == "FailoverChat(primary, fallback-1)"
 
 
 async def test_a_fallback_is_asked_for_its_own_model_and_the_primary_for_the_one_asked() -> None:

@@ -393,6 +393,8 @@ def test_fallbacks_come_from_the_environment_as_a_json_list() -> None:
         (["m"], "agent.fallbacks[0]: expected a mapping"),
         ([{**_TARGET, "colour": "red"}], "agent.fallbacks[0].colour: unknown key"),
         ([{"model": "m", "api_key": "k"}], "agent.fallbacks[0].base_url: not set"),
+        ([{**_TARGET, "model": ""}], "agent.fallbacks[0].model: expected a model name"),
+        ([{**_TARGET, "max_retries": -1}], "agent.fallbacks[0].max_retries: expected 0 or more"),
         ([{**_TARGET, "base_url": "ftp://x"}], "agent.fallbacks[0].base_url: expected an http(s) URL"),
         ([{**_TARGET, "api_key": None}], "agent.fallbacks[0].api_key: not set; give api_key or api_key_env"),
         (
