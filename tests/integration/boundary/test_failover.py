@@ -104,13 +104,14 @@ def _refusing_port() -> Iterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def _primary(kind: str) -> AsyncIterator[str]:
+async def _primary(kind: str) -> AsyncIterator[tuple[str, list[Received]]]:
+    """The failing primary's base URL and the requests it received (none for a refused connection)."""
     if kind == "refused":
         with _refusing_port() as base_url:
-            yield base_url
+            yield base_url, []
         return
     async with serve(_failing(kind)) as server:
-        yield server.base_url
+        yield server.base_url, server.received
 
 
 @contextlib.asynccontextmanager
@@ -167,13 +168,19 @@ async def _ask(container: Container, *, stream: bool) -> ChatResponse:
 async def test_each_failing_kind_goes_on_to_the_fallback(
     kind: str, stream: bool, use_streaming: bool
 ) -> None:
+    # With retries left, a 429 whose Retry-After would outlast the deadline is not waited for: the
+    # primary is asked once and the fallback at once.
+    retries = 2 if kind == "429 past the deadline" else 0
     async with (
         serve(_answering) as fallback,
-        _primary(kind) as primary,
-        _container(primary, [_fallback(fallback)], use_streaming=use_streaming) as container,
+        _primary(kind) as (primary, received),
+        _container(
+            primary, [_fallback(fallback)], use_streaming=use_streaming, max_retries=retries
+        ) as container,
     ):
         answer = await _ask(container, stream=stream)
     assert (answer.text, answer.served_by, answer.model_id) == (ANSWER, "fallback-1", "gpt-fallback")
+    assert len(received) == (0 if kind == "refused" else 1)
     # The fallback got its own key and model, and none of the primary's.
     [asked] = fallback.received
     assert _key(asked) == FALLBACK_KEY
