@@ -15,6 +15,7 @@ from typing import Final, Literal
 
 import attrs
 
+from application.scrubbing import shown_json
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -121,7 +122,7 @@ def _chars(messages: Iterable[ChatMessage]) -> int:
                 total += len(content.name) + len(content.raw_arguments)
             elif isinstance(content, FunctionResultContent):
                 result = content.result
-                total += len(result) if isinstance(result, str) else len(json.dumps(result, default=str))
+                total += len(result) if isinstance(result, str) else len(shown_json(result, default=str))
     return total
 
 

@@ -101,12 +101,26 @@ def _json_value(value: object, _: object = None) -> object:
 
 
 def _plain(value: object) -> object:
-    """A JSON value ready for json.dumps: read-only mappings become dicts, tuples lists."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    return value
+    """A JSON value ready for json.dumps: read-only mappings become dicts, tuples lists.
+
+    Built with a stack of its own, not by recursion: a tool's result can nest as deep as memory allows.
+    """
+    if not isinstance(value, Mapping | list | tuple):
+        return value
+    root: dict[object, Any] = {}
+    # Each entry: a value still to convert, the dict or list its conversion goes into, and where.
+    pending: list[tuple[object, Any, object]] = [(value, root, None)]
+    while pending:
+        current, into, key = pending.pop()
+        converted: Any = current
+        if isinstance(current, Mapping):
+            converted = {}
+            pending.extend((item, converted, name) for name, item in reversed(list(current.items())))
+        elif isinstance(current, list | tuple):
+            converted = [None] * len(current)
+            pending.extend((item, converted, index) for index, item in enumerate(current))
+        into[key] = converted
+    return root[None]
 
 
 # Unstructures what a field typed ``object`` holds (a run's typed ``output``) by its own class.
@@ -268,7 +282,16 @@ _CONVERTER: Final = _converter()
 def _text(data: object) -> str:
     """Compact JSON in valid UTF-8: an unpaired surrogate is written as its ``\\uXXXX`` escape, which
     reads back as the very same code point."""
-    return escape_surrogates(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    return escape_surrogates(_json(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+
+
+def _json(data: object, **options: Any) -> str:
+    """``json.dumps(data, **options)``, or :class:`DocumentError` for data nested deeper than it follows:
+    ``json.loads`` could not read such a document back either, so none is written."""
+    try:
+        return json.dumps(data, **options)
+    except RecursionError:
+        raise DocumentError("value", "nested deeper than a document can be written and read back") from None
 
 
 def _kind_of(value: object) -> str:
@@ -295,9 +318,7 @@ def _signature(document: Mapping[str, object], secret: Secret) -> str:
     """HMAC-SHA256 of the document's canonical form: its JSON without ``signature``, keys sorted, no
     spaces, every character past ASCII escaped (so the bytes depend only on the JSON values); hex."""
     unsigned = {key: item for key, item in document.items() if key != SIGNATURE}
-    canonical = json.dumps(
-        unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    )
+    canonical = _json(unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return hmac.new(_key(secret), canonical.encode("ascii"), hashlib.sha256).hexdigest()
 
 
@@ -309,7 +330,9 @@ def dumps(value: object, *, secret: Secret | None = None) -> str:
     compact JSON in UTF-8; :func:`loads` reads it back equal. With a ``secret`` it also carries
     ``"signature"``: the HMAC-SHA256 (hex) of its canonical form, the document without the
     signature as JSON with sorted keys, no spaces and ASCII escapes; :func:`loads` with the same
-    secret checks it. Raises ``TypeError`` for any other value.
+    secret checks it. Raises ``TypeError`` for any other value, and :class:`DocumentError` for a value
+    nested deeper than JSON text is read back (a tool's result thousands of levels deep), which no
+    document could hold.
     """
     kind = _kind_of(value)
     data = _CONVERTER.unstructure(tuple(value) if kind == MESSAGES else value, DOCUMENT_KINDS[kind])  # type: ignore[arg-type]  # a sequence of messages, checked by _kind_of

@@ -42,7 +42,9 @@ _Func = tuple[str, int, str]
 _ROOT: Final = Path(__file__).resolve().parents[1]
 _SDK: Final = frozenset({"openai", "pydantic", "pydantic_core", "httpx", "httpcore", "h11", "anyio"})
 _THREADS: Final = frozenset({"threading.py", "queue.py", "thread.py", "_base.py"})
-_SCRUBBING: Final = frozenset({"scrubbed", "_scrub", "_gather", "to_store", "_step_answer"})
+_SCRUBBING: Final = frozenset({"scrubbed", "to_store", "_step_answer"})
+# The one walk over values (application/scrubbing.py) and the redactor it calls.
+_SCRUBBING_MODULES: Final = frozenset({"adapters/redaction.py", "application/scrubbing.py"})
 _SERIALIZER: Final = frozenset({"serialize", "deserialize", "_mapping_proxy", "read_only"})
 
 
@@ -82,7 +84,7 @@ def _owner(func: _Func) -> str | None:
         return "harness"
     if relative.parts[0] not in {"adapters", "application", "domain"}:
         return "other"
-    if relative.as_posix() == "adapters/redaction.py" or name in _SCRUBBING:
+    if relative.as_posix() in _SCRUBBING_MODULES or name in _SCRUBBING:
         return "ours: scrubbing (Redactor)"
     if relative.as_posix() == "adapters/durable/engine.py" and name in _SERIALIZER:
         return "ours: step and workflow values (pickle, base64)"

@@ -596,6 +596,11 @@ def _waiting(edit: WorkflowEdit, work: _Work, console: Console) -> int:
     except OSError as exc:
         console.error(f"--state {str(target)!r}: cannot be written ({exc.strerror})")
         return EXIT_USAGE
+    except DocumentError as exc:
+        # The model's answer holds a value nested deeper than any document can; like any file that
+        # cannot be written, the command says so on one line.
+        console.error(f"--state {str(target)!r}: cannot be written ({exc.problem})")
+        return EXIT_USAGE
     first = edit.pending[0].call_id
     console.error(
         f"{waits}; kept in {target}: go on with {PROG} resume {target} --approve {first} (or --deny {first})"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import json
 import os
 import re
 import threading
@@ -13,6 +12,7 @@ from typing import Any, Final, TextIO
 
 from adapters.cli.parser import PROG
 from adapters.redaction import Redactor
+from application.scrubbing import shown_json
 
 __all__ = ["Console", "printable", "printable_settled"]
 
@@ -93,7 +93,7 @@ class Console:
         except (AttributeError, TypeError, LookupError):  # a stream that names no usable encoding
             utf8 = False
         # Escapes keep the JSON whole on a stream that cannot carry every character.
-        self.result(json.dumps(document, ensure_ascii=not utf8) + "\n")
+        self.result(shown_json(document, ensure_ascii=not utf8) + "\n")
 
     def status(self, text: str) -> None:
         """Show ``text`` as the live line, cut to the terminal's width: a wrapped line cannot be redrawn."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping, Sequence
 
 from adapters.cli.approval import describe_request
@@ -17,6 +16,7 @@ from application import (
     ToolRun,
     WorkflowEdit,
 )
+from application.scrubbing import shown_json
 from application.transcripts import clock
 from domain import Usage, Workflow
 
@@ -59,7 +59,7 @@ def line_label(lines: Sequence[int]) -> str:
 def _compact(arguments: Mapping[str, object] | None) -> str:
     if not arguments:
         return ""
-    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items())
+    text = ", ".join(f"{key}={shown_json(value, ensure_ascii=False)}" for key, value in arguments.items())
     return text if len(text) <= _SHOWN_ARGUMENTS else text[: _SHOWN_ARGUMENTS - 3] + "..."
 
 

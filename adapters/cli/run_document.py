@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from adapters.cli.files import AtomicOutput
 from adapters.redaction import Redactor
-from application import MeetingSummary, ToolRun, WorkflowEdit, dumps
+from application import DocumentError, MeetingSummary, ToolRun, WorkflowEdit, dumps
 
 __all__ = ["save_run"]
 
@@ -21,4 +21,8 @@ def save_run(
         output.commit(redactor.redact(dumps(run)) + "\n")
     except OSError as exc:
         return f"--save-run {str(output.target)!r}: cannot be written ({exc.strerror})"
+    except DocumentError as exc:
+        # A value nested deeper than any document holds (a tool's result thousands of levels deep).
+        output.discard()
+        return f"--save-run {str(output.target)!r}: cannot be written ({exc.problem})"
     return None

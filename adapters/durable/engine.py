@@ -36,7 +36,7 @@ from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, to_store
 from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, Transcript, WorkflowEditorAgent
 from application.transcripts import TranscriptFormat
-from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse
+from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse, FunctionCallContent
 
 __all__ = [
     "APP_NAME",
@@ -183,6 +183,23 @@ def _mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any, tuple[
     return read_only, (dict(proxy),)
 
 
+def _call(call: FunctionCallContent) -> tuple[Any, tuple[Any, ...]]:
+    return parsed_call, (call.call_id, call.name, call.raw_arguments, call.item_id, call.provider_item)
+
+
+def parsed_call(
+    call_id: str, name: str, raw_arguments: str, item_id: str | None, provider_item: str | None
+) -> FunctionCallContent:
+    """A call as it was pickled without its parsed arguments: parsed again from the model's text."""
+    return FunctionCallContent.parse(
+        call_id=call_id, name=name, raw_arguments=raw_arguments, item_id=item_id, provider_item=provider_item
+    )
+
+
+class StoreDepthError(ValueError):
+    """A value nested deeper than pickle follows, even with each call kept as the model's text only."""
+
+
 class _RedactingSerializer(Serializer):
     """DBOS's pickle serializer with every secret cut out of what it stores first."""
 
@@ -190,12 +207,19 @@ class _RedactingSerializer(Serializer):
         self._redactor = redactor
 
     def serialize(self, data: Any) -> str:
-        buffer = io.BytesIO()
-        pickler = pickle.Pickler(buffer)
+        cleaned = to_store(data, self._redactor)
         # The domain's values hold read-only mappings, which pickle cannot take as they are.
-        pickler.dispatch_table = {**copyreg.dispatch_table, types.MappingProxyType: _mapping_proxy}
-        pickler.dump(to_store(data, self._redactor))
-        return base64.b64encode(buffer.getvalue()).decode("ascii")
+        table = {**copyreg.dispatch_table, types.MappingProxyType: _mapping_proxy}
+        try:
+            return _pickled(cleaned, table)
+        except RecursionError:
+            pass
+        # Pickle recurses once per level: a call's arguments parsed hundreds of levels deep go as the
+        # text the model wrote (what they are parsed from again on loading), not as the parsed value.
+        try:
+            return _pickled(cleaned, {**table, FunctionCallContent: _call})
+        except RecursionError:
+            raise StoreDepthError("a value nested deeper than a durable run can store") from None
 
     def deserialize(self, serialized_data: str) -> Any:
         return pickle.loads(base64.b64decode(serialized_data))  # noqa: S301  # our own database's records
@@ -203,6 +227,14 @@ class _RedactingSerializer(Serializer):
     def name(self) -> str:
         # DBOS picks a record's serializer by this name; its own "py_pickle" would bypass this one.
         return "meeting_agents_pickle"
+
+
+def _pickled(data: Any, table: dict[Any, Any]) -> str:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer)
+    pickler.dispatch_table = table
+    pickler.dump(data)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def serializer(redactor: Redactor) -> Serializer:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
-import attrs
 from dbos import DBOS
 
 from adapters.redaction import Redactor
+from application.scrubbing import scrubbed as scrub_strings
+from application.scrubbing import strings
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -40,16 +41,17 @@ def scrubbed(value: _T, redactor: Redactor) -> _T:
     gateway that echoes the key back cannot put it in the database. Nothing is copied unless a
     secret was found, so the common case returns ``value`` itself: its strings are gathered and
     searched as one text (a secret in any one of them is found there too), and only a value with a
-    secret is walked again to cut it.
+    secret is walked again to cut it. Both walks are the application's (:mod:`application.scrubbing`),
+    which keep their own stack: a model's value of any depth is scrubbed, never a ``RecursionError``.
     """
     if not redactor:
         return value
-    texts: list[str] = []
-    _gather(value, texts)
+    texts = list(strings(value))
     if not texts or not redactor.contains_secret(texts[0] if len(texts) == 1 else "\0".join(texts)):
         return value
-    cleaned: _T = _scrub(value, redactor)
-    return cleaned
+    return scrub_strings(
+        value, lambda text: redactor.redact(text) if redactor.contains_secret(text) else text
+    )
 
 
 # The answer the last step of this context returned, scrubbed, and the redactor that scrubbed it.
@@ -73,63 +75,6 @@ def to_store(value: _T, redactor: Redactor) -> _T:
     if answer is not None and answer[0] is value and answer[1] is redactor:
         return value
     return scrubbed(value, redactor)
-
-
-# Per type: its attrs fields' names, or None for a type that is not an attrs class.
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
-_LEAVES: Final = frozenset({int, float, bool, type(None)})
-
-
-def _gather(value: Any, texts: list[str]) -> None:
-    """Every string :func:`_scrub` would look at in ``value``, into ``texts``."""
-    kind = type(value)
-    if kind is str:
-        texts.append(value)
-        return
-    if kind in _LEAVES:
-        return
-    try:
-        names = _FIELDS[kind]
-    except KeyError:
-        names = _FIELDS[kind] = tuple(field.name for field in attrs.fields(kind)) if attrs.has(kind) else None
-    if isinstance(value, str):
-        texts.append(value)
-    elif names is not None:
-        for name in names:
-            _gather(getattr(value, name), texts)
-    elif isinstance(value, tuple | list):
-        for item in value:
-            _gather(item, texts)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            _gather(key, texts)
-            _gather(item, texts)
-
-
-def _scrub(value: Any, redactor: Redactor) -> Any:
-    if isinstance(value, str):
-        return redactor.redact(value) if redactor.contains_secret(value) else value
-    if attrs.has(type(value)):
-        changes = {}
-        for field in attrs.fields(type(value)):
-            current = getattr(value, field.name)
-            cleaned = _scrub(current, redactor)
-            if cleaned is not current:
-                changes[field.alias] = cleaned
-        return attrs.evolve(value, **changes) if changes else value
-    if isinstance(value, tuple | list):
-        items = [_scrub(item, redactor) for item in value]
-        if all(new is old for new, old in zip(items, value, strict=True)):
-            return value
-        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
-    if isinstance(value, Mapping):
-        pairs = [(_scrub(key, redactor), _scrub(item, redactor)) for key, item in value.items()]
-        if all(
-            k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)
-        ):
-            return value
-        return dict(pairs)
-    return value
 
 
 class DurableChat:

@@ -51,6 +51,7 @@ from adapters.responses.http_front import (
     UnsupportedCodingError,
     attempts_of,
 )
+from application.scrubbing import scrubbed, strings
 from domain import (
     ChatError,
     ChatMessage,
@@ -59,7 +60,6 @@ from domain import (
     Content,
     FunctionCallContent,
     FunctionResultContent,
-    JsonValue,
     MalformedResponseError,
     ProviderItemContent,
     ReasoningContent,
@@ -233,23 +233,14 @@ def _scrubbed_content(content: Content, redactor: Redactor) -> Content:
             _shown(content.item_id, redactor, MAX_ID),
         )
     return FunctionResultContent(
-        redactor.redact(content.call_id), _scrubbed_json(content.result, redactor), content.is_error
+        redactor.redact(content.call_id), scrubbed(content.result, redactor.redact), content.is_error
     )
 
 
-def _scrubbed_json(value: JsonValue, redactor: Redactor) -> JsonValue:
-    if isinstance(value, str):
-        return redactor.redact(value)
-    if isinstance(value, Mapping):
-        return {redactor.redact(key): _scrubbed_json(item, redactor) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrubbed_json(item, redactor) for item in value]
-    return value
-
-
 def _holds_secret(response: ChatResponse, redactor: Redactor) -> bool:
-    # repr covers every field of every content; the ids and text are what a gateway can echo into.
-    return redactor.contains_secret(repr(response))
+    # Every string of every content, the parsed arguments' included, searched as one text: the ids and
+    # text are what a gateway can echo into. The walk keeps its own stack, so any depth is searched.
+    return redactor.contains_secret("\0".join(strings(response)))
 
 
 def scrubbed_response(response: ChatResponse | None, redactor: Redactor) -> ChatResponse | None:

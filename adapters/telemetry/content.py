@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from application.scrubbing import shown_json
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -30,8 +30,9 @@ def _jsonable(value: object) -> object:
 
 
 def json_text(value: object) -> str:
-    """Compact JSON; read-only mappings and anything else JSON cannot hold are written as their text."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_jsonable)
+    """Compact JSON; read-only mappings and anything else JSON cannot hold are written as their text, and
+    what lies deeper than ``json.dumps`` follows as ``application.scrubbing.TOO_DEEP``."""
+    return shown_json(value, ensure_ascii=False, separators=(",", ":"), default=_jsonable)
 
 
 def _part(content: Content) -> dict[str, Any]:

@@ -23,7 +23,8 @@ ROOT = Path(durable.__file__).resolve().parents[1]
         (("~", 0, "<method 'execute' of 'sqlite3.Cursor' objects>"), "SQLAlchemy + sqlite3"),
         ((str(SITE / "openai" / "_client.py"), 1, "post"), "OpenAI SDK"),
         ((str(SITE / "cattrs" / "converters.py"), 1, "structure"), "ours: cattrs"),
-        ((str(ROOT / "adapters" / "durable" / "steps.py"), 1, "_scrub"), "ours: scrubbing (Redactor)"),
+        ((str(ROOT / "adapters" / "durable" / "steps.py"), 1, "scrubbed"), "ours: scrubbing (Redactor)"),
+        ((str(ROOT / "application" / "scrubbing.py"), 1, "_rebuilt"), "ours: scrubbing (Redactor)"),
         ((str(ROOT / "adapters" / "redaction.py"), 1, "contains_secret"), "ours: scrubbing (Redactor)"),
         (
             (str(ROOT / "adapters" / "durable" / "engine.py"), 1, "serialize"),
