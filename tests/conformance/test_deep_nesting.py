@@ -106,6 +106,8 @@ async def test_a_run_document_of_a_deep_value_is_refused_typed_and_a_deep_text_i
 
     with pytest.raises(DocumentError, match="nested deeper"):
         dumps(run)
+    with pytest.raises(DocumentError, match="nested deeper"):
+        dumps(run, secret="a state secret")
     with pytest.raises(DocumentError):
         loads('{"format": "meeting-agents", "version": 1, "kind": "tool_run", "value": ' + deep.text() + "}")
 
