@@ -371,9 +371,11 @@ def _summary_agent(
     telemetry: Telemetry | None,
     model: str,
     chunking: ChunkSettings,
+    language: str = "auto",
     options: ChatOptions | None = None,
 ) -> SummaryAgent:
-    """The summary pipeline of :func:`_pipeline`, with the chunking of long meetings."""
+    """The summary pipeline of :func:`_pipeline`, with the chunking of long meetings and the language
+    its summaries are written in."""
     agent = _pipeline(
         SummaryAgent,
         InstrumentedSummaryAgent,
@@ -385,7 +387,12 @@ def _summary_agent(
         options=options,
     )
     agent.chunking = chunking
+    agent.language = language
     return agent
+
+
+def _summary_language(settings: Settings) -> str:
+    return settings.agent.summary_language
 
 
 def _approval_required_tools(settings: Settings) -> tuple[str, ...]:
@@ -535,6 +542,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         telemetry=telemetry,
         model=model,
         chunking=chunk_settings,
+        language=providers.Callable(_summary_language, settings),
     )
     workflow_editor_agent = providers.Factory(
         _pipeline,

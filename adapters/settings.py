@@ -18,6 +18,7 @@ import cattrs
 import yaml
 
 from application.budget import RunBudget
+from application.language import summary_language
 from application.workflow_editor import WORKFLOW_TOOLS
 from domain.options import ReasoningEffort, ReasoningSummary
 
@@ -169,6 +170,9 @@ class AgentSettings:
     """How many chunks of a long meeting are summarized at once."""
     approval_required_tools: tuple[str, ...] = ("remove_step",)
     """The workflow editor's tools whose calls wait for approval; ``[]`` (env: empty) for none."""
+    summary_language: str = "auto"
+    """The language summaries and their items are written in: ``auto`` (the transcript's) or a BCP 47
+    tag (``fr``, ``pt-BR``); items in another language than the transcript's carry quotes of their lines."""
     state_secret: Secret = Secret("")
     """Signs the paused runs the CLI keeps (``--state``) and is required of those ``resume`` reads
     (HMAC-SHA256, see ``application.dumps``); unset, they are written and read unsigned."""
@@ -271,6 +275,10 @@ class AgentSettings:
                 "agent.record_to: set together with agent.replay_from; a replayed run sends nothing to record"
             )
         self._check_fallbacks()
+        try:
+            summary_language(self.summary_language)
+        except ValueError as exc:
+            raise ConfigurationError(f"agent.summary_language: {exc}") from None
         unknown = [name for name in self.approval_required_tools if name not in WORKFLOW_TOOLS]
         if unknown:
             raise ConfigurationError(

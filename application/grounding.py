@@ -276,6 +276,12 @@ def _shown(name: str) -> str:
     return name if len(name) <= 60 else name[:57] + "..."
 
 
+def _listed(words: Sequence[str]) -> str:
+    """At most five of the call's own words, each cut short: what a refusal may echo of the arguments."""
+    shown = ", ".join(repr(_shown(word)) for word in words[:5])
+    return shown + (", ..." if len(words) > 5 else "")
+
+
 def _span(numbers: Sequence[int]) -> str:
     return f"line {numbers[0]}" if len(numbers) == 1 else "lines " + ", ".join(map(str, numbers))
 
@@ -493,7 +499,7 @@ class Grounding:
         if missing:
             raise UngroundedError(
                 "object",
-                f"{_span(numbers)} {_verb(numbers, 'does', 'do')} not say {', '.join(map(repr, missing))}:"
+                f"{_span(numbers)} {_verb(numbers, 'does', 'do')} not say {_listed(missing)}:"
                 f" word the {kind} with the words the lines use, or cite the lines that say it.",
             )
         unsaid = _unsaid(text, cited)
@@ -906,8 +912,8 @@ def _due_said(due: str, said: str, numbers: Sequence[int], *, quoted: bool) -> N
     if unsaid:
         raise UngroundedError(
             "due",
-            f"{where} {'does' if quoted or len(numbers) == 1 else 'do'} not say the due date {due!r}: give it"
-            " as the meeting said it, or null when the cited lines say none.",
+            f"{where} {'does' if quoted or len(numbers) == 1 else 'do'} not say the due date {_shown(due)!r}:"
+            " give it as the meeting said it, or null when the cited lines say none.",
         )
 
 

@@ -150,6 +150,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         except UnknownScenarioError as exc:
             raise ConfigurationError(f"--scenario: {exc}") from None
         agent["offline_scenario"] = args.scenario
+    if getattr(args, "language", None) is not None:
+        agent["summary_language"] = args.language
     if getattr(args, "record", None) is not None:
         agent["record_to"] = str(args.record)
     if getattr(args, "replay", None) is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from adapters.offline import SCENARIOS
+from application.language import summary_language
 from application.transcripts import FORMATS as INPUT_FORMATS
 
 APPROVE_CHOICES: Final = ("all", "none")
@@ -148,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
         help="a UTF-8 transcript (a BOM is fine): plain text, WebVTT, SRT or diarized JSON; - reads stdin",
     )
     _add_input_options(summarize)
+    _add_language_option(summarize)
     summarize.add_argument(
         "--quote",
         action="store_true",
@@ -291,6 +293,23 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _language(text: str) -> str:
+    try:
+        return summary_language(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_language_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--language",
+        type=_language,
+        metavar="TAG",
+        help="write the summary and its items in this language (a BCP 47 tag: fr, de, pt-BR), whatever the"
+        " transcript's; auto (the default, agent.summary_language) keeps the transcript's",
+    )
+
+
 def _add_state_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state",
@@ -371,6 +390,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     batch.add_argument("paths", nargs="+", metavar="PATH", help="a transcript, a folder of them, or -")
     _add_input_options(batch)
+    _add_language_option(batch)
     batch.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the summaries go")
     batch.add_argument(
         "--db",

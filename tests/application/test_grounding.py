@@ -503,3 +503,16 @@ async def test_a_summary_in_the_transcripts_own_language_checks_the_wording() ->
 def test_a_summary_language_that_is_no_tag_is_refused() -> None:
     with pytest.raises(ValueError, match="BCP 47"):
         SummaryAgent(ScriptedChat(), LoopSettings(), language="French please")
+
+
+def test_a_refusal_echoes_at_most_five_of_the_calls_words_each_cut_short() -> None:
+    check = grounding(STANDUP)
+    long_word = "x" * 500
+    # Six words the line says and six it does not: "not say" with the first five of them.
+    text = "We decided to roll out Okta first and Azure AD " + " ".join(f"{long_word}{n}" for n in range(6))
+    message = refused(lambda: check.decision(text, [5]))
+    assert message.count("'xxx") == 5
+    assert ", ..." in message
+    assert long_word not in message
+    due = "Saturday " + long_word
+    assert long_word not in refused(lambda: check.action_item("Tom", "Fix the billing export", [2], due=due))
