@@ -386,3 +386,47 @@ def values_of(tp: object) -> st.SearchStrategy[Any]:
     if not (isinstance(tp, type) and attrs.has(tp)):
         raise TypeError(f"not one of output_types: {tp!r}")
     return st.builds(tp, **{field.name: values_of(field.type) for field in attrs.fields(tp)})
+
+
+# ---------------------------------------------------------------- what a line says, and items made from it
+
+COMMIT_VERBS = ("review", "draft", "book", "migrate", "archive", "renew")
+COMMIT_ADJECTIVES = ("security", "hiring", "offsite", "staging", "legacy", "payroll")
+COMMIT_NOUNS = ("audit", "plan", "venue", "database", "exporter", "vendor")
+UNSAID_WORDS = ("invoice", "roadmap", "contract", "laptop")
+"""Words no generated line says."""
+DUE_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "Friday": ("Friday", "Fri", "friday", "by Friday"),
+    "end of week": ("end of week", "EOW", "end of the week"),
+    "tomorrow": ("tomorrow", "tmrw", "Tomorrow"),
+    "Monday": ("Monday", "Mon"),
+}
+"""Each due date a line may say, and ways to write the same date."""
+
+
+@attrs.frozen
+class Commitment:
+    """A line where ``owner`` takes on "<verb> the <adjective> <noun>", by ``due`` when it is not None."""
+
+    owner: str
+    words: tuple[str, str, str]
+    due: str | None
+
+    @property
+    def line(self) -> str:
+        verb, adjective, noun = self.words
+        return f"{self.owner}: I'll {verb} the {adjective} {noun}" + (f" by {self.due}." if self.due else ".")
+
+
+@st.composite
+def commitments(draw: st.DrawFn) -> Commitment:
+    words = (
+        draw(st.sampled_from(COMMIT_VERBS)),
+        draw(st.sampled_from(COMMIT_ADJECTIVES)),
+        draw(st.sampled_from(COMMIT_NOUNS)),
+    )
+    return Commitment(
+        draw(st.sampled_from(["Ana", "Ben", "Chen"])),
+        words,
+        draw(st.none() | st.sampled_from(list(DUE_SPELLINGS))),
+    )

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, LoopSettings, SummaryAgent
 from application.grounding import Grounding, UngroundedError, transcript_lines
+from tests.application.strategies import DUE_SPELLINGS, UNSAID_WORDS, Commitment, commitments
 from tests.support.examples import examples
 
 
@@ -516,3 +517,46 @@ def test_a_refusal_echoes_at_most_five_of_the_calls_words_each_cut_short() -> No
     assert long_word not in message
     due = "Saturday " + long_word
     assert long_word not in refused(lambda: check.action_item("Tom", "Fix the billing export", [2], due=due))
+
+
+# ---------------------------------------------------------------- properties of the wording rule
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(said=commitments(), data=st.data())
+def test_an_item_in_its_lines_words_order_and_dates_is_recorded(
+    said: Commitment, data: st.DataObject
+) -> None:
+    verb, adjective, noun = said.words
+    task = data.draw(
+        st.sampled_from(
+            [
+                f"{verb} the {adjective} {noun}",
+                f"{verb.capitalize()} {adjective} {noun}.",
+                f"the {adjective} {noun} {verb}",
+                f"{verb} the {noun} for the {adjective}",
+                f"{verb} {said.owner}'s {adjective} {noun}",
+            ]
+        )
+    )
+    due = None if said.due is None else data.draw(st.sampled_from(DUE_SPELLINGS[said.due]))
+    assert grounding(said.line).action_item(said.owner, task, [1], due=due) == (said.owner, (1,))
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(said=commitments(), data=st.data())
+def test_an_item_that_changes_a_word_the_order_the_polarity_or_the_date_of_its_line_is_refused_naming_it(
+    said: Commitment, data: st.DataObject
+) -> None:
+    words = list(said.words)
+    change = data.draw(st.sampled_from(["object", "order", "polarity", "due"]))
+    due = said.due
+    if change == "object":
+        words[data.draw(st.integers(0, 2))] = data.draw(st.sampled_from(UNSAID_WORDS))
+    elif change == "order":
+        first, second = data.draw(st.sampled_from([(0, 1), (0, 2), (1, 2)]))
+        words[first], words[second] = words[second], words[first]
+    elif change == "due":
+        due = data.draw(st.sampled_from(["Saturday", "Sunday", "next month", "5pm"]))
+    task = ("do not " if change == "polarity" else "") + f"{words[0]} the {words[1]} {words[2]}"
+    assert part(lambda: grounding(said.line).action_item(said.owner, task, [1], due=due)) == change
