@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Final, Protocol, Self, TypeAlias, TypeVar
+from typing import Any, Final, Self, TypeAlias, TypeVar
 
 import attrs
 import httpx
@@ -25,9 +25,8 @@ from adapters.settings import (
     resolve_settings,
 )
 from adapters.telemetry import (
-    InstrumentedSummaryAgent,
+    AgentTracing,
     InstrumentedToolInvoker,
-    InstrumentedWorkflowEditorAgent,
     Telemetry,
     instrument_chat,
     instrument_http_client,
@@ -305,28 +304,10 @@ def _traced_tool_decorators(
 
 
 _Pipeline = TypeVar("_Pipeline", SummaryAgent, WorkflowEditorAgent)
-_TracedPipeline = TypeVar("_TracedPipeline", covariant=True)
-
-
-class _Traced(Protocol[_TracedPipeline]):
-    """What ``InstrumentedSummaryAgent`` and ``InstrumentedWorkflowEditorAgent`` are built with."""
-
-    def __call__(
-        self,
-        chat: ChatPort,
-        settings: LoopSettings,
-        *,
-        telemetry: Telemetry,
-        model: str,
-        options: ChatOptions | None,
-        decorators: Sequence[ToolInvokerDecorator],
-        **pipeline: Any,
-    ) -> _TracedPipeline: ...
 
 
 def _pipeline(
-    plain: type[_Pipeline],
-    traced: _Traced[_Pipeline],
+    pipeline_type: type[_Pipeline],
     *,
     chat: ChatPort,
     settings: LoopSettings,
@@ -336,20 +317,12 @@ def _pipeline(
     options: ChatOptions | None = None,
     **pipeline: Any,
 ) -> _Pipeline:
-    """``plain`` or, with telemetry, ``traced``; ``pipeline`` holds the pipeline's own arguments."""
-    if telemetry is None:
-        return plain(chat, settings, options=options, decorators=decorators, **pipeline)
+    """A pipeline of ``pipeline_type``, its runs traced when there is ``telemetry``; ``pipeline`` holds
+    the pipeline's own arguments."""
     # A run's model is the one its options ask for, when they name one.
     run_model = options.model if options is not None and options.model else model
-    return traced(
-        chat,
-        settings,
-        options=options,
-        decorators=decorators,
-        telemetry=telemetry,
-        model=run_model,
-        **pipeline,
-    )
+    hooks = AgentTracing(telemetry, run_model) if telemetry is not None else None
+    return pipeline_type(chat, settings, options=options, decorators=decorators, hooks=hooks, **pipeline)
 
 
 def _loop_settings(settings: Settings, responses_settings: ResponsesSettings | None = None) -> LoopSettings:
@@ -378,7 +351,6 @@ def _summary_agent(
     its summaries are written in."""
     agent = _pipeline(
         SummaryAgent,
-        InstrumentedSummaryAgent,
         chat=chat,
         settings=settings,
         decorators=decorators,
@@ -457,7 +429,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
 
     Telemetry (``agent.telemetry``, on by default): ``chat`` and ``traced_tool_invoker_decorators``
     (what ``summary_agent``, ``workflow_editor_agent`` and ``tool_loop`` run their tools with) have
-    the OpenTelemetry decorators outermost, and the pipelines are their ``Instrumented`` subclasses
+    the OpenTelemetry decorators outermost, and the pipelines are built with ``AgentTracing`` as their hooks
     (one ``invoke_agent`` span per run). Spans and metrics go to the global providers unless
     ``tracer_provider``/``meter_provider`` are overridden; content is captured only with
     ``agent.telemetry_capture_content``. With telemetry off, nothing is added anywhere.
@@ -547,7 +519,6 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
     workflow_editor_agent = providers.Factory(
         _pipeline,
         WorkflowEditorAgent,
-        InstrumentedWorkflowEditorAgent,
         chat=chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,

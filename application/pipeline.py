@@ -3,22 +3,77 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import TypeVar
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import ClassVar, Protocol, TypeVar
 
 import attrs
 
 from application.approval import Approver, Decisions
 from application.budget import Ledger
+from application.chunking import Chunk
 from application.events import RunEvent, RunFinished
 from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
 from application.run import RunState, ToolRun
 from application.tools import ToolRegistry
 from domain import ChatMessage, ChatOptions, ChatPort
 
-__all__ = ["ToolPipeline"]
+__all__ = ["UNOBSERVED", "RunHooks", "ToolPipeline"]
 
 ResultT = TypeVar("ResultT")
+
+
+class RunHooks(Protocol):
+    """What a pipeline tells of its runs as they happen, for an observer to wrap them (telemetry's
+    ``invoke_agent`` spans). ``agent`` is the pipeline's :attr:`ToolPipeline.agent_name`. No method
+    raises, and none changes what the run does or returns."""
+
+    def run(self, agent: str) -> AbstractContextManager[Callable[[ToolRun], None]]:
+        """Around one whole run (``summarize``, ``edit``, ``resume``), which calls what the block is
+        handed with the run it produced; an exception leaving the block propagates unchanged."""
+        ...
+
+    def events(
+        self,
+        agent: str,
+        events: AsyncGenerator[RunEvent[ResultT], None],
+        run_of: Callable[[ResultT], ToolRun],
+    ) -> AsyncGenerator[RunEvent[ResultT], None]:
+        """``events`` (one run as it happens), passed on unchanged; ``run_of`` reads the run out of
+        the ``RunFinished`` result."""
+        ...
+
+    def chunk(self, agent: str, chunk: Chunk) -> AbstractContextManager[Callable[[bool], None]]:
+        """Around one chunk of a long meeting's run, which calls what the block is handed with whether
+        the chunk's summary is complete."""
+        ...
+
+
+def _ignored(_: object) -> None:
+    return None
+
+
+class _Unobserved:
+    """The hooks of a pipeline nobody observes: nothing is added."""
+
+    @contextlib.contextmanager
+    def run(self, agent: str) -> Iterator[Callable[[ToolRun], None]]:
+        yield _ignored
+
+    def events(
+        self,
+        agent: str,
+        events: AsyncGenerator[RunEvent[ResultT], None],
+        run_of: Callable[[ResultT], ToolRun],
+    ) -> AsyncGenerator[RunEvent[ResultT], None]:
+        return events
+
+    @contextlib.contextmanager
+    def chunk(self, agent: str, chunk: Chunk) -> Iterator[Callable[[bool], None]]:
+        yield _ignored
+
+
+UNOBSERVED: RunHooks = _Unobserved()
 
 
 class ToolPipeline:
@@ -29,7 +84,10 @@ class ToolPipeline:
     :class:`ToolLoop`, and ``approver`` decides held calls as there. A failed request raises a
     :class:`ToolRunError` of the adapter error's class. Each pipeline offers its run whole and as
     events (``RunEvent``, ending with ``RunFinished`` whose ``result`` is what the whole call returns).
+    ``hooks`` are told of each run as it happens (:class:`RunHooks`; telemetry's spans).
     """
+
+    agent_name: ClassVar[str] = "agent"
 
     def __init__(
         self,
@@ -39,9 +97,24 @@ class ToolPipeline:
         options: ChatOptions | None = None,
         decorators: Sequence[ToolInvokerDecorator] = (),
         approver: Approver | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
         self._loop = ToolLoop(chat, settings, decorators, approver=approver)
         self._options = options or ChatOptions()
+        self._hooks = hooks or UNOBSERVED
+
+    async def _observed(self, work: Awaitable[ResultT], run_of: Callable[[ResultT], ToolRun]) -> ResultT:
+        """``work`` (one whole run) inside the hooks' :meth:`RunHooks.run`."""
+        with self._hooks.run(self.agent_name) as finished:
+            result = await work
+            finished(run_of(result))
+        return result
+
+    def _observed_events(
+        self, events: AsyncGenerator[RunEvent[ResultT], None], run_of: Callable[[ResultT], ToolRun]
+    ) -> AsyncGenerator[RunEvent[ResultT], None]:
+        """``events`` (one run as it happens) through the hooks' :meth:`RunHooks.events`."""
+        return self._hooks.events(self.agent_name, events, run_of)
 
     @property
     def settings(self) -> LoopSettings:

@@ -17,13 +17,23 @@ from application.grounding import SPEAKER_LINE, Grounding, transcript_lines
 from application.language import AUTO, language_name, languages_differ, summary_language
 from application.loop import LoopSettings, ToolInvokerDecorator
 from application.parameters import not_blank
-from application.pipeline import ToolPipeline
+from application.pipeline import RunHooks, ToolPipeline
 from application.run import ToolCallRecord, ToolRun
 from application.tools import ToolRegistry
 from application.transcripts import Transcript
 from domain import ChatError, ChatOptions, ChatPort, Usage
 
-__all__ = ["ActionItem", "Decision", "MeetingSummary", "SummaryAgent", "find_participants"]
+__all__ = [
+    "MEETING_SUMMARY",
+    "ActionItem",
+    "Decision",
+    "MeetingSummary",
+    "SummaryAgent",
+    "find_participants",
+]
+
+MEETING_SUMMARY: Final = "meeting_summary"
+"""The summary pipeline's agent name (telemetry's ``gen_ai.agent.name``)."""
 
 # ---------------------------------------------------------------- instructions
 _WRITE_IN: Final = "{write_in}"
@@ -267,7 +277,7 @@ class SummaryAgent(ToolPipeline):
     """Summarizes a transcript; every tool call goes through :class:`GuardedToolInvoker`, and every
     item is checked against the lines it cites (:class:`application.grounding.Grounding`).
 
-    ``SummaryAgent(chat, settings=None, *, options=None, decorators=(), chunking=None)``; see
+    ``SummaryAgent(chat, settings=None, *, options=None, decorators=(), chunking=None, hooks=None)``; see
     :class:`ToolPipeline`. A transcript longer than ``chunking.chunk_chars`` is summarized in
     overlapping chunks, at most ``chunking.chunk_concurrency`` at once, and merged
     (:class:`ChunkSettings`).
@@ -282,8 +292,9 @@ class SummaryAgent(ToolPipeline):
         decorators: Sequence[ToolInvokerDecorator] = (),
         chunking: ChunkSettings | None = None,
         language: str = AUTO,
+        hooks: RunHooks | None = None,
     ) -> None:
-        super().__init__(chat, settings, options=options, decorators=decorators)
+        super().__init__(chat, settings, options=options, decorators=decorators, hooks=hooks)
         self.chunking = chunking or ChunkSettings()
         self.language = language
 
@@ -324,9 +335,14 @@ class SummaryAgent(ToolPipeline):
         )
         return notes, _summary_tools(grounding, notes, detailed_errors=self.settings.detailed_tool_errors)
 
+    agent_name = MEETING_SUMMARY
+
     async def summarize(self, transcript: str | Transcript) -> MeetingSummary:
         """The summary of ``transcript``: plain text (``Name: text`` lines), or a :class:`Transcript`
         imported from captions or diarized JSON, whose items then say when and who."""
+        return await self._observed(self._summary_of(transcript), _run_of)
+
+    async def _summary_of(self, transcript: str | Transcript) -> MeetingSummary:
         chunks, participants = await self._chunks(transcript)
         if len(chunks) > 1:
             summary = await self._summarize_chunks(chunks, participants, None)
@@ -358,7 +374,7 @@ class SummaryAgent(ToolPipeline):
         Closing the iterator early (``aclose()``, or cancelling its task) stops the run: the model's
         stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
         """
-        return self._summary_events(transcript)
+        return self._observed_events(self._summary_events(transcript), _run_of)
 
     async def _summary_events(
         self, transcript: str | Transcript
@@ -387,8 +403,11 @@ class SummaryAgent(ToolPipeline):
         self, chunk: Chunk, participants: Sequence[str], ledger: Ledger
     ) -> MeetingSummary:
         """One chunk of a long meeting, run as a short one is (:meth:`_summarized`), spending from the
-        meeting's ``ledger``; a subclass may wrap it (a span)."""
-        return await self._summarized(chunk, participants, ledger)
+        meeting's ``ledger``, inside the hooks' :meth:`RunHooks.chunk`."""
+        with self._hooks.chunk(self.agent_name, chunk) as finished:
+            summary = await self._summarized(chunk, participants, ledger)
+            finished(summary.complete)
+        return summary
 
     async def _summarize_chunks(
         self,
@@ -558,6 +577,10 @@ def _summary(notes: _Notes, run: ToolRun) -> MeetingSummary:
         run=run,
         stop_reason=run.stop_reason,
     )
+
+
+def _run_of(summary: MeetingSummary) -> ToolRun:
+    return summary.run
 
 
 def placed(summary: MeetingSummary, transcript: str | Transcript) -> MeetingSummary:

@@ -14,7 +14,7 @@ from application.framing import FRAMING_RULE, frame
 from application.held import waiting
 from application.loop import LoopSettings, ToolInvokerDecorator
 from application.parameters import not_blank
-from application.pipeline import ToolPipeline
+from application.pipeline import RunHooks, ToolPipeline
 from application.run import RunState, RunStatus, ToolCallRecord, ToolRun
 from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
@@ -206,7 +206,7 @@ class WorkflowEditorAgent(ToolPipeline):
     """Edits a copy of a workflow as instructed; every tool call goes through :class:`GuardedToolInvoker`.
 
     ``WorkflowEditorAgent(chat, settings=None, *, options=None, decorators=(), approver=None,
-    approval_required_tools=("remove_step",))``; see :class:`ToolPipeline`. A call of a tool named
+    approval_required_tools=("remove_step",), hooks=None)``; see :class:`ToolPipeline`. A call of a tool named
     in ``approval_required_tools`` (``()`` for none) waits for approval: the ``approver``'s when
     there is one, else the edit stops (``status == "awaiting_approval"``) and :meth:`resume` goes on.
     """
@@ -220,8 +220,11 @@ class WorkflowEditorAgent(ToolPipeline):
         decorators: Sequence[ToolInvokerDecorator] = (),
         approver: Approver | None = None,
         approval_required_tools: Sequence[str] = DEFAULT_APPROVAL_REQUIRED,
+        hooks: RunHooks | None = None,
     ) -> None:
-        super().__init__(chat, settings, options=options, decorators=decorators, approver=approver)
+        super().__init__(
+            chat, settings, options=options, decorators=decorators, approver=approver, hooks=hooks
+        )
         self._approval = _approval_set(approval_required_tools)
 
     def _tools(self, draft: _Draft) -> ToolRegistry:
@@ -229,7 +232,12 @@ class WorkflowEditorAgent(ToolPipeline):
             draft, detailed_errors=self.settings.detailed_tool_errors, approval=self._approval
         )
 
+    agent_name = WORKFLOW_EDITOR
+
     async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
+        return await self._observed(self._edited(workflow, instruction), _run_of)
+
+    async def _edited(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
         draft = _Draft(workflow)
         run = await self._run(instruction_message(workflow, instruction), INSTRUCTIONS, self._tools(draft))
         return _edit(draft, run)
@@ -241,6 +249,10 @@ class WorkflowEditorAgent(ToolPipeline):
         unknown or repeated id raises ``ValueError`` before anything runs, as does a state that is
         not a paused workflow edit. The state is left as it was: keep it as spent once resumed.
         """
+        return await self._observed(self._resumed(state, decisions), _run_of)
+
+    async def _resumed(self, state: RunState, decisions: Decisions) -> WorkflowEdit:
+        # A resumed edit is a run of its own: what the hooks see holds the calls decided and what follows.
         draft = _draft_of(state)
         return _edit(draft, await self._resume(state, decisions, self._tools(draft)))
 
@@ -250,7 +262,8 @@ class WorkflowEditorAgent(ToolPipeline):
         """:meth:`resume` as it runs, reported as :meth:`edit_events` reports an edit; the state and
         the decisions are checked (``ValueError``) at once."""
         draft = _draft_of(state)
-        return self._resume_events(state, decisions, self._tools(draft), lambda run: _edit(draft, run))
+        events = self._resume_events(state, decisions, self._tools(draft), lambda run: _edit(draft, run))
+        return self._observed_events(events, _run_of)
 
     def waiting(self, state: RunState) -> tuple[ApprovalRequest, ...]:
         """The calls :meth:`resume` asks a decision on: see :func:`waiting_edits`."""
@@ -266,12 +279,17 @@ class WorkflowEditorAgent(ToolPipeline):
         stream is closed and no further tool runs. See :meth:`ToolLoop.run_events`.
         """
         draft = _Draft(workflow)
-        return self._run_events(
+        events = self._run_events(
             instruction_message(workflow, instruction),
             INSTRUCTIONS,
             self._tools(draft),
             lambda run: _edit(draft, run),
         )
+        return self._observed_events(events, _run_of)
+
+
+def _run_of(edit: WorkflowEdit) -> ToolRun:
+    return edit.run
 
 
 def _approval_set(approval_required_tools: Collection[str]) -> frozenset[str]:

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.telemetry.agents import (
-    MEETING_SUMMARY,
-    WORKFLOW_EDITOR,
-    InstrumentedSummaryAgent,
-    InstrumentedWorkflowEditorAgent,
-)
+from adapters.telemetry.agents import MEETING_SUMMARY, WORKFLOW_EDITOR, AgentTracing
 from adapters.telemetry.chat import (
     InstrumentedChat,
     annotate_request,
@@ -25,10 +20,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MEETING_SUMMARY",
     "WORKFLOW_EDITOR",
+    "AgentTracing",
     "InstrumentedChat",
-    "InstrumentedSummaryAgent",
     "InstrumentedToolInvoker",
-    "InstrumentedWorkflowEditorAgent",
     "Telemetry",
     "TracingUnavailableError",
     "annotate_request",

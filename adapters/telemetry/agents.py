@@ -1,11 +1,11 @@
-"""The agent pipelines with telemetry: an ``invoke_agent`` span per run, holding its chat and tool spans."""
+"""The agent pipelines' runs traced: an ``invoke_agent`` span per run, holding its chat and tool spans."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from opentelemetry import context, trace
 from opentelemetry.util.types import AttributeValue
@@ -13,33 +13,16 @@ from opentelemetry.util.types import AttributeValue
 from adapters.telemetry import conventions as c
 from adapters.telemetry.instruments import Telemetry
 from application import (
-    Decisions,
-    LoopSettings,
-    MeetingSummary,
     RunEvent,
     RunFinished,
-    RunState,
-    SummaryAgent,
-    ToolInvokerDecorator,
     ToolRun,
-    Transcript,
-    WorkflowEdit,
-    WorkflowEditorAgent,
 )
-from application.budget import Ledger
 from application.chunking import Chunk
-from application.pipeline import ToolPipeline
-from domain import ChatOptions, ChatPort, Workflow
+from application.summary import MEETING_SUMMARY
+from application.workflow_editor import WORKFLOW_EDITOR
 
-__all__ = [
-    "MEETING_SUMMARY",
-    "WORKFLOW_EDITOR",
-    "InstrumentedSummaryAgent",
-    "InstrumentedWorkflowEditorAgent",
-]
+__all__ = ["MEETING_SUMMARY", "WORKFLOW_EDITOR", "AgentTracing"]
 
-MEETING_SUMMARY: Final = "meeting_summary"
-WORKFLOW_EDITOR: Final = "workflow_editor"
 ResultT = TypeVar("ResultT")
 # A run its caller stopped reading before it finished: not an error, but the span says why it is short.
 ABANDONED_EVENT: Final = "run.abandoned"
@@ -99,60 +82,52 @@ class _NestedRun(_AgentRun):
 _NESTED: Final = _NestedRun()
 
 
-class _Traced(ToolPipeline):
-    """What both instrumented pipelines share: the telemetry, the agent's name and its run spans."""
+class AgentTracing:
+    """A pipeline's :class:`~application.pipeline.RunHooks` that make each run an INTERNAL
+    ``invoke_agent {agent}`` span, and each chunk of a long meeting a ``chunk L<first>-<last>`` span
+    inside it: hand it as ``hooks=`` to a ``SummaryAgent`` or ``WorkflowEditorAgent`` (the container
+    does when telemetry is on), with an instrumented chat and tool-invoker decorator for the run's chat
+    and tool spans to appear inside. ``model`` is the model the runs ask for.
 
-    _agent_name: str
+    A run's event stream is traced the same way: its span ends with the run, or when the caller stops
+    reading (a ``run.abandoned`` event), and is current only while the run works, not while the caller
+    handles an event. A run inside a run of the same pipeline opens no second span.
+    """
 
-    def __init__(
-        self,
-        chat: ChatPort,
-        settings: LoopSettings | None = None,
-        *,
-        telemetry: Telemetry,
-        model: str,
-        options: ChatOptions | None = None,
-        decorators: Sequence[ToolInvokerDecorator] = (),
-        **pipeline: Any,
-    ) -> None:
-        super().__init__(chat, settings, options=options, decorators=decorators, **pipeline)
+    def __init__(self, telemetry: Telemetry, model: str) -> None:
         self._telemetry = telemetry
         self._model = model
 
-    def _start_run(self) -> tuple[_AgentRun, context.Context] | None:
-        """An INTERNAL ``invoke_agent {name}`` span and the context it is current in; None inside a
-        run of this agent already (a run method built on another opens no second span)."""
+    def _start_run(self, agent: str) -> tuple[_AgentRun, context.Context] | None:
+        """The run's span and the context it is current in; None inside a run of these hooks already."""
         if context.get_value(_AGENT_KEY) is self:
             return None
         telemetry = self._telemetry
         attributes: dict[str, AttributeValue] = {
             c.GEN_AI_OPERATION_NAME: c.OPERATION_INVOKE_AGENT,
             c.GEN_AI_PROVIDER_NAME: c.PROVIDER_OPENAI,
-            c.GEN_AI_AGENT_NAME: self._agent_name,
+            c.GEN_AI_AGENT_NAME: agent,
             c.GEN_AI_REQUEST_MODEL: telemetry.text(self._model),
             **telemetry.server_attributes(),
         }
         span = telemetry.tracer.start_span(
-            f"{c.OPERATION_INVOKE_AGENT} {self._agent_name}",
-            kind=trace.SpanKind.INTERNAL,
-            attributes=attributes,
+            f"{c.OPERATION_INVOKE_AGENT} {agent}", kind=trace.SpanKind.INTERNAL, attributes=attributes
         )
-        return _AgentRun(telemetry, span), context.set_value(
-            _AGENT_KEY, self, trace.set_span_in_context(span)
-        )
+        current = context.set_value(_AGENT_KEY, self, trace.set_span_in_context(span))
+        return _AgentRun(telemetry, span), current
 
     @contextmanager
-    def _agent_run(self) -> Iterator[_AgentRun]:
+    def run(self, agent: str) -> Iterator[Callable[[ToolRun], None]]:
         """The run's span, current for the block. An exception leaving the block marks the span
         (status ERROR, ``error.type`` its class name) and propagates unchanged."""
-        started = self._start_run()
+        started = self._start_run(agent)
         if started is None:
-            yield _NESTED
+            yield _NESTED.finished
             return
         run, run_context = started
         token = context.attach(run_context)
         try:
-            yield run
+            yield run.finished
         except BaseException as exc:
             run.failed(exc)
             raise
@@ -160,12 +135,14 @@ class _Traced(ToolPipeline):
             context.detach(token)
             run.span.end()
 
-    async def _traced_events(
-        self, events: AsyncGenerator[RunEvent[ResultT], None], run_of: Callable[[ResultT], ToolRun]
+    async def events(
+        self,
+        agent: str,
+        events: AsyncGenerator[RunEvent[ResultT], None],
+        run_of: Callable[[ResultT], ToolRun],
     ) -> AsyncGenerator[RunEvent[ResultT], None]:
-        """``events`` inside the run's span, which is current only while the run itself is working
-        (not while the caller handles an event); it ends with the run, or when the caller stops."""
-        started = self._start_run()
+        """``events`` inside the run's span (see the class)."""
+        started = self._start_run(agent)
         if started is None:
             async with contextlib.aclosing(events):
                 async for event in events:
@@ -199,37 +176,12 @@ class _Traced(ToolPipeline):
                 context.detach(token)
                 run.span.end()
 
-
-class InstrumentedSummaryAgent(_Traced, SummaryAgent):
-    """A :class:`SummaryAgent` whose every run is an ``invoke_agent meeting_summary`` span.
-
-    Built like a ``SummaryAgent``, plus the ``telemetry`` and the ``model`` the runs ask for. Hand it
-    an instrumented chat and tool-invoker decorator for the run's chat and tool spans to appear
-    inside the agent span. ``summarize_events`` is traced the same way; its span ends with the run,
-    or when the caller stops reading (a ``run.abandoned`` event), and is current only while the
-    run works, not while the caller handles an event.
-    """
-
-    _agent_name = MEETING_SUMMARY
-
-    async def summarize(self, transcript: str | Transcript) -> MeetingSummary:
-        with self._agent_run() as run:
-            summary = await super().summarize(transcript)
-            run.finished(summary.run)
-        return summary
-
-    def summarize_events(
-        self, transcript: str | Transcript
-    ) -> AsyncGenerator[RunEvent[MeetingSummary], None]:
-        return self._traced_events(super().summarize_events(transcript), _run_of_summary)
-
-    async def _summarize_chunk(
-        self, chunk: Chunk, participants: Sequence[str], ledger: Ledger
-    ) -> MeetingSummary:
-        """A long meeting's chunk as a ``chunk L<first>-<last>`` span inside the run's, holding the
-        chunk's chat and tool spans; a chunk that fails or ends incomplete marks it."""
+    @contextmanager
+    def chunk(self, agent: str, chunk: Chunk) -> Iterator[Callable[[bool], None]]:
+        """A long meeting's chunk as a span inside the run's, holding the chunk's chat and tool spans;
+        a chunk that fails or ends incomplete marks it."""
         attributes: dict[str, AttributeValue] = {
-            c.GEN_AI_AGENT_NAME: self._agent_name,
+            c.GEN_AI_AGENT_NAME: agent,
             CHUNK_INDEX: chunk.index,
             CHUNK_FIRST_LINE: chunk.first,
             CHUNK_LAST_LINE: chunk.last,
@@ -241,53 +193,14 @@ class InstrumentedSummaryAgent(_Traced, SummaryAgent):
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
+
+            def finished(complete: bool) -> None:
+                if not complete:
+                    span.set_attribute(c.ERROR_TYPE, "incomplete")
+
             try:
-                summary = await super()._summarize_chunk(chunk, participants, ledger)
+                yield finished
             except BaseException as exc:
                 span.set_attribute(c.ERROR_TYPE, type(exc).__name__)
                 span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
                 raise
-            if not summary.complete:
-                span.set_attribute(c.ERROR_TYPE, "incomplete")
-            return summary
-
-
-class InstrumentedWorkflowEditorAgent(_Traced, WorkflowEditorAgent):
-    """A :class:`WorkflowEditorAgent` whose every run is an ``invoke_agent workflow_editor`` span.
-
-    Built like a ``WorkflowEditorAgent``, plus the ``telemetry`` and the ``model`` the runs ask for;
-    ``edit_events`` is traced as :class:`InstrumentedSummaryAgent` traces ``summarize_events``.
-    """
-
-    _agent_name = WORKFLOW_EDITOR
-
-    async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
-        with self._agent_run() as run:
-            edited = await super().edit(workflow, instruction)
-            run.finished(edited.run)
-        return edited
-
-    def edit_events(
-        self, workflow: Workflow, instruction: str
-    ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
-        return self._traced_events(super().edit_events(workflow, instruction), _run_of_edit)
-
-    async def resume(self, state: RunState, decisions: Decisions) -> WorkflowEdit:
-        # A resumed edit is a run of its own: its span holds the calls decided and what follows.
-        with self._agent_run() as run:
-            edited = await super().resume(state, decisions)
-            run.finished(edited.run)
-        return edited
-
-    def resume_events(
-        self, state: RunState, decisions: Decisions
-    ) -> AsyncGenerator[RunEvent[WorkflowEdit], None]:
-        return self._traced_events(super().resume_events(state, decisions), _run_of_edit)
-
-
-def _run_of_summary(summary: MeetingSummary) -> ToolRun:
-    return summary.run
-
-
-def _run_of_edit(edit: WorkflowEdit) -> ToolRun:
-    return edit.run

@@ -22,7 +22,7 @@ from adapters.offline.render import call_item, message_item
 from adapters.responses import ResponsesJsonAdapter, ResponsesSseAdapter
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from adapters.settings import ConfigurationError, load_config_file
-from adapters.telemetry import InstrumentedChat, InstrumentedSummaryAgent, InstrumentedWorkflowEditorAgent
+from adapters.telemetry import AgentTracing, InstrumentedChat
 from application import (
     ApprovalDecision,
     ApprovalRequest,
@@ -500,7 +500,7 @@ async def test_by_default_a_summary_run_is_traced_from_the_agent_down_to_each_ht
 ) -> None:
     await summarize(container, summary_gateway(streaming), use_streaming=streaming)
 
-    assert isinstance(container.summary_agent(), InstrumentedSummaryAgent)
+    assert isinstance(container.summary_agent()._hooks, AgentTracing)
     (agent,) = otel.named("invoke_agent meeting_summary")
     chats, tools = otel.named("chat gpt-configured"), otel.named("execute_tool record_decision")
     assert (len(chats), len(tools), len(otel.spans())) == (2, 2, 5)
@@ -573,7 +573,7 @@ async def test_chat_is_the_traced_chain_and_overriding_the_adapter_keeps_the_dec
     assert span.name == "chat gpt-configured"
     assert span.attributes is not None
     assert span.attributes["gen_ai.response.id"] == "resp_direct"
-    assert isinstance(container.workflow_editor_agent(), InstrumentedWorkflowEditorAgent)
+    assert isinstance(container.workflow_editor_agent()._hooks, AgentTracing)
 
 
 def ping_registry() -> ToolRegistry:

@@ -26,13 +26,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from adapters.redaction import Redactor
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from adapters.telemetry import (
-    InstrumentedSummaryAgent,
+    AgentTracing,
     InstrumentedToolInvoker,
     Telemetry,
     instrument_chat,
     instrument_http_client,
 )
-from application import LoopSettings
+from application import LoopSettings, SummaryAgent
 from domain import ChatPort
 from tests.support.gateway import Adapter, Recorder, mocked, sdk_over
 
@@ -140,14 +140,13 @@ def every_text(otel: Otel) -> Iterator[str]:
 
 def traced_summary_agent(
     chat: ChatPort, telemetry: Telemetry, settings: LoopSettings | None = None, *, model: str = MODEL
-) -> InstrumentedSummaryAgent:
+) -> SummaryAgent:
     """A summary agent over ``chat`` with its chat and tool spans inside its run spans."""
-    return InstrumentedSummaryAgent(
+    return SummaryAgent(
         instrument_chat(chat, telemetry, model=model),
         settings,
-        telemetry=telemetry,
-        model=model,
         decorators=(InstrumentedToolInvoker.decorator(telemetry),),
+        hooks=AgentTracing(telemetry, model),
     )
 
 

@@ -10,12 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from adapters.telemetry import (
-    InstrumentedSummaryAgent,
-    InstrumentedToolInvoker,
-    InstrumentedWorkflowEditorAgent,
-    instrument_chat,
-)
+from adapters.telemetry import AgentTracing, InstrumentedToolInvoker, instrument_chat
 from application import (
     ChunkSettings,
     Decision,
@@ -129,11 +124,10 @@ async def test_a_run_with_one_malformed_and_one_valid_call_is_one_agent_span_ove
 async def test_the_workflow_editor_run_is_an_invoke_agent_workflow_editor_span(otel: Otel) -> None:
     telemetry = otel.telemetry()
     chat = ScriptedChat(ScriptedTurn(calls=(("c1", "list_steps", ""),)), ScriptedTurn(text="Nothing to do."))
-    agent = InstrumentedWorkflowEditorAgent(
+    agent = WorkflowEditorAgent(
         instrument_chat(chat, telemetry, model=MODEL),
-        telemetry=telemetry,
-        model=MODEL,
         decorators=(InstrumentedToolInvoker.decorator(telemetry),),
+        hooks=AgentTracing(telemetry, MODEL),
     )
 
     edit = await agent.edit(WORKFLOW, "Tidy up")
@@ -267,10 +261,9 @@ async def test_a_failed_run_of_events_marks_its_span(otel: Otel) -> None:
 
 async def test_the_workflow_editor_events_are_one_workflow_editor_run(otel: Otel) -> None:
     telemetry = otel.telemetry()
-    editor = InstrumentedWorkflowEditorAgent(
+    editor = WorkflowEditorAgent(
         instrument_chat(ScriptedChat(ScriptedTurn(text="Nothing to change.")), telemetry, model=MODEL),
-        telemetry=telemetry,
-        model=MODEL,
+        hooks=AgentTracing(telemetry, MODEL),
     )
 
     events = [e async for e in editor.edit_events(WORKFLOW, "ok")]
@@ -280,28 +273,29 @@ async def test_the_workflow_editor_events_are_one_workflow_editor_run(otel: Otel
 
 
 async def test_a_run_method_built_on_another_of_the_same_agent_opens_one_span(otel: Otel) -> None:
-    class SummarizingFromEvents(InstrumentedSummaryAgent):
-        """A host's agent whose whole-run method reads its own event stream to the end."""
+    class SummarizingFromEvents(SummaryAgent):
+        """A host's agent whose whole-run method reads its own (traced) event stream to the end."""
 
         async def summarize(self, transcript: str | Transcript) -> MeetingSummary:
-            with self._agent_run():
-                events = [event async for event in self.summarize_events(transcript)]
+            return await self._observed(self._from_events(transcript), lambda summary: summary.run)
+
+        async def _from_events(self, transcript: str | Transcript) -> MeetingSummary:
+            events = [event async for event in self.summarize_events(transcript)]
             finished = events[-1]
             assert isinstance(finished, RunFinished)
             return finished.result
 
-    class Retrying(InstrumentedWorkflowEditorAgent):
+    class Retrying(WorkflowEditorAgent):
         """A host's agent that wraps the traced run method in a run of its own."""
 
         async def edit(self, workflow: Workflow, instruction: str) -> WorkflowEdit:
-            with self._agent_run():
-                return await super().edit(workflow, instruction)
+            return await self._observed(super().edit(workflow, instruction), lambda edit: edit.run)
 
     telemetry = otel.telemetry()
     host = SummarizingFromEvents(
-        instrument_chat(two_rounds(), telemetry, model=MODEL), telemetry=telemetry, model=MODEL
+        instrument_chat(two_rounds(), telemetry, model=MODEL), hooks=AgentTracing(telemetry, MODEL)
     )
-    editor = Retrying(ScriptedChat(ScriptedTurn(text="ok")), telemetry=telemetry, model=MODEL)
+    editor = Retrying(ScriptedChat(ScriptedTurn(text="ok")), hooks=AgentTracing(telemetry, MODEL))
 
     summary = await host.summarize(TRANSCRIPT)
     await editor.edit(WORKFLOW, "ok")
@@ -359,12 +353,11 @@ async def test_each_chunk_of_a_long_meeting_is_a_span_inside_the_run_holding_its
 async def test_a_denied_call_has_its_tool_span_in_the_resumed_run(otel: Otel) -> None:
     telemetry = otel.telemetry()
 
-    def editor(chat: ScriptedChat) -> InstrumentedWorkflowEditorAgent:
-        return InstrumentedWorkflowEditorAgent(
+    def editor(chat: ScriptedChat) -> WorkflowEditorAgent:
+        return WorkflowEditorAgent(
             instrument_chat(chat, telemetry, model=MODEL),
-            telemetry=telemetry,
-            model=MODEL,
             decorators=(InstrumentedToolInvoker.decorator(telemetry),),
+            hooks=AgentTracing(telemetry, MODEL),
         )
 
     removal = ScriptedTurn(calls=(("c1", "remove_step", '{"step_id": "s1"}'),))
