@@ -46,6 +46,10 @@ _FENCE: Final = re.compile(r"\A```[a-zA-Z]*\n(.*)\n```\Z", re.DOTALL)
 _WRAPPED: Final = "value"
 
 
+class _NotJsonError(ValueError):
+    """An answer that is no JSON text at all (as opposed to JSON of the wrong shape)."""
+
+
 class OutputValidationError(ToolRunError):
     """The model's final answer did not fit the run's output type, after every retry it was given.
 
@@ -138,13 +142,14 @@ class OutputSpec(Generic[OutputT]):
         )
 
     def read(self, text: str) -> OutputT:
-        """The answer's value; ``ValueError`` whose args are the problems, in words that quote nothing."""
+        """The answer's value; ``ValueError`` whose args are the problems, in words that quote nothing
+        (a subclass of it when the text is not JSON at all)."""
         try:
             data = json.loads(text, parse_constant=_reject_constant)
         except json.JSONDecodeError as error:
-            raise ValueError(f"the answer is not JSON ({error.msg} at character {error.pos})") from None
+            raise _NotJsonError(f"the answer is not JSON ({error.msg} at character {error.pos})") from None
         except (ValueError, RecursionError):
-            raise ValueError("the answer is not JSON") from None
+            raise _NotJsonError("the answer is not JSON") from None
         try:
             value: object = self._converter.structure(data, self._as_class)
         except Exception as error:  # cattrs raises what the hooks raise, grouped
@@ -213,6 +218,7 @@ class Fitted(Generic[OutputT]):
 class Misfit:
     text: str
     problems: tuple[str, ...]
+    not_json: bool = False
 
 
 @attrs.frozen
@@ -259,14 +265,23 @@ class RunOutput:
         read = _unfenced(text) if self.mode == "prompted" else text
         try:
             return Fitted(self.spec.read(read))
+        except _NotJsonError as error:
+            return Misfit(text, (str(error),), not_json=True)
         except ValueError as error:
             return Misfit(text, tuple(str(problem) for problem in error.args))
 
     def retry(self, misfit: Misfit) -> ChatMessage | None:
-        """The user turn that tells the model what did not fit, or None when no retry is left."""
+        """The user turn that tells the model what did not fit, or None when no retry is left.
+
+        An answer that is not JSON at all under ``json_schema`` means the route dropped ``text.format``
+        without a word (a strict schema yields JSON or a refusal): the retry, and the rest of the run,
+        ask in prompted mode.
+        """
         if self.retries <= 0:
             return None
         self.retries -= 1
+        if self.mode == "json_schema" and misfit.not_json:
+            self.mode = "prompted"
         problems = "\n".join(f"- {problem}" for problem in misfit.problems)
         return ChatMessage.user(
             "Your answer does not match the required JSON schema:\n"

@@ -166,11 +166,27 @@ async def test_a_wrong_answer_is_told_what_was_wrong_and_a_right_one_ends_the_ru
     assert run.messages[-2] == told
 
 
-async def test_an_answer_that_is_not_json_is_a_misfit_too() -> None:
+async def test_an_answer_that_is_not_json_means_the_route_dropped_the_format_and_the_retry_is_prompted() -> (
+    None
+):
+    # A strict schema yields JSON or a refusal: prose means text.format never reached the model.
     chat = ScriptedChat(ScriptedTurn(text="Ada is coming."), ScriptedTurn(text=RIGHT))
     run = await ToolLoop(chat).run(USER, None, RecordingTools(), output_type=Attendees)
     assert run.output == VALUE
+    assert run.output_mode == "prompted"
     assert "not JSON" in chat.requests[1].messages[-1].text
+    retried = chat.requests[1].options
+    assert retried is not None
+    assert retried.response_format is None
+    assert retried.instructions is not None
+    assert json.dumps(output_schema(Attendees), separators=(",", ":")) in retried.instructions
+
+
+async def test_json_of_the_wrong_shape_keeps_the_schema_on_the_wire() -> None:
+    chat = ScriptedChat(ScriptedTurn(text=WRONG), ScriptedTurn(text=RIGHT))
+    run = await ToolLoop(chat).run(USER, None, RecordingTools(), output_type=Attendees)
+    assert run.output_mode == "json_schema"
+    assert all(o is not None and o.response_format is not None for o in (r.options for r in chat.requests))
 
 
 async def test_a_never_right_answer_raises_with_its_text_and_the_run() -> None:

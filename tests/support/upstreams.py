@@ -29,9 +29,11 @@ from adapters.offline.render import (
 from adapters.offline.threaded import Receive, Scope, Send, ThreadedServer, read_request
 
 __all__ = [
+    "CACHED_TOKENS",
     "CHATGPT_ACCESS_TOKEN",
     "CODEX_TEXT",
     "MALFORMED_ARGUMENTS",
+    "STRUCTURED_REPLY",
     "SUMMARY_TEXT",
     "SUMMARY_TOOL_ROUNDS",
     "TEXT_REPLY",
@@ -49,6 +51,11 @@ __all__ = [
 
 TEXT_REPLY = "The gateway relayed this text unchanged."
 CODEX_TEXT = "Codex route: streamed, whatever was asked."
+# What both upstreams answer when asked for a typed answer: ``response_format`` on the chat upstream, the
+# schema in the instructions (prompted mode) on the Codex-style one.
+STRUCTURED_REPLY = '{"decision": "ship", "votes": 3}'
+# Of the 11 input tokens, how many the chat upstream reports read from its cache when a request has a key.
+CACHED_TOKENS = 8
 # A call cut off mid-object, the shape a model produces when it runs out of tokens inside arguments.
 MALFORMED_ARGUMENTS = '{"zone": "Europe/Oslo", "format": '
 CHATGPT_ACCESS_TOKEN = "fake-chatgpt-access-token"
@@ -219,6 +226,13 @@ def _plan(body: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
             return "", (("current_time", arguments),)
         tool_outputs = [str(m.get("content")) for m in body["messages"] if m.get("role") == "tool"]
         return "Tool said: " + " | ".join(tool_outputs), ()
+    response_format = body.get("response_format")
+    if (
+        model == "scripted-text"
+        and isinstance(response_format, Mapping)
+        and response_format.get("type") == "json_schema"
+    ):
+        return STRUCTURED_REPLY, ()
     if model == "scripted-agent":
         offered = {tool["function"]["name"] for tool in body.get("tools") or ()}
         summary = "record_action_item" in offered
@@ -241,6 +255,13 @@ def _call_id(index: int, body: Mapping[str, Any]) -> str:
 
 _UPSTREAM_MODELS = ("scripted-text", "scripted-tool", "scripted-malformed", "scripted-agent", "scripted-500")
 _USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+
+
+def _usage(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The token counts; a request with a ``prompt_cache_key`` is told :data:`CACHED_TOKENS` were cached."""
+    if body.get("prompt_cache_key") is None:
+        return _USAGE
+    return {**_USAGE, "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS}}
 
 
 def _chunks(text: str, size: int) -> Iterator[str]:
@@ -266,7 +287,7 @@ def _chat_stream(body: Mapping[str, Any], text: str, calls: tuple[tuple[str, str
         for piece in _chunks(arguments, 7):
             yield frame({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield frame({}, "tool_calls" if calls else "stop")
-    yield "data: " + json.dumps({**base, "choices": [], "usage": _USAGE}) + "\n\n"
+    yield "data: " + json.dumps({**base, "choices": [], "usage": _usage(body)}) + "\n\n"
     yield "data: [DONE]\n\n"
 
 
@@ -283,7 +304,7 @@ def _chat_json(body: Mapping[str, Any], text: str, calls: tuple[tuple[str, str],
         "created": 1_700_000_000,
         "model": body.get("model", ""),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-        "usage": _USAGE,
+        "usage": _usage(body),
     }
 
 
@@ -313,14 +334,36 @@ def upstream_route(request: RecordedRequest) -> Answer:
 # ---------------------------------------------------------------- Codex-style /responses
 
 
+_PREVIOUS_NOT_FOUND = {
+    "type": "invalid_request_error",
+    "param": "previous_response_id",
+    "code": "previous_response_not_found",
+}
+
+
 def codex_route(request: RecordedRequest) -> Answer:
-    """A Codex-style ``/responses`` endpoint: always answers an event stream, even for ``stream: false``."""
+    """A Codex-style ``/responses`` endpoint: always answers an event stream, even for ``stream: false``;
+    :data:`STRUCTURED_REPLY` when the instructions carry a JSON Schema (a typed answer in prompted mode);
+    a 400 ``previous_response_not_found``, as OpenAI words it, for any ``previous_response_id``."""
     if not request.path.rstrip("/").endswith("/responses"):
         return _json(404, {"detail": f"no route {request.path}"})
     if request.headers.get("authorization") != f"Bearer {CHATGPT_ACCESS_TOKEN}":
         return _json(401, {"detail": "missing the ChatGPT access token"})
+    previous = request.body.get("previous_response_id")
+    if previous is not None:
+        # It stores nothing (the route sends store: false), so no response it gave can be continued.
+        return _json(
+            400,
+            {
+                "error": {
+                    **_PREVIOUS_NOT_FOUND,
+                    "message": f"Previous response with id '{previous}' not found.",
+                }
+            },
+        )
+    prompted = "JSON Schema" in str(request.body.get("instructions") or "")
     document = response_document(
-        [message_item("msg_codex_1", CODEX_TEXT)],
+        [message_item("msg_codex_1", STRUCTURED_REPLY if prompted else CODEX_TEXT)],
         response_id="resp_codex_1",
         model=str(request.body.get("model", "")),
         created_at=1_700_000_000,
