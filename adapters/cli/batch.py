@@ -66,6 +66,9 @@ class Source:
     input_format: TranscriptFormat = "text"
     unnamed_speakers: tuple[str, ...] = ()
     """Its speakers that are diarization labels no --speaker named."""
+    key: str = attrs.field(default=attrs.Factory(lambda source: source.sha256, takes_self=True))
+    """Its workflow's id: the sha256, or, when --input-format or --speaker change how it is read, a
+    hash of the text and of them (the same file read another way is another meeting)."""
 
 
 def _paths_from(arguments: Sequence[str], stdin: BinaryIO) -> Iterator[str]:
@@ -132,8 +135,12 @@ def collect_sources(
             sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
             options = reading or argparse.Namespace(input_format=None, speakers=[])
             transcript = imported(text, f"PATH {str(file)!r}", options, name=file.name, console=None)
+            key = sha256
+            if options.input_format is not None or options.speakers:
+                how = json.dumps([options.input_format, sorted(options.speakers)]).encode("utf-8")
+                key = hashlib.sha256(text.encode("utf-8") + b"\0" + how).hexdigest()
             sources.append(
-                Source(str(file), name, text, sha256, transcript.format, transcript.unnamed_speakers)
+                Source(str(file), name, text, sha256, transcript.format, transcript.unnamed_speakers, key)
             )
     return sources
 
@@ -222,7 +229,7 @@ def _remove_leftovers(folder: Path, sources: Sequence[Source]) -> None:
 def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Outcome]) -> None:
     lines = []
     for source in sources:
-        outcome = outcomes.get(source.sha256)
+        outcome = outcomes.get(source.key)
         line: dict[str, Any] = {
             "source": source.shown,
             "sha256": source.sha256,
@@ -333,7 +340,7 @@ async def _batch(
     progress = _Progress(console, len(sources), terminal=console.stderr.isatty(), totals=totals)
     by_sha: dict[str, list[Source]] = {}
     for source in sources:
-        by_sha.setdefault(source.sha256, []).append(source)
+        by_sha.setdefault(source.key, []).append(source)
     outcomes: dict[str, Outcome] = {}
     speakers = dict(settings_speakers) or None
     _remove_leftovers(folder, sources)

@@ -67,7 +67,7 @@ class _WorkflowsAtOnce:
     turns: ClassVar[Callable[[], int]]
 
     @classmethod
-    async def start_workflow_async(cls, _workflow: Any, _transcript: str) -> _Handle:
+    async def start_workflow_async(cls, _workflow: Any, *_meeting: Any) -> _Handle:
         return _Handle(cls.turns())
 
     @staticmethod

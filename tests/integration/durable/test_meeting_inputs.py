@@ -56,3 +56,25 @@ def test_a_batch_refuses_a_file_that_does_not_parse_before_any_request(tmp_path:
         ran.err == f"meeting-agents: error: PATH {str(tmp_path / 'bad.srt')!r}: cue 1 (line 2): has no text\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_same_file_with_its_speakers_named_is_another_meeting_and_runs_again(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "pyannote.json", folder / "pyannote.json")
+    out = tmp_path / "out"
+    named = ("--speaker", "SPEAKER_01=Tom Becker", "--speaker", "SPEAKER_02=Maya Lind")
+
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url)
+        unnamed = run_batch("batch", str(folder), "--out", str(out), environ=environ)
+        first = len(gateway.completed)
+        again = run_batch("batch", str(folder), "--out", str(out), environ=environ)
+        second = len(gateway.completed)
+        renamed = run_batch("batch", str(folder), "--out", str(out), *named, environ=environ)
+
+    assert unnamed.code == again.code == renamed.code == 0, renamed.err
+    assert second == first, "the same file read the same way was summarized twice"
+    assert len(gateway.completed) > second
+    summary = json.loads((out / "pyannote.json").read_text(encoding="utf-8"))
+    assert [item["owner"] for item in summary["action_items"]][:2] == ["Tom Becker", "Maya Lind"]
