@@ -919,6 +919,8 @@ def _due_said(due: str, said: str, numbers: Sequence[int], *, quoted: bool) -> N
 
 # ---------------------------------------------------------------- quotes
 
+# A line's time as the model reads it ("[01:02] "): a quote may copy it, the lines checked have none.
+_STAMP: Final = re.compile(r"^\s*[\[(]\s*\d{1,2}(?::\d{2}){1,2}\s*[\])]\s*")
 _ELLIPSIS: Final = re.compile(r"\[?\s*(?:\.\.\.|\u2026)\s*\]?")
 _NOT_WORD: Final = re.compile(r"[\W_]+")
 
@@ -930,10 +932,11 @@ def _quote_key(text: str) -> str:
 
 def quote_found(quote: str, texts: Sequence[str]) -> bool:
     """Whether ``quote`` is in ``texts`` (the cited lines, in order) word for word, case, accents and
-    punctuation aside; its parts joined by "..." are each found, in order, across the lines."""
+    punctuation aside; its parts joined by "..." are each found, in order, across the lines, a time
+    before a part ("[01:02] Ana: ...") left out."""
     said = " ".join(_quote_key(text).strip() for text in texts)
     said_key = f" {said} "
-    parts = [_quote_key(part) for part in _ELLIPSIS.split(quote)]
+    parts = [_quote_key(_STAMP.sub("", part)) for part in _ELLIPSIS.split(quote)]
     parts = [part for part in parts if part.strip()]
     if not parts:
         return False
