@@ -377,6 +377,10 @@ def test_a_quote_is_checked_word_for_word_against_the_cited_lines() -> None:
         part(lambda: check.action_item("Tom", "Fix the billing export", [2], quote="fix the export"))
         == "quote"
     )
+    # The time and speaker the model read before a line may come with the quote.
+    assert check.action_item(
+        "Tom", "Fix the billing export", [2], quote="[00:12] Tom: I'll fix the billing export"
+    )
     # The quote is of line 2; citing line 3 with it is refused, whatever the item says.
     assert part(lambda: check.action_item("Tom", "Fix the billing export", [3], quote="fix the billing")) in {
         "owner",
