@@ -165,6 +165,21 @@ def test_a_line_break_inside_a_speaker_or_a_text_never_splits_a_framed_line() ->
     assert transcript.framed_lines() == ("[00:00] Ana Souza: ship it now",)
 
 
+def test_webvtt_hours_are_optional_and_cue_settings_are_read_past() -> None:
+    text = (
+        "WEBVTT Kind: captions\n\nNOTE written by hand\n\n"
+        "00:01.500 --> 00:04.000 align:start position:10%\n<v.loud Ana Souza>Hello &amp; welcome\n\n"
+        "1:02:03.000 --> 1:02:05.250\n<c.yellow>Ben:</c> <i>bye</i>\n"
+    )
+
+    lines = Transcript.parse(text).lines
+
+    assert lines == (
+        TranscriptLine(1, "Ana Souza", "Hello & welcome", 1.5, 4.0),
+        TranscriptLine(2, "Ben", "bye", 3723.0, 3725.25),
+    )
+
+
 def test_consecutive_cues_of_one_speaker_join_only_within_two_seconds() -> None:
     cues = [
         Cue("Ana", "one", 0.0, 1.0),
