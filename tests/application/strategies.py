@@ -20,6 +20,7 @@ from application import (
     ActionItem,
     Decision,
     MeetingSummary,
+    OutputMode,
     ToolCallRecord,
     ToolRun,
     WorkflowEdit,
@@ -125,6 +126,7 @@ tool_runs = st.builds(
     tool_calls=_records.map(tuple),
     iterations=st.integers(min_value=0, max_value=40),
     stop_reason=st.none() | st.sampled_from(STOP_REASONS),
+    output_mode=st.none() | st.sampled_from(typing.get_args(OutputMode)),
 )
 # Where an item was said in a recording: seconds, or None for plain text.
 _times = st.none() | st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)

@@ -241,3 +241,18 @@ async def test_a_runs_usage_reports_the_cached_share_of_all_its_requests() -> No
     run = await ToolLoop(chat).run(USER, options, tools)
     assert run.usage is not None
     assert run.usage.cached_share == 0.45
+
+
+async def test_a_states_options_keep_the_request_fields_of_this_page_through_a_document() -> None:
+    options = ChatOptions(
+        response_format={"type": "json_schema", "name": "Plan", "schema": {"type": "object"}, "strict": True},
+        previous_response_id="resp_1",
+        prompt_cache_key="summaries-v1",
+        prompt_cache_retention="24h",
+    )
+    tools, _ = _approval_tools()
+    chat = ScriptedChat(ScriptedTurn(calls=(("c1", "move", '{"time": "11:00"}'),)))
+    paused = await ToolLoop(chat).run(USER, attrs.evolve(options, tools=tools.specs), tools)
+    assert paused.state is not None
+    assert loads(dumps(paused.state)) == paused.state
+    assert loads(dumps(paused.state)).options.response_format == options.response_format
