@@ -26,7 +26,7 @@ from adapters.cli.exit_codes import (
     EXIT_WAITING,
 )
 from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
-from adapters.cli.files import AtomicOutput, InputError, read_text
+from adapters.cli.files import AtomicOutput, InputError, long_transcripts, read_text
 from adapters.cli.instruction import why_not_carried_out
 from adapters.cli.parser import PROG, CommandLineError, parse_arguments
 from adapters.cli.progress import LiveRun
@@ -111,7 +111,6 @@ _OFFLINE_NOTE: Final = (
     "a rule-based model, not a language model"
 )
 # About four characters of English per token: good enough to say how big a transcript is.
-_CHARS_PER_TOKEN: Final = 4
 _FINISH_REASONS: Final = {
     "length": "the output token limit was reached",
     "content_filter": "a content filter stopped it",
@@ -642,13 +641,9 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
         for output in (work.output, work.save_run, work.state_output):
             if output is not None:
                 outputs.enter_context(output)
-        length = len(work.text)
-        limit = settings.agent.transcript_warning_chars
-        if args.command == "summarize" and length > limit:
-            console.warning(
-                f"the transcript is {length:,} characters (about {length // _CHARS_PER_TOKEN:,} tokens), "
-                f"over agent.transcript_warning_chars={limit}; the model may cut it short or refuse it"
-            )
+        long = long_transcripts([(None, len(work.text))], settings.agent.transcript_warning_chars)
+        if args.command == "summarize" and long is not None:
+            console.warning(long)
         _import_the_runtime()
         # The endpoint, the run and the report all happen in one event-loop run: nothing is left for
         # this frame to do afterwards (coverage's tracer loses frames that wait across real socket I/O).

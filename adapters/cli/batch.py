@@ -23,7 +23,7 @@ import attrs
 
 from adapters.cli.console import Console
 from adapters.cli.exit_codes import EXIT_INCOMPLETE, EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
-from adapters.cli.files import STDIN, AtomicOutput, InputError, read_text
+from adapters.cli.files import STDIN, AtomicOutput, InputError, long_transcripts, read_text
 from adapters.cli.parser import PROG
 from adapters.cli.transcripts import imported
 from adapters.settings import ConfigurationError, Settings
@@ -103,14 +103,21 @@ def _files(argument: str) -> list[Path]:
 
 
 def collect_sources(
-    arguments: Sequence[str], stdin: BinaryIO, reading: argparse.Namespace | None = None
+    arguments: Sequence[str],
+    stdin: BinaryIO,
+    reading: argparse.Namespace | None = None,
+    *,
+    limit: int | None = None,
 ) -> list[Source]:
     """Every transcript the arguments name, in order, each file once; raises :class:`InputError`.
 
     A folder gives its transcripts (``*.txt``, ``*.md``, ``*.vtt``, ``*.srt``, ``*.json``; not its
     subfolders), sorted; ``-`` reads a list of paths from stdin, one a line. Output names are the
     files' stems, numbered when two differ. Each is read as ``reading`` (``--input-format``,
-    ``--speaker``) says, or as its content shows: a file that does not parse is refused here.
+    ``--speaker``) says, or as its content shows: a file that does not parse is refused here. Each is
+    read as ``summarize`` reads its one (:func:`~adapters.cli.files.read_text`): UTF-8, and no more than
+    one byte past ``limit`` (``agent.max_transcript_bytes``), so a larger file, ``/dev/zero`` or an
+    endless pipe is refused without being read whole.
     """
     seen: set[Path] = set()
     sources: list[Source] = []
@@ -124,7 +131,7 @@ def collect_sources(
             if real in seen:
                 continue
             seen.add(real)
-            text = read_text(str(file), "PATH", stdin)
+            text = read_text(str(file), "PATH", stdin, limit=limit)
             if not text.strip():
                 raise InputError(f"PATH {str(file)!r}: empty; there is nothing to summarize")
             name, number = file.stem, 1
@@ -389,12 +396,17 @@ def batch_command(
 ) -> int:
     """``meeting-agents batch``: every check first (exit 2), then the runs; the exit code."""
     try:
-        sources = collect_sources(args.paths, stdin, args)
+        sources = collect_sources(args.paths, stdin, args, limit=settings.agent.max_transcript_bytes)
         folder = prepare_output(args.out)
         database_url = _database_url(args, f"sqlite:///{folder / DEFAULT_DATABASE}")
     except (ConfigurationError, InputError) as exc:
         console.error(str(exc))
         return EXIT_USAGE
+    long = long_transcripts(
+        [(source.shown, len(source.text)) for source in sources], settings.agent.transcript_warning_chars
+    )
+    if long is not None:
+        console.warning(long)
     unnamed = [source for source in sources if source.unnamed_speakers]
     if unnamed:
         labels = dict.fromkeys(label for source in unnamed for label in source.unnamed_speakers)

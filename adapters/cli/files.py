@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO, Final, Self
 
-__all__ = ["STDIN", "AtomicOutput", "InputError", "read_text"]
+__all__ = ["CHARS_PER_TOKEN", "STDIN", "AtomicOutput", "InputError", "long_transcripts", "read_text"]
 
 STDIN: Final = "-"
+CHARS_PER_TOKEN: Final = 4
+"""About how many characters a token takes: what the long-transcript warning estimates tokens with."""
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 
 
@@ -59,6 +61,27 @@ def read_text(argument: str, what: str, stdin: BinaryIO, *, limit: int | None = 
             f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
             "save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
         ) from None
+
+
+def long_transcripts(lengths: Sequence[tuple[str | None, int]], limit: int) -> str | None:
+    """The one-line warning for the transcripts (each ``(path, characters)``, the path None for the
+    command's one transcript) longer than ``limit`` characters (``agent.transcript_warning_chars``), or
+    None when none is: its size and estimated tokens (the longest's, when several are)."""
+    over = [(path, length) for path, length in lengths if length > limit]
+    if not over:
+        return None
+    path, length = max(over, key=lambda pair: pair[1])
+    size = f"{length:,} characters (about {length // CHARS_PER_TOKEN:,} tokens)"
+    if len(over) > 1:
+        return (
+            f"{len(over)} transcripts are over agent.transcript_warning_chars={limit} (the longest, "
+            f"{path!r}, {size}); the model may cut them short or refuse them"
+        )
+    named = "the transcript" if path is None else f"the transcript {path!r}"
+    return (
+        f"{named} is {size}, over agent.transcript_warning_chars={limit}; "
+        "the model may cut it short or refuse it"
+    )
 
 
 def _same_file(a: Path, b: Path) -> bool:
