@@ -22,6 +22,7 @@ __all__ = [
     "TranscriptFormat",
     "TranscriptLine",
     "clock",
+    "detect_format",
 ]
 
 TranscriptFormat = Literal["text", "vtt", "srt", "json"]
@@ -150,11 +151,6 @@ class Transcript:
     def unnamed_speakers(self) -> tuple[str, ...]:
         """The speakers that are diarization labels (``SPEAKER_00``, ``spk_0``), not people's names."""
         return tuple(speaker for speaker in self.participants if _LABEL.fullmatch(speaker))
-
-    @property
-    def timed(self) -> bool:
-        """Whether its lines carry times (captions and diarized JSON do; plain text does not)."""
-        return any(line.start is not None for line in self.lines)
 
     def framed_lines(self) -> tuple[str, ...]:
         """Each line as the model reads it: ``[01:02] Name: text`` (a short time, never a cue id or a
