@@ -16,9 +16,14 @@ Profiles (``HYPOTHESIS_PROFILE``; ``make test`` and ``make check`` choose ``fixe
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from adapters.offline import OfflineResponsesServer
 
 settings.register_profile("default", max_examples=100, deadline=None)
 settings.register_profile("fixed", max_examples=100, deadline=None, derandomize=True, database=None)
@@ -57,3 +62,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slow = [item for item in items if item not in in_group and item.get_closest_marker("slow") is not None]
     early = in_group.union(slow)
     items[:] = [*grouped, *slow, *(item for item in items if item not in early)]
+
+
+@pytest.fixture
+def offline_server() -> Iterator[OfflineResponsesServer]:
+    """The offline stand-in (``adapters/offline``) serving on 127.0.0.1 for one test, stopped after it."""
+    # Imported when a test asks for it: the unit tiers run without the stand-in's server (uvicorn).
+    from adapters.offline import OfflineResponsesServer
+
+    with OfflineResponsesServer() as running:
+        yield running

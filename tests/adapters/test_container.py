@@ -4,7 +4,7 @@ telemetry switch (``agent.telemetry``: everything traced when on, the default, a
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -195,14 +195,11 @@ async def test_overriding_the_http_client_swaps_the_transport(container: Contain
     assert json.loads(seen[0].content)["stream"] is False
 
 
-@pytest.fixture
-def server() -> Iterator[OfflineResponsesServer]:
-    with OfflineResponsesServer() as running:
-        yield running
-
-
 @pytest.mark.parametrize("streaming", [True, False])
-async def test_closing_leaves_no_open_connection(server: OfflineResponsesServer, streaming: bool) -> None:
+async def test_closing_leaves_no_open_connection(
+    offline_server: OfflineResponsesServer, streaming: bool
+) -> None:
+    server = offline_server
     async with Container() as container:
         container.environ.override(providers.Object({}))
         container.config.from_dict(

@@ -1,19 +1,11 @@
-"""Fixtures for the fault and load suite: one offline server per test and every log record at DEBUG."""
+"""Fixtures for the fault and load suite (the offline stand-in is tests/conftest.py's ``offline_server``):
+every log record at DEBUG."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
-
-from adapters.offline import OfflineResponsesServer
-
-
-@pytest.fixture
-def server() -> Iterator[OfflineResponsesServer]:
-    with OfflineResponsesServer() as running:
-        yield running
 
 
 @pytest.fixture

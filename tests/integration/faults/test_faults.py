@@ -94,10 +94,10 @@ def assert_is_what_had_arrived(partial: ChatResponse | None) -> None:
 @ADAPTERS
 @pytest.mark.parametrize("fault", FAULTS, ids=[fault.scenario for fault in FAULTS])
 async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_connection(
-    server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool, fault: Fault
+    offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool, fault: Fault
 ) -> None:
     container = build_container(
-        server,
+        offline_server,
         fault.model,
         streaming=streaming,
         max_retries=fault.max_retries,
@@ -111,7 +111,9 @@ async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_conn
     finally:
         await container.aclose()
 
-    assert await connections_drained(server), f"{server.open_connections} connections left open"
+    assert await connections_drained(offline_server), (
+        f"{offline_server.open_connections} connections left open"
+    )
     assert_no_secret(logs, outcome)
     if fault.error is None:
         assert isinstance(outcome, ChatResponse), repr(outcome)
@@ -122,7 +124,7 @@ async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_conn
     assert isinstance(outcome, ChatError)
     if isinstance(outcome, ChatTransportError):
         assert outcome.status_code == fault.status_code
-        assert outcome.attempts == len(server.requests)
+        assert outcome.attempts == len(offline_server.requests)
     if streaming and fault.status_code is None:
         assert_is_what_had_arrived(outcome.partial)
     (failure,) = adapter_records(logs, logging.WARNING, "failed")
@@ -132,18 +134,20 @@ async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_conn
 
 @ADAPTERS
 async def test_429_with_retry_after_is_retried_and_the_retries_are_diagnosed(
-    server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
+    offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
 ) -> None:
-    async with build_container(server, "offline:http-429*2", streaming=streaming, max_retries=2) as container:
+    async with build_container(
+        offline_server, "offline:http-429*2", streaming=streaming, max_retries=2
+    ) as container:
         response = await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
 
     assert response.text == ECHO
-    assert [request.status for request in server.requests] == [429, 429, 200]
+    assert [request.status for request in offline_server.requests] == [429, 429, 200]
     (diagnosis,) = adapter_records(logs, logging.INFO, "succeeded")
     extra: dict[str, Any] = diagnosis.__dict__
     assert extra["attempts"] == 3
     assert extra["status_code"] == 200
-    assert extra["request_id"] == server.requests[-1].request_id
+    assert extra["request_id"] == offline_server.requests[-1].request_id
     assert extra["response_id"] == response.response_id
     assert extra["stream"] is streaming
     sdk_retries = [
@@ -152,38 +156,40 @@ async def test_429_with_retry_after_is_retried_and_the_retries_are_diagnosed(
         if r.name.startswith("openai") and r.levelno == logging.INFO and "Retrying" in r.getMessage()
     ]
     assert len(sdk_retries) == 2, sdk_retries
-    assert await connections_drained(server)
+    assert await connections_drained(offline_server)
     assert_no_secret(logs, response)
 
 
 @ADAPTERS
 async def test_500_after_every_retry_is_a_diagnosed_transport_error(
-    server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
+    offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
 ) -> None:
-    async with build_container(server, "offline:http-500", streaming=streaming, max_retries=2) as container:
+    async with build_container(
+        offline_server, "offline:http-500", streaming=streaming, max_retries=2
+    ) as container:
         with pytest.raises(ChatTransportError) as caught:
             await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
 
     error = caught.value
-    assert [request.status for request in server.requests] == [500, 500, 500]
+    assert [request.status for request in offline_server.requests] == [500, 500, 500]
     assert (error.status_code, error.attempts) == (500, 3)
-    assert error.request_id == server.requests[-1].request_id
+    assert error.request_id == offline_server.requests[-1].request_id
     assert "server_error" in error.message
     (failure,) = adapter_records(logs, logging.WARNING, "failed")
     extra: dict[str, Any] = failure.__dict__
     assert (extra["attempts"], extra["status_code"], extra["request_id"]) == (3, 500, error.request_id)
     assert (extra["error_type"], extra["stream"]) == ("ChatTransportError", streaming)
-    assert await connections_drained(server)
+    assert await connections_drained(offline_server)
     assert_no_secret(logs, error)
 
 
 @ADAPTERS
 async def test_a_five_megabyte_argument_string_goes_through_a_pipeline_and_back(
-    server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
+    offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
 ) -> None:
     transcript = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
 
-    async with build_container(server, "offline:huge-arguments", streaming=streaming) as container:
+    async with build_container(offline_server, "offline:huge-arguments", streaming=streaming) as container:
         summary = await bounded(container.summary_agent().summarize(transcript))
 
     (huge,) = [record for record in summary.tool_calls if len(record.call.raw_arguments) > 1_000_000]
@@ -194,16 +200,16 @@ async def test_a_five_megabyte_argument_string_goes_through_a_pipeline_and_back(
     assert set(summary.action_items) == STANDUP_ACTION_ITEMS
     echoed = [
         item
-        for request in server.requests[1:]
+        for request in offline_server.requests[1:]
         for item in request.body["input"]
         if item.get("type") == "function_call" and item["call_id"] == huge.call.call_id
     ]
     # Every later request carries the whole history, the 5 MB string included, byte for byte.
-    assert len(echoed) == len(server.requests) - 1 >= 1
+    assert len(echoed) == len(offline_server.requests) - 1 >= 1
     assert all(item["arguments"] == huge.call.raw_arguments for item in echoed)
     # Raw tool arguments stay out of the logs, like the key.
     assert leaking_records(logs.records, PADDING[:4096]) == []
-    assert await connections_drained(server)
+    assert await connections_drained(offline_server)
     assert_no_secret(logs, summary.run)
 
 
@@ -221,11 +227,11 @@ def action_item(arguments: Mapping[str, object] | None) -> ActionItem:
 
 @pytest.mark.parametrize("scenario", MID_STREAM)
 async def test_a_pipeline_stopped_mid_stream_keeps_the_calls_that_arrived_and_answers_none(
-    server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, scenario: str
+    offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, scenario: str
 ) -> None:
     transcript = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
 
-    async with build_container(server, f"offline:{scenario}") as container:
+    async with build_container(offline_server, f"offline:{scenario}") as container:
         with pytest.raises(ChatError) as caught:
             await bounded(container.summary_agent().summarize(transcript))
 
@@ -242,8 +248,8 @@ async def test_a_pipeline_stopped_mid_stream_keeps_the_calls_that_arrived_and_an
     # Calls of a failed response are not answered: no tool round, no follow-up request.
     assert isinstance(error, ToolRunError)
     assert error.run.messages == ()
-    assert len(server.requests) == 1
-    assert await connections_drained(server)
+    assert len(offline_server.requests) == 1
+    assert await connections_drained(offline_server)
     assert_no_secret(logs, error, error.partial)
 
 

@@ -53,14 +53,14 @@ def scenario_of(run: int) -> str | None:
 
 @pytest.mark.slow
 async def test_200_concurrent_runs_with_5_percent_faults_end_in_a_result_or_a_typed_error(
-    server: OfflineResponsesServer, caplog: pytest.LogCaptureFixture
+    offline_server: OfflineResponsesServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
     transcript = (EXAMPLES / "standup-transcript.txt").read_text(encoding="utf-8")
     plan = [scenario_of(run) for run in range(RUNS)]
-    baseline = server.open_connections
+    baseline = offline_server.open_connections
     # One container, one connection pool; each run picks its scenario through the model it asks for.
-    container = build_container(server, "offline", max_retries=2, timeout_seconds=TIMEOUT_SECONDS)
+    container = build_container(offline_server, "offline", max_retries=2, timeout_seconds=TIMEOUT_SECONDS)
     try:
         async with asyncio.timeout(DEADLINE_SECONDS):
             outcomes = await asyncio.gather(
@@ -99,12 +99,12 @@ async def test_200_concurrent_runs_with_5_percent_faults_end_in_a_result_or_a_ty
     # Each run starts with one user-initiated request. An http-500 run's is sent twice more (the SDK's
     # retries), and so is one whose body breaks in transit (the adapters'); a provider's failure or an
     # unreadable body is not asked for again.
-    started = [request for request in server.requests if request.headers["x-initiator"] == "user"]
+    started = [request for request in offline_server.requests if request.headers["x-initiator"] == "user"]
     retried = ("http-500", "truncated-stream", "connection-reset")
     assert len(started) == RUNS + 2 * sum(plan.count(scenario) for scenario in retried)
-    assert len({request.request_id for request in server.requests}) == len(server.requests)
-    assert await connections_drained(server, baseline, within=60.0), (
-        f"{server.open_connections} connections open, {baseline} before the load"
+    assert len({request.request_id for request in offline_server.requests}) == len(offline_server.requests)
+    assert await connections_drained(offline_server, baseline, within=60.0), (
+        f"{offline_server.open_connections} connections open, {baseline} before the load"
     )
     assert leaking_records(caplog.records, API_KEY) == []
     failures = [r for r in caplog.records if r.getMessage().startswith("Responses request failed")]

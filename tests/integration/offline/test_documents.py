@@ -17,6 +17,7 @@ from tests.integration.offline.support import ContainerFactory
 from tests.integration.offline.test_pipelines import ADAPTERS, edit_example, summarize
 from tests.support.doc_blocks import section_block
 from tests.support.gateway import JSON, Recorder, adapters_for, answer, response_document
+from tests.support.processes import clean_environment
 
 _REPO = Path(__file__).resolve().parents[3]
 FOLLOW_UP = ChatMessage.user("And what comes next?")
@@ -117,7 +118,7 @@ async def test_the_documented_example_of_storing_a_run_runs_as_written(tmp_path:
     code = section_block("docs/host-integration.md", "## Storing a run and loading it again")
     script = tmp_path / "stored.py"
     script.write_text(code, encoding="utf-8")
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("AGENT_")}
+    environment = clean_environment()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(script),
