@@ -269,14 +269,16 @@ async def test_every_target_failing_gives_the_last_error_with_every_attempt_and_
 
 
 @STREAMING
-async def test_the_span_names_the_target_that_answered(use_streaming: bool) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_the_span_names_the_target_that_answered(use_streaming: bool, stream: bool) -> None:
     async with serve(_answering) as fallback, serve(_failing("503")) as primary:
         with Otel() as otel:
             async with _container(
                 primary.base_url, [_fallback(fallback, name="backup")], use_streaming=use_streaming, otel=otel
             ) as container:
-                await container.chat().get_response(MESSAGES)
+                answer = await _ask(container, stream=stream)
             [span] = otel.named("chat ")
+    assert answer.served_by == "backup"
     attributes = dict(span.attributes or {})
     assert attributes["meeting_agents.failover.target"] == "backup"
     assert attributes["meeting_agents.failover.failed_targets"] == 1
