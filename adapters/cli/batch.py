@@ -27,6 +27,7 @@ from adapters.cli.files import STDIN, AtomicOutput, InputError, long_transcripts
 from adapters.cli.parser import PROG
 from adapters.cli.transcripts import imported
 from adapters.settings import ConfigurationError, Settings
+from application.language import AUTO
 from application.transcripts import TranscriptFormat
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ def collect_sources(
     reading: argparse.Namespace | None = None,
     *,
     limit: int | None = None,
+    language: str = "auto",
 ) -> list[Source]:
     """Every transcript the arguments name, in order, each file once; raises :class:`InputError`.
 
@@ -117,7 +119,8 @@ def collect_sources(
     ``--speaker``) says, or as its content shows: a file that does not parse is refused here. Each is
     read as ``summarize`` reads its one (:func:`~adapters.cli.files.read_text`): UTF-8, and no more than
     one byte past ``limit`` (``agent.max_transcript_bytes``), so a larger file, ``/dev/zero`` or an
-    endless pipe is refused without being read whole.
+    endless pipe is refused without being read whole. A summary in another ``language`` than ``auto``
+    is another meeting's, keyed apart.
     """
     seen: set[Path] = set()
     sources: list[Source] = []
@@ -143,8 +146,9 @@ def collect_sources(
             options = reading or argparse.Namespace(input_format=None, speakers=[])
             transcript = imported(text, f"PATH {str(file)!r}", options, name=file.name, console=None)
             key = sha256
-            if options.input_format is not None or options.speakers:
-                how = json.dumps([options.input_format, sorted(options.speakers)]).encode("utf-8")
+            if options.input_format is not None or options.speakers or language != AUTO:
+                written = [language] if language != AUTO else []
+                how = json.dumps([options.input_format, sorted(options.speakers), *written]).encode("utf-8")
                 key = hashlib.sha256(text.encode("utf-8") + b"\0" + how).hexdigest()
             sources.append(
                 Source(str(file), name, text, sha256, transcript.format, transcript.unnamed_speakers, key)
@@ -396,7 +400,13 @@ def batch_command(
 ) -> int:
     """``meeting-agents batch``: every check first (exit 2), then the runs; the exit code."""
     try:
-        sources = collect_sources(args.paths, stdin, args, limit=settings.agent.max_transcript_bytes)
+        sources = collect_sources(
+            args.paths,
+            stdin,
+            args,
+            limit=settings.agent.max_transcript_bytes,
+            language=settings.agent.summary_language,
+        )
         folder = prepare_output(args.out)
         database_url = _database_url(args, f"sqlite:///{folder / DEFAULT_DATABASE}")
     except (ConfigurationError, InputError) as exc:
