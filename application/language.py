@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
@@ -64,36 +65,36 @@ def _script(char: str) -> str | None:
     return None
 
 
+SAMPLE_CHARS: Final = 20_000
+"""How much of what a transcript's speakers say is read to tell its language: enough for any meeting,
+and a bound on the time a long one takes."""
+
+
 def transcript_language(lines: Sequence[str]) -> str | None:
     """The primary language subtag of what the transcript's speakers say (``en``, ``ja``), or None
-    when it cannot be told: by script, then, for Latin text, by its most common words."""
-    said = []
+    when it cannot be told: by script, then, for Latin text, by its most common words. Only the first
+    :data:`SAMPLE_CHARS` characters said are read."""
+    said: list[str] = []
+    size = 0
     for line in lines:
         match = SPEAKER_LINE.match(line)
         said.append(match["text"] if match is not None else line)
-    text = "\n".join(said)
-    scripts: dict[str, int] = {}
-    for char in text:
-        script = _script(char) if char.isalpha() else None
-        if script is not None:
-            scripts[script] = scripts.get(script, 0) + 1
+        size += len(said[-1])
+        if size >= SAMPLE_CHARS:
+            break
+    text = "\n".join(said)[:SAMPLE_CHARS]
+    scripts = Counter(script for char in text if char.isalpha() and (script := _script(char)) is not None)
     if not scripts:
         return None
-    if scripts.get("HIRAGANA", 0) + scripts.get("KATAKANA", 0) > 0 and max(
-        scripts, key=scripts.__getitem__
-    ) in {
-        "HIRAGANA",
-        "KATAKANA",
-        "CJK",
-    }:
+    ((top, _),) = scripts.most_common(1)
+    if top in {"HIRAGANA", "KATAKANA"} or (top == "CJK" and scripts["HIRAGANA"] + scripts["KATAKANA"]):
         return "ja"
-    top = max(scripts, key=scripts.__getitem__)
     if top != "LATIN":
         return {"CJK": "zh", "HANGUL": "ko", "CYRILLIC": "ru"}.get(top)
     words = _WORD.findall(normalized(text))
-    counts = {tag: sum(word in common for word in words) for tag, common in _COMMON_WORDS.items()}
-    best = max(counts, key=counts.__getitem__)
-    return best if counts[best] > 0 else None
+    counts = Counter({tag: sum(word in common for word in words) for tag, common in _COMMON_WORDS.items()})
+    ((best, hits),) = counts.most_common(1)
+    return best if hits > 0 else None
 
 
 def languages_differ(language: str, lines: Sequence[str]) -> bool:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from application.language import AUTO, language_name, languages_differ, summary_language, transcript_language
+from application.language import (
+    AUTO,
+    SAMPLE_CHARS,
+    language_name,
+    languages_differ,
+    summary_language,
+    transcript_language,
+)
 
 
 @pytest.mark.parametrize("tag", ["fr", "pt-BR", "zh-Hant", "de-CH", "AUTO", " auto "])
@@ -44,3 +51,10 @@ def test_items_are_across_languages_only_for_a_tag_that_is_not_the_transcripts()
     assert languages_differ("en", ["Ana: 42"])
     assert language_name("fr-CA") == "French (fr-CA)"
     assert language_name("tlh") == "tlh"
+
+
+def test_only_the_first_sample_of_a_long_transcript_is_read_for_its_language() -> None:
+    english = ["Ana: I'll send the deck and the notes to the team."] * (SAMPLE_CHARS // 40)
+    german = ["Ben: Ich werde die Folien und die Notizen an das Team schicken."] * (SAMPLE_CHARS // 10)
+    assert transcript_language(english + german) == "en"
+    assert transcript_language(german + english) == "de"
