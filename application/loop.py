@@ -615,15 +615,16 @@ class _Run:
         if isinstance(verdict, Fitted):
             self.value = verdict.value
             return True
+        # A gateway can echo a secret into an answer: what the error carries is cut as its run is.
+        redact = self.settings.redact or _unchanged
         if isinstance(verdict, Misfit):
             retry = self.output.retry(verdict)
             if retry is not None:
                 self.produced.append(retry)
                 return False
-            redact = self.settings.redact
             raise OutputValidationError(
                 "the final answer does not fit the output type: " + "; ".join(verdict.problems),
-                raw_text=verdict.text if redact is None else redact(verdict.text),
+                raw_text=redact(verdict.text),
                 problems=verdict.problems,
                 run=self._scrubbed(self.result()),
                 response_id=response.response_id,
@@ -631,7 +632,7 @@ class _Run:
             )
         raise OutputRefusedError(
             "the model refused to give the typed answer",
-            refusal=verdict.refusal,
+            refusal=redact(verdict.refusal),
             run=self._scrubbed(self.result()),
             response_id=response.response_id,
             model_id=response.model_id,
@@ -797,6 +798,10 @@ _LoopEvent: TypeAlias = RoundStarted | TextDelta | ToolCallFinished | ApprovalRe
 
 
 _DEADLINE_GRACE_SECONDS = 0.5
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 def _spent(settings: LoopSettings, state: RunState) -> Spending:

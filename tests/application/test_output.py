@@ -316,3 +316,21 @@ async def test_a_run_document_keeps_the_typed_runs_mode_and_its_output_as_json()
     assert loaded == run
     assert loaded.output_mode == "json_schema"
     assert loaded.output == json.loads(RIGHT)
+
+
+async def test_a_secret_a_gateway_echoed_into_the_answer_is_cut_from_the_error() -> None:
+    secret = "sk-live-ECHOED-1234"
+    settings = LoopSettings(max_output_retries=0, redact=lambda text: text.replace(secret, "[redacted]"))
+    for turn, error_type in (
+        (ScriptedTurn(text=f"not json {secret}"), OutputValidationError),
+        (ScriptedTurn(refusal=f"I refuse, {secret}"), OutputRefusedError),
+    ):
+        with pytest.raises(error_type) as caught:
+            await ToolLoop(ScriptedChat(turn), settings).run(
+                USER, None, RecordingTools(), output_type=Attendees
+            )
+        error = caught.value
+        shown = getattr(error, "raw_text", "") + getattr(error, "refusal", "")
+        assert "[redacted]" in shown
+        assert secret not in shown
+        assert secret not in error.run.final.text
