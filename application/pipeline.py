@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import ClassVar, Protocol, TypeVar
+from typing import ClassVar, Protocol, TypedDict, TypeVar
 
 import attrs
 
@@ -18,9 +18,10 @@ from application.run import RunState, ToolRun
 from application.tools import ToolRegistry
 from domain import ChatMessage, ChatOptions, ChatPort
 
-__all__ = ["UNOBSERVED", "RunHooks", "ToolPipeline"]
+__all__ = ["UNOBSERVED", "PipelineOptions", "RunHooks", "ToolPipeline"]
 
 ResultT = TypeVar("ResultT")
+_Events = TypeVar("_Events")
 
 
 class RunHooks(Protocol):
@@ -60,12 +61,7 @@ class _Unobserved:
     def run(self, agent: str) -> Iterator[Callable[[ToolRun], None]]:
         yield _ignored
 
-    def events(
-        self,
-        agent: str,
-        events: AsyncGenerator[RunEvent[ResultT], None],
-        run_of: Callable[[ResultT], ToolRun],
-    ) -> AsyncGenerator[RunEvent[ResultT], None]:
+    def events(self, agent: str, events: _Events, run_of: object) -> _Events:
         return events
 
     @contextlib.contextmanager
@@ -74,6 +70,15 @@ class _Unobserved:
 
 
 UNOBSERVED: RunHooks = _Unobserved()
+
+
+class PipelineOptions(TypedDict, total=False):
+    """The keyword arguments every pipeline takes (see :class:`ToolPipeline`)."""
+
+    options: ChatOptions | None
+    decorators: Sequence[ToolInvokerDecorator]
+    approver: Approver | None
+    hooks: RunHooks | None
 
 
 class ToolPipeline:

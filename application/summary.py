@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from typing import Final, TypeVar
+from typing import Final, TypeVar, Unpack
 
 import attrs
 
@@ -15,13 +15,13 @@ from application.events import ChunkFinished, RunEvent, RunFinished, TextDelta
 from application.framing import FRAMING_RULE, NUMBERING_RULE, frame_numbered
 from application.grounding import SPEAKER_LINE, Grounding, transcript_lines
 from application.language import AUTO, language_name, languages_differ, summary_language
-from application.loop import LoopSettings, ToolInvokerDecorator
+from application.loop import LoopSettings
 from application.parameters import not_blank
-from application.pipeline import RunHooks, ToolPipeline
+from application.pipeline import PipelineOptions, ToolPipeline
 from application.run import ToolCallRecord, ToolRun
 from application.tools import ToolRegistry
 from application.transcripts import Transcript
-from domain import ChatError, ChatOptions, ChatPort, Usage
+from domain import ChatError, ChatPort, Usage
 
 __all__ = [
     "MEETING_SUMMARY",
@@ -277,10 +277,10 @@ class SummaryAgent(ToolPipeline):
     """Summarizes a transcript; every tool call goes through :class:`GuardedToolInvoker`, and every
     item is checked against the lines it cites (:class:`application.grounding.Grounding`).
 
-    ``SummaryAgent(chat, settings=None, *, options=None, decorators=(), chunking=None, hooks=None)``; see
-    :class:`ToolPipeline`. A transcript longer than ``chunking.chunk_chars`` is summarized in
-    overlapping chunks, at most ``chunking.chunk_concurrency`` at once, and merged
-    (:class:`ChunkSettings`).
+    ``SummaryAgent(chat, settings=None, *, chunking=None, language="auto", **pipeline)``, ``pipeline``
+    the :class:`PipelineOptions` of :class:`ToolPipeline`. A transcript longer than
+    ``chunking.chunk_chars`` is summarized in overlapping chunks, at most ``chunking.chunk_concurrency``
+    at once, and merged (:class:`ChunkSettings`).
     """
 
     def __init__(
@@ -288,13 +288,11 @@ class SummaryAgent(ToolPipeline):
         chat: ChatPort,
         settings: LoopSettings | None = None,
         *,
-        options: ChatOptions | None = None,
-        decorators: Sequence[ToolInvokerDecorator] = (),
         chunking: ChunkSettings | None = None,
         language: str = AUTO,
-        hooks: RunHooks | None = None,
+        **pipeline: Unpack[PipelineOptions],
     ) -> None:
-        super().__init__(chat, settings, options=options, decorators=decorators, hooks=hooks)
+        super().__init__(chat, settings, **pipeline)
         self.chunking = chunking or ChunkSettings()
         self.language = language
 

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Collection, Sequence
-from typing import Final
+from typing import Final, Unpack
 
 import attrs
 
-from application.approval import ApprovalRequest, Approver, Decisions
+from application.approval import ApprovalRequest, Decisions
 from application.budget import StopReason
 from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
 from application.held import waiting
-from application.loop import LoopSettings, ToolInvokerDecorator
+from application.loop import LoopSettings
 from application.parameters import not_blank
-from application.pipeline import RunHooks, ToolPipeline
+from application.pipeline import PipelineOptions, ToolPipeline
 from application.run import RunState, RunStatus, ToolCallRecord, ToolRun
 from application.tools import ToolError, ToolRegistry
 from application.workflow_json import workflow_to_json
-from domain import ChatOptions, ChatPort, UnknownStepError, Usage, Workflow, WorkflowStep
+from domain import ChatPort, UnknownStepError, Usage, Workflow, WorkflowStep
 
 __all__ = ["WORKFLOW_EDITOR", "WORKFLOW_TOOLS", "WorkflowEdit", "WorkflowEditorAgent", "waiting_edits"]
 
@@ -205,8 +205,8 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool, approval: frozenset
 class WorkflowEditorAgent(ToolPipeline):
     """Edits a copy of a workflow as instructed; every tool call goes through :class:`GuardedToolInvoker`.
 
-    ``WorkflowEditorAgent(chat, settings=None, *, options=None, decorators=(), approver=None,
-    approval_required_tools=("remove_step",), hooks=None)``; see :class:`ToolPipeline`. A call of a tool named
+    ``WorkflowEditorAgent(chat, settings=None, *, approval_required_tools=("remove_step",), **pipeline)``,
+    ``pipeline`` the :class:`PipelineOptions` of :class:`ToolPipeline`. A call of a tool named
     in ``approval_required_tools`` (``()`` for none) waits for approval: the ``approver``'s when
     there is one, else the edit stops (``status == "awaiting_approval"``) and :meth:`resume` goes on.
     """
@@ -216,15 +216,10 @@ class WorkflowEditorAgent(ToolPipeline):
         chat: ChatPort,
         settings: LoopSettings | None = None,
         *,
-        options: ChatOptions | None = None,
-        decorators: Sequence[ToolInvokerDecorator] = (),
-        approver: Approver | None = None,
         approval_required_tools: Sequence[str] = DEFAULT_APPROVAL_REQUIRED,
-        hooks: RunHooks | None = None,
+        **pipeline: Unpack[PipelineOptions],
     ) -> None:
-        super().__init__(
-            chat, settings, options=options, decorators=decorators, approver=approver, hooks=hooks
-        )
+        super().__init__(chat, settings, **pipeline)
         self._approval = _approval_set(approval_required_tools)
 
     def _tools(self, draft: _Draft) -> ToolRegistry:

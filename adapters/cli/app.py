@@ -92,16 +92,7 @@ from domain import (
 if TYPE_CHECKING:
     from adapters.telemetry.console import SpanTreeRecorder
 
-__all__ = [
-    "EXIT_INCOMPLETE",
-    "EXIT_INTERRUPTED",
-    "EXIT_MODEL_FAILED",
-    "EXIT_NOT_CARRIED_OUT",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "EXIT_WAITING",
-    "main",
-]
+__all__ = ["main"]
 
 
 # The offline stand-in accepts any key; the SDK insists on one.

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters.cli.app import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_USAGE, EXIT_WAITING
+from adapters.cli.exit_codes import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_USAGE, EXIT_WAITING
 from adapters.offline import OfflineResponsesServer
 from application import RunState, loads, workflow_from_json
 from tests.integration.cli.support import WORKFLOW, OnTerminal, Ran, run, run_process

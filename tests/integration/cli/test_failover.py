@@ -9,7 +9,7 @@ from typing import Final
 
 import pytest
 
-from adapters.cli.app import EXIT_MODEL_FAILED, EXIT_OK
+from adapters.cli.exit_codes import EXIT_MODEL_FAILED, EXIT_OK
 from adapters.offline import OfflineResponsesServer
 from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, run
 from tests.support.upstreams import FakeServer, echo_route

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from adapters.cli.app import EXIT_OK, EXIT_USAGE
+from adapters.cli.exit_codes import EXIT_OK, EXIT_USAGE
 from tests.integration.cli.support import OFFLINE_NOTE, ROOT, run
 
 SAMPLES: Final = ROOT / "tests" / "application" / "transcripts"
