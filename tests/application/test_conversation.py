@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
-from application import Approve, LoopSettings, ToolLoop, ToolRegistry, dumps, loads
-from domain import ChatMessage, ChatOptions, ChatTransportError, Usage
+from application import (
+    Approve,
+    LoopSettings,
+    RunFinished,
+    ToolLoop,
+    ToolRegistry,
+    ToolRun,
+    dumps,
+    loads,
+)
+from domain import ChatMessage, ChatOptions, ChatTransportError, ToolSpec, Usage
+from tests.strategies import loop_scripts
 from tests.support.doubles import RecordingTools
+from tests.support.examples import examples
 
 USER = (ChatMessage.user("What time is the review?"),)
 SERVER = LoopSettings(conversation_state="server")
@@ -170,6 +183,47 @@ async def test_a_resumed_run_goes_on_from_the_held_answer_with_the_same_cache_ke
     assert after.previous_response_id == paused.state.responses[-1].response_id
     assert chat.requests[1].messages == (run.messages[-2],)
     assert after.prompt_cache_key == before.prompt_cache_key
+
+
+Script = list[tuple[str, list[tuple[str, str]]]]
+
+
+async def _run_script(
+    script: Script, settings: LoopSettings, *, streamed: bool
+) -> tuple[ToolRun, ScriptedChat]:
+    chat = ScriptedChat(
+        *(ScriptedTurn(text=text, calls=[(cid, "a", raw) for cid, raw in calls]) for text, calls in script)
+    )
+    loop, options = ToolLoop(chat, settings), ChatOptions(tools=(ToolSpec("a"),))
+    if not streamed:
+        return await loop.run(USER, options, RecordingTools()), chat
+    events = [event async for event in loop.run_events(USER, options, RecordingTools())]
+    assert isinstance(events[-1], RunFinished)
+    return events[-1].result, chat
+
+
+@settings(max_examples=examples(60))
+@given(script=loop_scripts(), streamed=st.booleans())
+async def test_server_state_sends_exactly_what_the_stored_chain_lacks_and_runs_as_client_state_does(
+    script: Script, streamed: bool
+) -> None:
+    client_settings = LoopSettings(max_consecutive_tool_errors=100)
+    client, client_chat = await _run_script(script, client_settings, streamed=streamed)
+    server_settings = attrs.evolve(client_settings, conversation_state="server")
+    server, server_chat = await _run_script(script, server_settings, streamed=streamed)
+
+    assert server == client
+    for number, (whole, sent) in enumerate(zip(client_chat.requests, server_chat.requests, strict=True)):
+        assert sent.options is not None
+        assert sent.options.store is True
+        if number == 0:
+            assert sent.messages == whole.messages
+            assert sent.options.previous_response_id is None
+            continue
+        # What the provider stored (the last request and its answer) and what is sent are the whole history.
+        before = client_chat.requests[number - 1].messages
+        assert (*before, *client.responses[number - 1].messages, *sent.messages) == whole.messages
+        assert sent.options.previous_response_id == client.responses[number - 1].response_id
 
 
 # ---------------------------------------------------------------- the prompt cache key
