@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import Any, Final, Self, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 import httpx
 import openai
 from dependency_injector import containers, providers
 
+from adapters.closing import ClosedOnExit
 from adapters.failover import FailoverChat, Target
 from adapters.rate_limits import PacingHook, RateLimitedChat, RateLimiter
 from adapters.redaction import Redactor
@@ -371,7 +371,7 @@ def _approval_required_tools(settings: Settings) -> tuple[str, ...]:
     return settings.agent.approval_required_tools
 
 
-class _Lifecycle:
+class _Lifecycle(ClosedOnExit):
     """``aclose()`` and ``async with`` for a container: closes the clients it created, then forgets them."""
 
     closables: providers.Provider[_Closables]
@@ -379,14 +379,6 @@ class _Lifecycle:
     async def aclose(self) -> None:
         await self.closables().close_all()
         self.reset_singletons()  # type: ignore[attr-defined]  # provided by the container base class
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 class _ContainerInstance(_Lifecycle, containers.DynamicContainer):

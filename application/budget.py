@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import typing
 from collections.abc import Iterable
 from typing import Final, Literal
 
@@ -47,16 +48,7 @@ StopReason = Literal[
     "deadline",
     "too_many_calls",
 ]
-STOP_REASONS: Final[tuple[StopReason, ...]] = (
-    "budget.requests",
-    "budget.input_tokens",
-    "budget.output_tokens",
-    "budget.tool_calls",
-    "budget.cost_usd",
-    "budget.unmetered",
-    "deadline",
-    "too_many_calls",
-)
+STOP_REASONS: Final[tuple[StopReason, ...]] = typing.get_args(StopReason)
 
 MIN_OUTPUT_TOKENS: Final = 16
 """The smallest ``max_output_tokens`` the Responses API takes: with less output left, no request goes."""

@@ -7,8 +7,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from types import TracebackType
-from typing import Final, Self
+from typing import Final
 
 import attrs
 import httpx
@@ -22,6 +21,7 @@ from adapters.cassettes.format import (
     request_diff,
     request_digest,
 )
+from adapters.closing import ClosedOnExit
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatError, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 
@@ -116,7 +116,7 @@ class ReplayTransport(httpx.AsyncBaseTransport):
         )
 
 
-class ReplayChat:
+class ReplayChat(ClosedOnExit):
     """A ``ChatPort`` that answers from a cassette (a file, or a directory of them) with no gateway.
 
     Each request goes through the real adapter, ``ResponsesSseAdapter`` (``streaming``, the default)
@@ -190,14 +190,6 @@ class ReplayChat:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def _mismatch(misses: list[_Miss], error: ChatError) -> ReplayMismatchError:
