@@ -3,6 +3,7 @@ every value a run document holds."""
 
 from __future__ import annotations
 
+import copy
 import enum
 import itertools
 import json
@@ -10,7 +11,7 @@ import re
 import types
 import typing
 from datetime import UTC
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 from hypothesis import strategies as st
@@ -432,3 +433,79 @@ def commitments(draw: st.DrawFn) -> Commitment:
         words,
         draw(st.none() | st.sampled_from(list(DUE_SPELLINGS))),
     )
+
+
+# ---------------------------------------------------------------- mutated documents
+
+# What a mutation puts in place of a value: every JSON type, edge numbers, and nesting kept modest.
+_ODD_VALUES: Final = (
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**63,
+    -(10**30),
+    1.5,
+    -0.5,
+    "",
+    "x",
+    "call_1",
+    "remove_step",
+    "{}",
+    '{"amount": 5000}',
+    [],
+    [None],
+    {},
+    {"kind": "text", "text": "hi"},
+    [[[[[[[[[[]]]]]]]]]],
+)
+
+
+def document_places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place inside a JSON value (the value itself first), as the keys and indexes leading to it."""
+    places = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            places.extend(document_places(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            places.extend(document_places(item, (*path, index)))
+    return places
+
+
+def _at(document: Any, place: tuple[Any, ...]) -> Any:
+    for step in place:
+        document = document[step]
+    return document
+
+
+@st.composite
+def mutated_documents(draw: st.DrawFn, documents: typing.Sequence[dict[str, Any]]) -> str:
+    """One of ``documents`` changed in one to three places under its ``value``: a value replaced (by one of
+    another type, or by a value from elsewhere in the document), a field or item removed, an item
+    duplicated or moved, a field added. Places under ``pending``, ``responses`` and ``held`` are picked
+    as often as all the others together: they are what says which calls run."""
+    document = copy.deepcopy(draw(st.sampled_from(list(documents))))
+    for _ in range(draw(st.integers(1, 3))):
+        places = document_places(document["value"], ("value",))[1:]
+        vital = [p for p in places if p[1] in ("pending", "responses", "held")]
+        place = draw(st.sampled_from(vital if vital and draw(st.booleans()) else places))
+        parent, last = _at(document, place[:-1]), place[-1]
+        how = draw(st.sampled_from(["replace", "replace", "borrow", "remove", "duplicate", "move", "extra"]))
+        if how == "replace":
+            parent[last] = copy.deepcopy(draw(st.sampled_from(_ODD_VALUES)))
+        elif how == "borrow":
+            parent[last] = copy.deepcopy(_at(document, draw(st.sampled_from(places))))
+        elif how == "remove":
+            del parent[last]
+        elif how in ("duplicate", "move") and isinstance(parent, list):
+            item = parent[last]
+            if how == "move":
+                del parent[last]
+            parent.insert(draw(st.integers(0, len(parent))), copy.deepcopy(item))
+        elif isinstance(parent[last], dict):
+            parent[last][draw(st.sampled_from(["surplus", "kind", "call_id", "name"]))] = draw(
+                st.sampled_from(_ODD_VALUES[:14])
+            )
+    return json.dumps(document)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import pytest
@@ -20,7 +21,10 @@ from application import (
     ApprovalRequest,
     ApprovalRequested,
     Approve,
+    Deny,
     DocumentError,
+    LoopSettings,
+    RunBudget,
     RunFinished,
     RunState,
     ToolLoop,
@@ -35,6 +39,7 @@ from tests.application.strategies import (
     chat_responses,
     conversations,
     meeting_summaries,
+    mutated_documents,
     tool_runs,
     workflow_edits,
 )
@@ -392,3 +397,94 @@ def test_the_default_limit_is_the_command_lines() -> None:
     assert AgentSettings().max_transcript_bytes == MAX_DOCUMENT_BYTES
     with pytest.raises(DocumentError, match="larger than"):
         loads(" " * (MAX_DOCUMENT_BYTES + 1))
+
+
+# ---------------------------------------------------------------- every loadable state resumes or is refused
+
+
+class Ledger(Till):
+    """The till, with refunds kept apart: only ``pay`` always waits, so every payment was shown first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refunded: list[int] = []
+        self.registry = ToolRegistry()
+        self.registry.add(self._pay, name="pay", params=Payment, needs_approval=True)
+        self.registry.add(self._refund, name="refund", params=Payment, needs_approval=lambda p: p.amount > 10)
+        self.registry.add(lambda params: {"due": 5}, name="look_up", params=Lookup)
+
+    def _refund(self, params: Payment) -> dict[str, object]:
+        self.refunded.append(params.amount)
+        return {"refunded": params.amount}
+
+
+RELEASE = Workflow("release", (WorkflowStep("s1", "Build", "task"), WorkflowStep("s3", "Deploy", "deploy")))
+
+
+async def _paused_documents() -> list[dict[str, Any]]:
+    """Paused runs of every shape: malformed and repeated calls held, two rounds, a budget stop, an edit."""
+    tools = Ledger().registry
+    options = ChatOptions(tools=tools.specs)
+    answers = [
+        ScriptedChat(
+            ScriptedTurn(
+                calls=(
+                    ("l1", "look_up", "{}"),
+                    ("p1", "pay", FIVE),
+                    ("m1", "pay", '{"amount": 5'),
+                    ("r1", "refund", '{"amount": 50}'),
+                    ("l1", "look_up", "{}"),
+                )
+            )
+        ),
+        ScriptedChat(
+            ScriptedTurn(calls=(("l1", "look_up", "{}"),)),
+            ScriptedTurn(calls=(("p2", "pay", '{"amount": 7}'),)),
+        ),
+    ]
+    states: list[object] = []
+    for answer in answers:
+        states.append((await ToolLoop(answer).run(USER, options, tools)).state)
+    budget = LoopSettings(run_budget=RunBudget(tool_calls=1))
+    two = ScriptedChat(ScriptedTurn(calls=(("p3", "pay", FIVE), ("l3", "look_up", "{}"))))
+    states.append((await ToolLoop(two, budget).run(USER, options, tools)).state)
+    removal = ScriptedChat(ScriptedTurn(calls=(("d1", "remove_step", '{"step_id": "s3"}'),)))
+    states.append((await WorkflowEditorAgent(removal).edit(RELEASE, "remove Deploy")).state)
+    assert all(isinstance(state, RunState) for state in states)
+    return [json.loads(dumps(state)) for state in states]
+
+
+# Built once, before any test's event loop runs: the runs are scripted and take milliseconds.
+PAUSED: Final = asyncio.run(_paused_documents())
+
+
+@settings(
+    max_examples=examples(300),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    deadline=None,
+)
+@given(text=mutated_documents(PAUSED), approve=st.booleans())
+async def test_every_loadable_state_either_resumes_or_is_refused_and_no_payment_goes_unshown(
+    text: str, approve: bool
+) -> None:
+    try:
+        state = loads(text)
+    except DocumentError:
+        return
+    assert isinstance(state, RunState)
+    decision: ApprovalDecision = Approve() if approve else Deny(reason="no")
+    decisions = {request.call_id: decision for request in state.pending}
+    closing = ScriptedChat(ScriptedTurn(text="Done."))
+    ledger = Ledger()
+    try:
+        if state.pipeline == "workflow_editor":
+            edit = await WorkflowEditorAgent(closing).resume(state, decisions)
+            assert edit.status == "done"
+        else:
+            run = await ToolLoop(closing).resume(state, decisions, ledger.registry)
+            assert run.status == "done"
+    except ValueError:
+        assert ledger.paid == []
+        return
+    shown = [r.arguments.get("amount") for r in state.pending if r.name == "pay"]
+    assert sorted(ledger.paid) == (sorted(a for a in shown if isinstance(a, int)) if approve else [])

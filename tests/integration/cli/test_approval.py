@@ -226,6 +226,16 @@ def _tampered(state: Path, change: Callable[[dict[str, Any]], None]) -> None:
     state.write_text(json.dumps(document), encoding="utf-8")
 
 
+def test_a_state_without_the_answer_it_stopped_on_is_exit_2(tmp_path: Path) -> None:
+    state = tmp_path / "paused.json"
+    call_id = paused_to(state)
+    _tampered(state, lambda document: document["value"].update(responses=[]))
+    ran = run("resume", str(state), "--approve", call_id)
+    assert ran.code == EXIT_USAGE, ran.err
+    [line] = ran.err_lines
+    assert "value.responses: empty" in line
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 @pytest.mark.parametrize(
     ("change", "words"),
