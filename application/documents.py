@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import contextvars
 import hashlib
 import hmac
 import json
@@ -38,6 +38,7 @@ from domain import (
     TextContent,
 )
 from domain.arguments import ArgumentsParseError, escape_surrogates, parse_arguments, reject_constant
+from domain.messages import ROLES
 
 __all__ = ["DOCUMENT_KINDS", "FORMAT", "MAX_DOCUMENT_BYTES", "VERSION", "DocumentError", "dumps", "loads"]
 
@@ -174,9 +175,23 @@ def _at(error: Exception, name: str) -> Exception:
     return error
 
 
-# A run holds each call three times (in its messages, its responses and its records): parse each once.
-# What parsing gives is immutable (a read-only mapping, a frozen error), so the copies can share it.
-_parse_arguments: Final = functools.lru_cache(maxsize=1024)(parse_arguments)
+# A run holds each call three times (in its messages, its responses and its records), far apart in a long
+# run: one load parses each raw string once, and the copies share what parsing gives, which is immutable
+# (a read-only mapping, a frozen error). The cache lives for one load, so it holds only that document's.
+_PARSED: Final[contextvars.ContextVar[dict[str, Any] | None]] = contextvars.ContextVar("parsed", default=None)
+
+
+def _parse_arguments(raw: str) -> Any:
+    cache = _PARSED.get()
+    if cache is None:
+        return parse_arguments(raw)
+    parsed = cache.get(raw)
+    if parsed is None:
+        parsed = cache[raw] = parse_arguments(raw)
+    return parsed
+
+
+_CALL_KEYS: Final = frozenset({"call_id", "name", "raw_arguments", "item_id", "provider_item"})
 
 
 def _function_calls(
@@ -201,6 +216,10 @@ def _function_calls(
     )
 
     def structure(value: object, _: object) -> FunctionCallContent:
+        if value.__class__ is dict:
+            made = _quick_call(typing.cast(dict[str, Any], value))
+            if made is not None:
+                return made
         if not isinstance(value, Mapping):
             raise _InvalidValueError("expected an object")
         stored = dict(value)
@@ -224,6 +243,33 @@ def _function_calls(
             return detailed(stored, FunctionCallContent)
 
     return unstructure, structure
+
+
+def _quick_call(fields: dict[str, Any]) -> FunctionCallContent | None:
+    """The call a well-formed stored call is, built directly; None for anything else (the generated
+    hooks then structure it and name what is wrong)."""
+    call_id, name, raw = fields.get("call_id"), fields.get("name"), fields.get("raw_arguments")
+    item_id, item = fields.get("item_id"), fields.get("provider_item")
+    if not (
+        call_id.__class__ is str
+        and name.__class__ is str
+        and raw.__class__ is str
+        and (item_id is None or item_id.__class__ is str)
+        and (item is None or item.__class__ is str)
+        and fields.keys() <= _CALL_KEYS
+    ):
+        return None
+    parsed = _parse_arguments(raw)
+    failed = isinstance(parsed, ArgumentsParseError)
+    return FunctionCallContent(
+        call_id=call_id,
+        name=name,
+        raw_arguments=raw,
+        arguments=None if failed else parsed,
+        parse_error=parsed if failed else None,
+        item_id=item_id,
+        provider_item=item,
+    )
 
 
 def _is_text_union(tp: object) -> bool:
@@ -270,7 +316,69 @@ def _converter() -> cattrs.Converter:
     unstructure_content, structure_content = _tagged_contents(converter)
     converter.register_unstructure_hook_func(lambda tp: tp == content_type, unstructure_content)
     converter.register_structure_hook_func(lambda tp: tp == content_type, structure_content)
+    generic_message = converter.get_structure_hook(ChatMessage)
+    converter.register_structure_hook(ChatMessage, _quick_messages(generic_message, structure_call))
     return converter
+
+
+_TEXT_KEYS: Final = frozenset({_CONTENT_TAG, "text", "provider_item"})
+_RESULT_KEYS: Final = frozenset({_CONTENT_TAG, "call_id", "result", "is_error"})
+
+
+def _quick_messages(
+    generic: Callable[[Any, Any], Any], structure_call: Callable[[Any, Any], FunctionCallContent]
+) -> Callable[[Any, Any], ChatMessage]:
+    """Structuring for ``ChatMessage`` that builds the shapes a long run holds most of (text, calls,
+    tool results) directly, and hands anything else, and anything wrong, to ``generic``, which names
+    the bad field. A document of many small messages loads several times faster so."""
+
+    def content(value: object) -> Content | None:
+        if value.__class__ is not dict:
+            return None
+        fields = typing.cast(dict[str, Any], value)
+        kind = fields.get(_CONTENT_TAG)
+        if kind == "text":
+            text, item = fields.get("text"), fields.get("provider_item")
+            if (
+                text.__class__ is str
+                and (item is None or item.__class__ is str)
+                and fields.keys() <= _TEXT_KEYS
+            ):
+                return TextContent(text, item)
+        elif kind == "function_result":
+            call_id, is_error = fields.get("call_id"), fields.get("is_error", False)
+            if (
+                call_id.__class__ is str
+                and is_error.__class__ is bool
+                and "result" in fields
+                and fields.keys() <= _RESULT_KEYS
+            ):
+                return FunctionResultContent(call_id, fields["result"], is_error)
+        elif kind == "function_call":
+            rest = dict(fields)
+            del rest[_CONTENT_TAG]
+            try:
+                return structure_call(rest, FunctionCallContent)
+            except Exception:
+                return None
+        return None
+
+    def structure(value: object, cls: Any) -> ChatMessage:
+        fields = typing.cast(dict[str, Any], value)
+        if value.__class__ is dict and len(fields) == 2:
+            role, contents = fields.get("role"), fields.get("contents")
+            if role.__class__ is str and role in ROLES and contents.__class__ is list:
+                items = []
+                for item in contents:
+                    made = content(item)
+                    if made is None:
+                        break
+                    items.append(made)
+                else:
+                    return ChatMessage(role, tuple(items))
+        return typing.cast(ChatMessage, generic(value, cls))
+
+    return structure
 
 
 _CONVERTER: Final = _converter()
@@ -464,6 +572,7 @@ def loads(
         _key(secret)
     _size_check(text, max_bytes)
     kind, value = _envelope(_parsed(text), secret)
+    parsing = _PARSED.set({})
     try:
         loaded = _CONVERTER.structure(value, DOCUMENT_KINDS[kind])
     except (ClassValidationError, IterableValidationError) as error:
@@ -473,6 +582,8 @@ def loads(
     except Exception as error:
         # A hook or a class's own checks failed some other way: loads promises DocumentError only.
         raise DocumentError(*_first_failure(error, "value")) from None
+    finally:
+        _PARSED.reset(parsing)
     _check_state(loaded)
     return loaded
 

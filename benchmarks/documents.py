@@ -1,7 +1,10 @@
 """What a run document costs: ``dumps`` + ``loads`` against ``json.dumps`` + ``json.loads`` of the same data.
 
 ``python -m benchmarks.documents [--runs N] [--quick]`` prints one line per value: a 200-call tool run (a
-real ``ToolLoop`` run over the JSON adapter) and the 20k-delta answer, each as a ratio (target <= 3).
+real ``ToolLoop`` run over the JSON adapter) and the 20k-delta answer, each as a ratio (target <= 3);
+then what a paused run of many small values costs to take up again: ``loads`` + ``resume`` of a 45 MB
+state in seconds (target: seconds, not minutes: <= 15 s), and the peak memory of its ``loads`` as a
+multiple of the document (target <= 10).
 """
 
 from __future__ import annotations
@@ -9,18 +12,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import attrs
 
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings
-from application import ToolLoop, ToolRegistry, ToolRun, dumps, loads
+from adapters.scripted import ScriptedChat, ScriptedTurn
+from application import Approve, RunState, ToolLoop, ToolRegistry, ToolRun, dumps, loads
 from benchmarks.bodies import make_body, make_calls_body
-from benchmarks.harness import Check, interleaved, paired_ratios, serve, spread
+from benchmarks.harness import Check, interleaved, paired_ratios, peak_bytes, serve, spread
 from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, updates_of
 
-__all__ = ["document_costs", "main"]
+__all__ = ["document_costs", "main", "paused_state", "resume_costs"]
 
 QUESTION = (ChatMessage.user("Record every action item of the meeting."),)
 TARGET = 3.0
@@ -113,13 +118,87 @@ async def document_costs(
     ]
 
 
+@attrs.frozen
+class _Held:
+    step: int = 0
+
+
+def _approval_tools() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(description="A step that waits for approval.", needs_approval=True)
+    def held(params: _Held) -> dict[str, Any]:
+        return {"done": params.step}
+
+    return registry
+
+
+async def paused_state(size_bytes: int) -> RunState:
+    """A run paused for approval whose conversation is short messages, about ``size_bytes`` as a document."""
+    history = tuple(
+        ChatMessage.user(f"line {i}") if i % 2 == 0 else ChatMessage.assistant(f"noted {i}")
+        for i in range(max(2, size_bytes // 84))
+    )
+    chat = ScriptedChat(ScriptedTurn(calls=(("h1", "held", '{"step": 1}'),)))
+    registry = _approval_tools()
+    run = await ToolLoop(chat).run(history, ChatOptions(tools=registry.specs), registry)
+    assert run.state is not None
+    return run.state
+
+
+async def resume_costs(size_bytes: int = 45_000_000) -> list[Check]:
+    """``loads`` + ``resume`` of a paused run of about ``size_bytes`` of small messages: the seconds
+    (CPU time of this process), and ``loads``'s peak memory as a multiple of the document."""
+    text = dumps(await paused_state(size_bytes))
+    size = len(text.encode("utf-8"))
+    registry = _approval_tools()
+    parse_started = time.process_time()
+    json.loads(text)
+    parse = time.process_time() - parse_started
+    started = time.process_time()
+    state = loads(text, max_bytes=None)
+    loaded = time.process_time() - started
+    resumed = await ToolLoop(ScriptedChat(ScriptedTurn(text="Done."))).resume(
+        state, {"h1": Approve()}, registry
+    )
+    seconds = time.process_time() - started
+    if resumed.status != "done":
+        raise AssertionError("the paused run did not resume to its end")
+    del state, resumed
+
+    async def load() -> None:
+        loads(text, max_bytes=None)
+
+    peak = await peak_bytes(load)
+    return [
+        Check(
+            name=f"loads+resume of a {size / 1e6:.0f} MB paused state of small messages",
+            value=seconds,
+            unit="s",
+            target="<= 15",
+            met=seconds <= 15,
+            detail=f"loads {loaded:.1f} s of it, json.loads alone {parse:.1f} s (CPU)",
+        ),
+        Check(
+            name=f"peak memory of loads / document, {size / 1e6:.0f} MB paused state",
+            value=peak / size,
+            unit="x",
+            target="<= 10",
+            met=peak / size <= 10,
+            detail=f"{peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB document (tracemalloc)",
+        ),
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.documents", description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="timed runs per variant (median)")
     parser.add_argument("--quick", action="store_true", help="tiny values and two runs: a smoke test")
     args = parser.parse_args(argv)
     sizes: dict[str, int] = {"calls": 10, "call_chars": 100, "deltas": 200, "runs": 2} if args.quick else {}
-    for check in asyncio.run(document_costs(**{"runs": args.runs, **sizes})):
+    checks = asyncio.run(document_costs(**{"runs": args.runs, **sizes}))
+    checks += asyncio.run(resume_costs(200_000 if args.quick else 45_000_000))
+    for check in checks:
         verdict = "-" if check.met is None else ("met" if check.met else "MISSED")
         print(f"{check.name}: {check.value:.2f} {check.unit} ({check.spread}; {check.detail})")
         print(f"  target {check.target}: {verdict}")

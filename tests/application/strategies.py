@@ -438,7 +438,7 @@ def commitments(draw: st.DrawFn) -> Commitment:
 # ---------------------------------------------------------------- mutated documents
 
 # What a mutation puts in place of a value: every JSON type, edge numbers, and nesting kept modest.
-_ODD_VALUES: Final = (
+_ODD_VALUES: Final[tuple[Any, ...]] = (
     None,
     True,
     False,
@@ -490,7 +490,8 @@ def mutated_documents(draw: st.DrawFn, documents: typing.Sequence[dict[str, Any]
     for _ in range(draw(st.integers(1, 3))):
         places = document_places(document["value"], ("value",))[1:]
         vital = [p for p in places if p[1] in ("pending", "responses", "held")]
-        place = draw(st.sampled_from(vital if vital and draw(st.booleans()) else places))
+        among_vital = bool(vital) and draw(st.booleans())
+        place = draw(st.sampled_from(vital if among_vital else places))
         parent, last = _at(document, place[:-1]), place[-1]
         how = draw(st.sampled_from(["replace", "replace", "borrow", "remove", "duplicate", "move", "extra"]))
         if how == "replace":

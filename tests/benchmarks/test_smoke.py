@@ -21,7 +21,7 @@ from adapters.telemetry.content import input_messages
 from benchmarks import memory, profile
 from benchmarks.bodies import make_body, make_calls_body, tool_loop_round
 from benchmarks.cpu import cpu_bounds
-from benchmarks.documents import document_costs, tool_run
+from benchmarks.documents import document_costs, paused_state, resume_costs, tool_run
 from benchmarks.harness import WrongOutputError
 from benchmarks.layers import LAYERS
 from benchmarks.memory import SHAPES, body_memory
@@ -312,3 +312,14 @@ def test_telemetry_time_is_split_between_the_opentelemetry_sdk_and_our_decorator
     assert set(theirs) == set(ours) == set(profile.OWNERS)
     assert theirs["OpenTelemetry"] > 0.7 * sum(theirs.values())
     assert ours["ours, telemetry"] > 0.5 * sum(ours.values())
+
+
+async def test_the_document_benchmark_reports_what_resuming_a_large_paused_state_costs() -> None:
+    state = await paused_state(20_000)
+    checks = await resume_costs(20_000)
+
+    assert len(state.messages) > 200
+    assert [check.unit for check in checks] == ["s", "x"]
+    assert checks[0].name.startswith("loads+resume of a ")
+    assert checks[1].name.startswith("peak memory of loads / document")
+    assert all(check.value > 0 and math.isfinite(check.value) for check in checks)
