@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias
 
@@ -10,7 +10,7 @@ import attrs
 
 from domain import ChatError, ChatMessage, ChatOptions, ChatResponse, ChatTransportError
 
-__all__ = ["CONVERSATION_STATES", "Conversation", "ConversationState", "new_run_id"]
+__all__ = ["CONVERSATION_STATES", "Conversation", "ConversationState", "run_id_for"]
 
 ConversationState: TypeAlias = Literal["client", "server"]
 """Where a run's conversation lives between its requests: ``client``, every request sends the whole
@@ -23,9 +23,17 @@ CONVERSATION_STATES: Final[tuple[ConversationState, ...]] = ("client", "server")
 _CHAIN_REFUSED: Final = ("previous_response_not_found", "previous_response_id")
 
 
-def new_run_id() -> str:
-    """A run's id: what its requests' ``prompt_cache_key`` is made from, kept across a resume."""
-    return f"run_{uuid.uuid4().hex}"
+def run_id_for(messages: Sequence[ChatMessage], options: ChatOptions) -> str:
+    """A run's id, named by what the run starts from: the conversation it is handed and the options it
+    asks with (instructions, tools, model, answer format), the cache key aside.
+
+    Its requests' ``prompt_cache_key`` is made from it and a resumed run keeps it. The same start gives
+    the same id in any process, so a run asked again (a rerun, a durable step recovered after a
+    crash, a recorded run replayed) sends the very requests it sent before, and runs that start
+    alike meet in the provider's cache.
+    """
+    start = repr((tuple(messages), attrs.evolve(options, prompt_cache_key=None)))
+    return "run_" + hashlib.sha256(start.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @attrs.define

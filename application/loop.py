@@ -22,7 +22,7 @@ from application.approval import (
     checked_decisions,
 )
 from application.budget import Ledger, RunBudget, Spending, StopReason
-from application.conversation import CONVERSATION_STATES, Conversation, ConversationState, new_run_id
+from application.conversation import CONVERSATION_STATES, Conversation, ConversationState, run_id_for
 from application.events import (
     ApprovalRequested,
     RoundFinished,
@@ -380,7 +380,7 @@ class _Run:
         self.output = output
         self.value: object = None
         # The run's id (its requests' prompt cache key) and what each request sends.
-        self.run_id = new_run_id()
+        self.run_id = run_id_for(messages, options)
         self.conversation = Conversation(
             settings.conversation_state, self.run_id, settings.prompt_cache_retention
         )

@@ -229,17 +229,20 @@ async def test_server_state_sends_exactly_what_the_stored_chain_lacks_and_runs_a
 # ---------------------------------------------------------------- the prompt cache key
 
 
-async def test_every_request_of_a_run_carries_one_cache_key_and_another_run_another() -> None:
+async def test_every_request_of_a_run_carries_one_cache_key_named_by_what_the_run_starts_from() -> None:
     tools, options = _lookup_tools()
-    chat = ScriptedChat(CALL, ANSWER, CALL, ANSWER)
+    chat = ScriptedChat(CALL, ANSWER, CALL, ANSWER, CALL, ANSWER)
     loop = ToolLoop(chat, LoopSettings(prompt_cache_retention="24h"))
     await loop.run(USER, options, tools)
     await loop.run(USER, options, tools)
+    await loop.run([ChatMessage.user("Something else entirely.")], options, tools)
     keys = [o.prompt_cache_key for o in _options(chat)]
     assert keys[0] is not None
     assert keys[0] == keys[1]
-    assert keys[2] == keys[3]
-    assert keys[0] != keys[2]
+    # The same start, the same key: a run asked again sends the very requests it sent before.
+    assert keys[2] == keys[3] == keys[0]
+    assert keys[4] == keys[5]
+    assert keys[4] != keys[0]
     assert {o.prompt_cache_retention for o in _options(chat)} == {"24h"}
 
 
