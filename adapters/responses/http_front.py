@@ -373,41 +373,36 @@ class _Httpx2Cookies(httpx2.Cookies):
 
 
 class _Front:
-    """What a front keeps of how it was built: the original client and the cap it counts bodies against."""
+    """What a front keeps of how it was built (the original client, the cap it counts bodies against),
+    and the original's cookie jar as its own."""
 
     original: Any
     max_response_bytes: int
-
-
-class _ObservedHttpClient(_Front, httpx.AsyncClient):
-    """A legacy-httpx front; requests are built here and sent through the original client."""
-
-    _shared_cookies: httpx.Cookies
+    # The jar type of the front's HTTP library (see _HttpxCookies), and the original's jar in it.
+    _jar_type: type[Any]
+    _shared_cookies: Any
 
     @property
-    def cookies(self) -> httpx.Cookies:
+    def cookies(self) -> Any:
         return self._shared_cookies
 
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
         # The jar is the original's: set through the front, it is set on the original, still shared.
         self.original.cookies = cookies
-        self._shared_cookies = _HttpxCookies(self.original.cookies.jar)
+        self._shared_cookies = self._jar_type(self.original.cookies.jar)
+
+
+class _ObservedHttpClient(_Front, httpx.AsyncClient):
+    """A legacy-httpx front; requests are built here and sent through the original client."""
+
+    _jar_type = _HttpxCookies
 
 
 class _ObservedHttpx2Client(_Front, httpx2.AsyncClient):
     """An httpx2 front (the SDK's own default client is httpx2)."""
 
-    _shared_cookies: httpx2.Cookies
-
-    @property
-    def cookies(self) -> httpx2.Cookies:
-        return self._shared_cookies
-
-    @cookies.setter
-    def cookies(self, cookies: Any) -> None:
-        self.original.cookies = cookies
-        self._shared_cookies = _Httpx2Cookies(self.original.cookies.jar)
+    _jar_type = _Httpx2Cookies
 
 
 def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.AsyncOpenAI:
@@ -445,8 +440,6 @@ def observed(client: openai.AsyncOpenAI, *, max_response_bytes: int) -> openai.A
         trust_env=False,
     )
     # The original's own jar, shared: the original fills it from each answer as it receives it.
-    front._shared_cookies = (_HttpxCookies if front_type is _ObservedHttpClient else _Httpx2Cookies)(
-        inner.cookies.jar
-    )
+    front._shared_cookies = front._jar_type(inner.cookies.jar)
     front.original, front.max_response_bytes = inner, max_response_bytes
     return client.with_options(http_client=cast(Any, front))
