@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Collection, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Collection, Iterator, Sequence
 from typing import Final, Unpack
 
 import attrs
@@ -145,9 +146,14 @@ def _step(step: WorkflowStep) -> dict[str, str]:
     return {"id": step.id, "name": step.name, "kind": step.kind}
 
 
-def _unknown_step() -> ToolError:
-    # The id is not echoed back: it is the model's own text, and list_steps shows the real ones.
-    return ToolError("unknown_step", "No step has that id. Call list_steps to see the step ids.")
+@contextlib.contextmanager
+def _known_step() -> Iterator[None]:
+    """The block's step id names a step of the draft, or the call is answered ``unknown_step``."""
+    try:
+        yield
+    except UnknownStepError:
+        # The id is not echoed back: it is the model's own text, and list_steps shows the real ones.
+        raise ToolError("unknown_step", "No step has that id. Call list_steps to see the step ids.") from None
 
 
 def _workflow_tools(draft: _Draft, *, detailed_errors: bool, approval: frozenset[str]) -> ToolRegistry:
@@ -163,37 +169,29 @@ def _workflow_tools(draft: _Draft, *, detailed_errors: bool, approval: frozenset
     @registry.tool(needs_approval="add_step" in approval)
     def add_step(params: AddStep) -> dict[str, object]:
         """Add a step after the given step, or at the end; answers with the new step."""
-        try:
+        with _known_step():
             draft.workflow, step = draft.workflow.add_step(params.name, params.kind, params.after)
-        except UnknownStepError:
-            raise _unknown_step() from None
         return {"added": _step(step), "position": draft.workflow.index_of(step.id) + 1}
 
     @registry.tool(needs_approval="remove_step" in approval)
     def remove_step(params: RemoveStep) -> dict[str, object]:
         """Remove a step."""
-        try:
+        with _known_step():
             draft.workflow = draft.workflow.remove_step(params.step_id)
-        except UnknownStepError:
-            raise _unknown_step() from None
         return {"removed": params.step_id, "steps": _steps(draft.workflow)}
 
     @registry.tool(needs_approval="rename_step" in approval)
     def rename_step(params: RenameStep) -> dict[str, object]:
         """Give a step a new name."""
-        try:
+        with _known_step():
             draft.workflow = draft.workflow.rename_step(params.step_id, params.name)
-        except UnknownStepError:
-            raise _unknown_step() from None
         return {"renamed": _step(draft.workflow.step(params.step_id))}
 
     @registry.tool(needs_approval="move_step" in approval)
     def move_step(params: MoveStep) -> dict[str, object]:
         """Move a step to a 1-based position."""
-        try:
+        with _known_step():
             draft.workflow = draft.workflow.move_step(params.step_id, params.position)
-        except UnknownStepError:
-            raise _unknown_step() from None
         return {"moved": params.step_id, "steps": _steps(draft.workflow)}
 
     return registry
