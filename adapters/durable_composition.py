@@ -4,7 +4,7 @@ durable decorators (the durable extra). A batch, a worker and a host's durable e
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import attrs
 from dependency_injector import providers
@@ -19,12 +19,18 @@ __all__ = ["durable_engine"]
 
 
 @contextlib.asynccontextmanager
-async def durable_engine(settings: Settings, database_url: str, executor_id: str) -> AsyncIterator[Engine]:
+async def durable_engine(
+    settings: Settings,
+    database_url: str,
+    executor_id: str,
+    announce: Callable[[str], None] | None = None,
+) -> AsyncIterator[Engine]:
     """A container built on ``settings`` with each model request and tool call a DBOS step, and DBOS
     launched over it in this event loop on ``database_url`` as ``executor_id``; shut down on exit.
 
     ``database_url`` as :func:`adapters.durable.check_database_url` returns it. Raises
-    :class:`adapters.durable.DatabaseError` when the database cannot be used."""
+    :class:`adapters.durable.DatabaseError` when the database cannot be used. ``announce`` hears of
+    each meeting this process takes and finishes, by its id (:attr:`Runtime.announce`)."""
     # A workflow's steps must come in the same order when it is recovered, so a long meeting's chunks
     # are summarized one after another (run concurrently, their requests would interleave differently).
     settings = attrs.evolve(settings, agent=attrs.evolve(settings.agent, chunk_concurrency=1))
@@ -53,6 +59,7 @@ async def durable_engine(settings: Settings, database_url: str, executor_id: str
         redactor=redactor,
         spending=lambda run: usage_json(run.usage, len(run.responses)),
         workflow_editor=container.workflow_editor_agent,
+        announce=announce,
     )
     async with container:
         engine = await Engine.launch(engine_settings, runtime)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import glob
 import hashlib
 import json
@@ -47,6 +48,13 @@ EXTENSIONS: Final = (".txt", ".md", ".vtt", ".srt", ".json")
 INDEX: Final = "index.jsonl"
 DEFAULT_DATABASE: Final = ".runs.sqlite"
 NOT_STARTED: Final = "not_started"
+UNFINISHED: Final = "unfinished"
+"""An index line's status when the batch stopped (Ctrl-C, a lost database, a bug) before its meeting ended."""
+# Global options that mean nothing to a batch or a worker: refused rather than silently ignored.
+_NOT_HONOURED: Final = {
+    "stream": "--stream (a batch writes each summary whole into --out)",
+    "trace": "--trace (a batch's spans go to the host's tracer provider: see docs/batches.md)",
+}
 # With a budget, at most this many transcripts per agent.batch_concurrency are queued at a time.
 _BUDGET_WINDOW: Final = 2
 # How often the batch reads which of its workflows have ended (one query for all of them).
@@ -205,7 +213,7 @@ class _Progress:
         left = self._total - done
         eta = f"ETA {left / rate:.0f} s" if rate > 0 and left else ("done" if not left else "ETA -")
         counts = ", ".join(f"{count} {status}" for status, count in sorted(self.counts.items()))
-        spent = f"{self._totals.tokens:,} tokens, ${self._totals.cost_usd:.4f}"
+        spent = f"{self._totals.tokens:,} tokens, {self._totals.cost()}"
         bar = "#" * filled + "." * (width - filled)
         return f"[{bar}] {done}/{self._total} ({counts}) {rate:.1f}/s {eta}; {spent}"
 
@@ -237,14 +245,15 @@ def _remove_leftovers(folder: Path, sources: Sequence[Source]) -> None:
                 leftover.unlink()
 
 
-def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Outcome]) -> None:
+def _index_lines(sources: Sequence[Source], outcomes: dict[str, Outcome]) -> list[dict[str, Any]]:
+    """One line per transcript, as ``index.jsonl`` holds them and ``--format json`` lists them."""
     lines = []
     for source in sources:
         outcome = outcomes.get(source.key)
         line: dict[str, Any] = {
             "source": source.shown,
             "sha256": source.sha256,
-            "status": outcome.status if outcome is not None else "not_finished",
+            "status": outcome.status if outcome is not None else UNFINISHED,
         }
         if outcome is not None and outcome.summary is not None:
             line["output"] = f"{source.name}.json"
@@ -252,7 +261,12 @@ def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Ou
             line["error"] = outcome.error
         if outcome is not None and outcome.usage is not None:
             line["usage"] = dict(outcome.usage)
-        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+        lines.append(line)
+    return lines
+
+
+def _write_index(folder: Path, sources: Sequence[Source], outcomes: dict[str, Outcome]) -> None:
+    lines = [json.dumps(line, ensure_ascii=False) + "\n" for line in _index_lines(sources, outcomes)]
     with AtomicOutput.open(folder / INDEX) as output:
         output.commit("".join(lines))
 
@@ -281,13 +295,19 @@ def _durable() -> Any:
     return durable
 
 
-def durable_engine(settings: Settings, database_url: str, executor_id: str) -> Any:
+def _announce(console: Console, executor_id: str, line: str) -> None:
+    console.line(f"worker {executor_id}: {line}")
+
+
+def durable_engine(
+    settings: Settings, database_url: str, executor_id: str, announce: Callable[[str], None] | None = None
+) -> Any:
     """:func:`adapters.durable_composition.durable_engine` (an async context manager giving the launched
     engine), or a ConfigurationError naming the extra it needs."""
     _durable()
     from adapters.durable_composition import durable_engine as composed
 
-    return composed(settings, database_url, executor_id)
+    return composed(settings, database_url, executor_id, announce)
 
 
 def _database_url(args: argparse.Namespace, default: str | None) -> str:
@@ -313,27 +333,64 @@ class Budget:
         return self.cost_usd is not None or self.tokens is not None
 
     def reached(self, totals: Totals) -> bool:
-        return (self.cost_usd is not None and totals.cost_usd >= self.cost_usd) or (
+        return (self.cost_usd is not None and (totals.cost_usd or 0.0) >= self.cost_usd) or (
             self.tokens is not None and totals.tokens >= self.tokens
         )
 
 
 @attrs.define
 class Totals:
-    """What the batch's transcripts spent, each transcript counted once (a text under two names once)."""
+    """What this run's meetings spent, each meeting counted once (a text under two names once); the
+    meetings an earlier run finished are not this run's. ``cost_usd`` is None while no answer
+    reported a cost (the gateway's own, through LiteLLM): unknown, not free."""
 
     tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = None
     requests: int = 0
 
     def add(self, outcome: Outcome) -> None:
         usage = outcome.usage or {}
         self.tokens += int(usage.get("total_tokens") or 0)
-        self.cost_usd += float(usage.get("cost_usd") or 0.0)
+        cost = usage.get("cost_usd")
+        if cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
         self.requests += int(usage.get("requests") or 0)
 
+    def cost(self) -> str:
+        return "cost not reported" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+
     def line(self) -> str:
-        return f"{self.requests} requests, {self.tokens:,} tokens, ${self.cost_usd:.4f}"
+        return f"{self.requests} requests, {self.tokens:,} tokens, {self.cost()}"
+
+
+@attrs.frozen
+class Report:
+    """What one batch command did: every meeting's outcome, those an earlier run had finished (their
+    keys), and what this run spent."""
+
+    outcomes: dict[str, Outcome]
+    already_done: frozenset[str]
+    totals: Totals
+
+    def document(self, sources: Sequence[Source]) -> dict[str, Any]:
+        """The ``--format json`` document: transcripts counted by what this run did with them."""
+        counts = {"done": 0, "failed": 0, "incomplete": 0, "already_done": 0, NOT_STARTED: 0, UNFINISHED: 0}
+        for source in sources:
+            outcome = self.outcomes.get(source.key)
+            if outcome is None:
+                counts[UNFINISHED] += 1
+            elif source.key in self.already_done:
+                counts["already_done"] += 1
+            else:
+                status = "failed" if outcome.status == "error" else outcome.status
+                counts[status] = counts.get(status, 0) + 1
+        return {
+            **counts,
+            "requests": self.totals.requests,
+            "tokens": self.totals.tokens,
+            "cost_usd": self.totals.cost_usd,
+            "outputs": _index_lines(sources, self.outcomes),
+        }
 
 
 async def _batch(
@@ -345,7 +402,7 @@ async def _batch(
     console: Console,
     budget: Budget,
     settings_speakers: Sequence[tuple[str, str]] = (),
-) -> dict[str, Outcome]:
+) -> Report:
     """Run the batch; every transcript's outcome (``not_started`` for those the budget kept back)."""
     totals = Totals()
     progress = _Progress(console, len(sources), terminal=console.stderr.isatty(), totals=totals)
@@ -358,10 +415,13 @@ async def _batch(
     # Without a budget all are queued at once; with one, a few at a time, so none starts once it is spent.
     window = len(by_sha) if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
     waiting = deque(by_sha)
+    already: frozenset[str] = frozenset()
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
             # What an earlier run recorded as failed is tried again, from the start.
             await engine.forget_failed(list(by_sha))
+            # What an earlier run finished is handed back as it was recorded: not this run's work.
+            already = frozenset(await engine.ended_well(list(by_sha)))
             # Each end costs the same however many are pending: the engine hands out only what
             # ended since it was last asked, and nothing here walks what is still pending.
             pending: set[str] = set()
@@ -377,7 +437,8 @@ async def _batch(
                 ended = await engine.take_finished()
                 for sha256, outcome in ended.items():
                     outcomes[sha256] = outcome
-                    totals.add(outcome)
+                    if sha256 not in already:
+                        totals.add(outcome)
                     for source in by_sha[sha256]:
                         progress.finished(source, outcome, _write_summary(folder, source, outcome))
                 pending -= ended.keys()
@@ -391,8 +452,11 @@ async def _batch(
     finally:
         progress.close()
         _write_index(folder, sources, outcomes)
-    console.line(f"{PROG}: {progress.summary()}; spent {totals.line()}")
-    return outcomes
+    report = Report(outcomes, already, totals)
+    earlier = sum(source.key in already for source in sources)
+    before = f", {earlier} of them finished by an earlier run" if earlier else ""
+    console.line(f"{PROG}: {progress.summary()}{before}; this run spent {totals.line()}")
+    return report
 
 
 def batch_command(
@@ -400,6 +464,7 @@ def batch_command(
 ) -> int:
     """``meeting-agents batch``: every check first (exit 2), then the runs; the exit code."""
     try:
+        _refuse_what_is_not_honoured(args, "batch")
         sources = collect_sources(
             args.paths,
             stdin,
@@ -429,7 +494,7 @@ def batch_command(
         with endpoint(settings, console) as running:
             try:
                 budget = Budget(cost_usd=args.max_cost, tokens=args.max_tokens)
-                outcomes = await _batch(
+                report = await _batch(
                     sources,
                     folder,
                     database_url,
@@ -445,13 +510,26 @@ def batch_command(
             except _durable().LivenessLostError as exc:
                 console.error(f"{exc}: run the same command again to finish the batch")
                 return EXIT_MODEL_FAILED
-        return _exit_code(outcomes)
+        if args.format == "json":
+            console.result_json(report.document(sources))
+        return _exit_code(report.outcomes)
 
     try:
         return asyncio.run(session())
     except _database_error() as exc:
         console.error(str(exc))
         return EXIT_USAGE
+
+
+def _refuse_what_is_not_honoured(args: argparse.Namespace, command: str) -> None:
+    """A ConfigurationError naming the first global option given that ``command`` cannot honour."""
+    refused = dict(_NOT_HONOURED)
+    if command == "worker":
+        refused["format"] = "--format json (a worker prints no result: the batch that queued the work does)"
+    for option, why in refused.items():
+        value = getattr(args, option, None)
+        if value is True or (option == "format" and value == "json"):
+            raise ConfigurationError(f"{command} does not take {why}")
 
 
 def _database_error() -> type[Exception]:
@@ -462,6 +540,7 @@ def _database_error() -> type[Exception]:
 def worker_command(args: argparse.Namespace, console: Console, settings: Settings, endpoint: Endpoint) -> int:
     """``meeting-agents worker``: take transcripts from the shared queue until SIGTERM (0) or Ctrl-C (130)."""
     try:
+        _refuse_what_is_not_honoured(args, "worker")
         database_url = _database_url(args, None)
         if not database_url.startswith("postgresql"):
             raise ConfigurationError(
@@ -477,7 +556,8 @@ def worker_command(args: argparse.Namespace, console: Console, settings: Setting
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         with endpoint(settings, console) as running:
-            async with durable_engine(running, database_url, executor_id) as engine:
+            announce = functools.partial(_announce, console, executor_id)
+            async with durable_engine(running, database_url, executor_id, announce) as engine:
                 console.line(f"worker {executor_id}: taking transcripts (Ctrl-C or SIGTERM stops)")
                 stopping = asyncio.create_task(stop.wait())
                 losing = asyncio.create_task(engine.wait_lost())

@@ -16,6 +16,9 @@ console_to_current_stderr       DBOS logs to the console through a ``StreamHandl
                                 ``dbos`` logger named ``__dbos_console_log_handler__``
 NO_LOGGER_PROVIDER_WARNING      the start of DBOS's warning that its OpenTelemetry is on while no
                                 global logger provider is set
+WITH_ARGUMENTS                  the start of DBOS's log records that print a workflow's or a step's
+                                function with its arguments (``functools.partial(...)``) or a value
+                                it could not serialize: what ``quiet_arguments`` rewrites
 ==============================  ==================================================================
 """
 
@@ -31,12 +34,42 @@ from dbos import DBOS
 __all__ = [
     "CONSOLE_HANDLER",
     "NO_LOGGER_PROVIDER_WARNING",
+    "WITH_ARGUMENTS",
     "console_to_current_stderr",
+    "quiet_arguments",
     "recover_pending_workflows",
 ]
 
 CONSOLE_HANDLER: Final = "__dbos_console_log_handler__"
 NO_LOGGER_PROVIDER_WARNING: Final = "OTLP is enabled but logger provider not set"
+WITH_ARGUMENTS: Final = ("Asyncio task cancelled for workflow or step", "Error serializing object")
+# How a function's repr shows its arguments: a transcript, a system prompt, a model's answer.
+_PARTIAL: Final = "functools.partial("
+
+
+class _ArgumentsFilter(logging.Filter):
+    """Rewrites DBOS's records that would print a workflow's arguments (the transcript, the messages
+    with the system prompt) into their first words: ``-v`` shows that they happened, not what ran."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        start = next((start for start in WITH_ARGUMENTS if message.startswith(start)), None)
+        if start is None and _PARTIAL in message:
+            start = message.split(_PARTIAL, 1)[0].rstrip()
+        if start is not None:
+            record.msg = f"{start} (its arguments not shown)"
+            record.args = ()
+        return True
+
+
+_ARGUMENTS_FILTER: Final = _ArgumentsFilter()
+
+
+def quiet_arguments() -> None:
+    """DBOS's logger never prints what a workflow or a step was called with (idempotent)."""
+    logger = logging.getLogger("dbos")
+    if _ARGUMENTS_FILTER not in logger.filters:
+        logger.addFilter(_ARGUMENTS_FILTER)
 
 
 def recover_pending_workflows(executor_ids: list[str]) -> list[Any]:

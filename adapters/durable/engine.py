@@ -30,7 +30,7 @@ from dbos import (
 )
 from opentelemetry import trace
 
-from adapters.durable.dbos_seam import NO_LOGGER_PROVIDER_WARNING, console_to_current_stderr
+from adapters.durable.dbos_seam import NO_LOGGER_PROVIDER_WARNING, console_to_current_stderr, quiet_arguments
 from adapters.durable.liveness import ExecutorInUseError, Liveness, LivenessLostError
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, to_store
 from adapters.redaction import Redactor
@@ -141,6 +141,10 @@ def check_database_url(url: str) -> str:
     SQLite: ``sqlite:///relative.sqlite`` or ``sqlite:////absolute/path.sqlite``, in a folder that
     exists. Postgres: ``postgresql://user:password@host:port/database``.
     """
+    if "://" not in url and "@" not in url and url.split(":", 1)[0].lower() not in _SCHEMES:
+        # A file's path where a URL goes: say the URL that names it (no password can hide in a path).
+        typed = "sqlite:///" + url
+        raise DatabaseError(f"--db {url!r}: not a database URL; for a SQLite file type --db {typed}")
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     base = scheme.split("+", 1)[0]
     if base not in _SCHEMES:
@@ -271,6 +275,9 @@ class Runtime:
     redactor: Redactor
     spending: Callable[[ToolRun], Mapping[str, Any]]
     workflow_editor: Callable[[], WorkflowEditorAgent] | None = None
+    announce: Callable[[str], None] | None = None
+    """Told, in one line naming its id (never its content), of each meeting this process takes and
+    finishes (a ``worker`` prints them)."""
 
 
 _runtime: Runtime | None = None
@@ -313,14 +320,21 @@ async def summarize_transcript(
     ``input_format`` (checked by the batch before it submitted it) the text is imported in that format,
     its labels named by ``speakers``."""
     runtime = workflow_runtime()
+    meeting_id = DBOS.workflow_id
+    if runtime.announce is not None:
+        runtime.announce(f"took meeting {meeting_id}")
     meeting = transcript if input_format is None else Transcript.parse(transcript, input_format, speakers)
     try:
         summary = await runtime.summary_agent().summarize(meeting)
     except ChatError as error:
         spent = runtime.spending(error.run) if isinstance(error, ToolRunError) else None
-        return Outcome("failed", error=runtime.redactor.redact(runtime.describe(error)), usage=spent)
-    status = "done" if summary.complete else "incomplete"
-    return Outcome(status, summary=runtime.render(summary), usage=runtime.spending(summary.run))
+        outcome = Outcome("failed", error=runtime.redactor.redact(runtime.describe(error)), usage=spent)
+    else:
+        status = "done" if summary.complete else "incomplete"
+        outcome = Outcome(status, summary=runtime.render(summary), usage=runtime.spending(summary.run))
+    if runtime.announce is not None:
+        runtime.announce(f"finished meeting {meeting_id}: {outcome.status}")
+    return outcome
 
 
 @DBOS.workflow(name=REQUEST_WORKFLOW)
@@ -435,6 +449,7 @@ class Engine:
         try:
             dbos_logger = logging.getLogger("dbos")
             console_to_current_stderr()
+            quiet_arguments()
             quiet = _NoLoggerProviderWarning()
             dbos_logger.addFilter(quiet)
             try:
@@ -562,6 +577,18 @@ class Engine:
         if failed:
             await DBOS.delete_workflows_async(failed, delete_children=True)
         return failed
+
+    async def ended_well(self, ids: Sequence[str]) -> list[str]:
+        """Of the workflows ``ids``, those already recorded as ended with a summary (``done`` or
+        ``incomplete``): submitted again, they hand back that record and send nothing."""
+        statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
+            workflow_ids=list(ids), status="SUCCESS", load_input=False
+        )
+        return [
+            status.workflow_id
+            for status in statuses
+            if isinstance(status.output, Outcome) and status.output.status in ("done", "incomplete")
+        ]
 
     async def finished(self, ids: Sequence[str]) -> dict[str, Outcome]:
         """Of the workflows ``ids``, those that ended, with their outcome (an error, as ``error``).

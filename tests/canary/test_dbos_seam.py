@@ -48,3 +48,12 @@ def test_dbos_logs_to_the_console_through_its_named_handler(dbos_logger: logging
 def test_dbos_warns_of_a_missing_logger_provider_in_these_words() -> None:
     source = inspect.getsource(importlib.import_module("dbos._logger"))
     assert dbos_seam.NO_LOGGER_PROVIDER_WARNING in source, "DBOS words its logger-provider warning otherwise"
+
+
+def test_dbos_logs_a_function_with_its_arguments_in_these_words() -> None:
+    sources = "".join(
+        inspect.getsource(importlib.import_module(module))
+        for module in ("dbos._outcome", "dbos._serialization")
+    )
+    for start in dbos_seam.WITH_ARGUMENTS:
+        assert start in sources, f"DBOS words {start!r} otherwise: the filter no longer recognises it"

@@ -98,10 +98,10 @@ def _operations(count: int, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tu
     folder.mkdir()
     console = Console(io.StringIO(), io.StringIO(), verbose=False, chatty=False, environ={})
     _CountedId.operations = 0
-    outcomes = asyncio.run(
+    report = asyncio.run(
         batch._batch(sources, folder, "sqlite:///unused", "test", _settings(), console, Budget())
     )
-    return _CountedId.operations, outcomes
+    return _CountedId.operations, report.outcomes
 
 
 def test_each_finished_transcript_costs_the_loop_and_the_engine_the_same_however_long_the_batch(

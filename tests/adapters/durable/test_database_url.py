@@ -14,7 +14,18 @@ from adapters.durable.engine import APP_NAME, version
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("runs.sqlite", "--db '<unreadable URL>': expected sqlite:///PATH or postgresql://"),
+        (
+            "runs.sqlite",
+            "--db 'runs.sqlite': not a database URL; for a SQLite file type --db sqlite:///runs.sqlite",
+        ),
+        (
+            "/var/runs.sqlite",
+            "--db '/var/runs.sqlite': not a database URL; for a SQLite file type --db sqlite:////var/runs.sqlite",
+        ),
+        (
+            "ana:s3cret-pw@db.example/runs",
+            "--db '<unreadable URL>': expected sqlite:///PATH or postgresql://",
+        ),
         ("postgresql:no-slashes", "--db '<unreadable URL>': not a database URL"),
         (
             "postgresql://ana:s3cret-pw@db.example:notaport/runs",

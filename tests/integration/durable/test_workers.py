@@ -85,11 +85,23 @@ def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
                 "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch", environ=environ
             )
         finally:
-            stopped = _stop(workers)
+            for worker in workers:
+                worker.send_signal(signal.SIGTERM)
+            stopped = [finish(process) for process in workers]
     assert ran.code == 0, ran.err
-    assert stopped == [0, 0]
+    assert [done.code for done in stopped] == [0, 0]
     assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
     assert len(set(gateway.completed)) == len(gateway.completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
+    # Each worker says which meetings it took and finished, by id, never their text.
+    for number, said in enumerate(stopped, start=1):
+        taken = selected(
+            database,
+            f"SELECT workflow_uuid FROM dbos.workflow_status WHERE executor_id = 'worker-{number}'",  # noqa: S608  # the test's own id
+        )
+        for (meeting,) in taken:
+            assert f"worker worker-{number}: took meeting {meeting}" in said.err
+            assert f"worker worker-{number}: finished meeting {meeting}: done" in said.err
+        assert not any(text.splitlines()[0] in said.err for text in meetings.values())
     executors = selected(database, "SELECT executor_id FROM dbos.workflow_status")
     assert len(executors) == len(meetings)
     # One transcript at a time per process, six transcripts: more than one process took some.
