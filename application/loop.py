@@ -148,6 +148,11 @@ class ToolLoop:
     :meth:`run_events` is the same run reported as it goes (see :mod:`application.events`); both
     share one core, so a run's :class:`ToolRun` is the same whichever way it was asked for.
 
+    What each request sends is :class:`application.conversation.Conversation`'s to say: the whole
+    history, or (``conversation_state="server"``) what is new since the last stored answer, always with
+    the run's own ``prompt_cache_key``. A typed final answer (``output_type``) is
+    :class:`application.output.RunOutput`'s to ask for and to read.
+
     Approval: when the tools handed in implement ``needs_approval(call)`` (an
     :class:`application.ApprovalPolicy`, as :class:`ToolRegistry` does) and an answer calls a tool
     that needs it, no call of that answer runs before every such call is decided. The guard still
