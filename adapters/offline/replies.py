@@ -70,6 +70,8 @@ class Reply:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: tuple[bytes | Fault, ...]
+    document: Mapping[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
+    """The Response a 200 carries, whole (what a stored response is kept as); None for an error."""
 
 
 def error_reply(
@@ -241,10 +243,10 @@ def answer(
     billed = ((COST_HEADER, repr(response_cost(usage))),) if litellm else ()
     streamed = bool(body.get("stream"))
     if (streamed and "json-for-sse" not in names) or (not streamed and "sse-for-json" in names):
-        return Reply(200, (*_SSE, *billed), tuple(_stream(document, names, litellm)))
+        return Reply(200, (*_SSE, *billed), tuple(_stream(document, names, litellm)), document)
     pieces, length = _json(document, names)
     json_headers = (("content-type", "application/json"), ("content-length", str(length)))
-    return Reply(200, (*json_headers, *billed), tuple(pieces))
+    return Reply(200, (*json_headers, *billed), tuple(pieces), document)
 
 
 def response_cost(usage: Mapping[str, Any]) -> float:

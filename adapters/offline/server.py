@@ -29,6 +29,8 @@ _SECRET_HEADERS: Final = frozenset({"authorization", "api-key", "x-api-key", "pr
 _FLUSH_AT: Final = 64 * 1024
 # A stalled reply ends when its client leaves or the server stops, and after this at the latest.
 _STALL_SECONDS: Final = 300.0
+# Stored responses kept for previous_response_id, the oldest dropped first past this many.
+_STORED_RESPONSES: Final = 1_000
 
 
 def _redacted(headers: Mapping[str, str]) -> str:
@@ -69,6 +71,13 @@ def _json_body(request: Request) -> Any:
         raise RefusedError("We could not parse the JSON body of your request.") from exc
 
 
+def _input_items(value: object) -> list[Any]:
+    """A request's ``input`` as items: a bare string is one user message."""
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    return list(value) if isinstance(value, list) else []
+
+
 class OfflineResponsesServer(ThreadedServer):
     """The built-in offline stand-in for a LiteLLM gateway's ``POST /v1/responses``.
 
@@ -76,7 +85,9 @@ class OfflineResponsesServer(ThreadedServer):
     event loop; usable from sync code and from inside a running asyncio loop. ``start()`` returns
     once the socket listens. ``stop()`` closes every open connection (a stalled one too), joins the
     thread, and may be called more than once. The model answers deterministically; the model name
-    selects fault scenarios (see :data:`adapters.offline.SCENARIOS`).
+    selects fault scenarios (see :data:`adapters.offline.SCENARIOS`). A response asked with
+    ``store: true`` is kept (the last thousand), so a request may continue it with
+    ``previous_response_id``; an id it does not hold is a 400 ``previous_response_not_found``.
     """
 
     def __init__(
@@ -89,6 +100,8 @@ class OfflineResponsesServer(ThreadedServer):
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._counts: collections.Counter[str] = collections.Counter()
+        # Each stored response's conversation: its input (a chain's included) and its output items.
+        self._stored: collections.OrderedDict[str, list[Any]] = collections.OrderedDict()
 
     def __repr__(self) -> str:
         where = self.base_url if self.state == "running" else self.state
@@ -160,7 +173,11 @@ class OfflineResponsesServer(ThreadedServer):
             if model.startswith(OFFLINE_MODEL + ":"):
                 scenario = model.partition(":")[2]
             applied = self._active(parse_model(model))
-            reply = answer(body, applied, dialect=self._dialect, seed=request_id, created_at=int(time.time()))
+            asked = self._chained(body)
+            reply = answer(
+                asked, applied, dialect=self._dialect, seed=request_id, created_at=int(time.time())
+            )
+            self._store(asked, reply)
         except UnknownScenarioError as exc:
             reply = error_reply(400, str(exc), code="unknown_scenario", param="model")
         except RefusedError as exc:
@@ -171,6 +188,31 @@ class OfflineResponsesServer(ThreadedServer):
         with self._lock:
             self._requests.append(record)
         return reply
+
+    def _chained(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with the stored conversation its ``previous_response_id`` names before its own input,
+        as the Responses API reads a chained request; RefusedError (400) for an id it does not hold."""
+        previous = body.get("previous_response_id")
+        if previous is None:
+            return body
+        with self._lock:
+            history = self._stored.get(previous) if isinstance(previous, str) else None
+        if history is None:
+            message = f"Previous response with id '{previous}' not found."
+            raise RefusedError(message, code="previous_response_not_found", param="previous_response_id")
+        chained = {key: value for key, value in body.items() if key != "previous_response_id"}
+        chained["input"] = [*history, *_input_items(body.get("input"))]
+        return chained
+
+    def _store(self, body: Mapping[str, Any], reply: Reply) -> None:
+        """Keep the conversation of a response asked with ``store: true``, for a later chained request."""
+        document = reply.document
+        if document is None or body.get("store") is not True:
+            return
+        with self._lock:
+            self._stored[str(document["id"])] = [*_input_items(body.get("input")), *document["output"]]
+            while len(self._stored) > _STORED_RESPONSES:
+                self._stored.popitem(last=False)
 
     def _active(self, scenarios: Sequence[Scenario]) -> tuple[str, ...]:
         """The names of the scenarios that apply to this request: each ``name*N`` to N requests only."""
