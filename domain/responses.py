@@ -102,9 +102,13 @@ class ChatResponseUpdate(HasContents):
       ``ReasoningContent`` whose ``summary`` is neither ``()`` nor ``(text,)``), each content is
       whole and stands alone. A ``TextContent`` piece with ``part_index`` None belongs to part 0.
 
-    Contents appear in the order their item's first piece arrived; a new message starts when the
-    ``role`` changes. ``response_id``, ``model_id``, ``created_at``, ``status``, ``finish_reason``,
-    ``usage`` and ``served_by`` are set on the updates where they become known; the last value given wins.
+    ``position`` is where the item stands in the answer (the provider's ``output_index``), when the
+    stream says so: contents appear in ``position`` order, an update without one standing right after
+    the update that arrived before it (so updates that give none appear in the order their item's
+    first piece arrived). An item only a stream's end reveals can so take its place among items that
+    went out before it. A new message starts when the ``role`` changes. ``response_id``, ``model_id``,
+    ``created_at``, ``status``, ``finish_reason``, ``usage`` and ``served_by`` are set on the updates
+    where they become known; the last value given wins.
     """
 
     contents: tuple[Content, ...] = attrs.field(default=(), converter=as_contents)
@@ -118,6 +122,7 @@ class ChatResponseUpdate(HasContents):
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
     served_by: str | None = None
+    position: int | None = None
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -165,6 +170,7 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
     _set_finish_reason,
     _set_usage,
     _set_served_by,
+    _set_position,
 ) = _setters(
     ChatResponseUpdate,
     "contents",
@@ -178,6 +184,7 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
     "finish_reason",
     "usage",
     "served_by",
+    "position",
 )
 _set_text, _set_provider_item = _setters(TextContent, "text", "provider_item")
 (
@@ -190,9 +197,13 @@ _set_text, _set_provider_item = _setters(TextContent, "text", "provider_item")
 
 
 def piece_update(
-    content: TextContent | ReasoningContent, item_index: int, part_index: int | None
+    content: TextContent | ReasoningContent,
+    item_index: int,
+    part_index: int | None,
+    position: int | None = None,
 ) -> ChatResponseUpdate:
-    """``ChatResponseUpdate((content,), "assistant", item_index, part_index)``: one streamed piece."""
+    """``ChatResponseUpdate((content,), "assistant", item_index, part_index, position=position)``: one
+    streamed piece."""
     update = _new(ChatResponseUpdate)
     _set_contents(update, (content,))
     _set_role(update, "assistant")
@@ -205,19 +216,22 @@ def piece_update(
     _set_finish_reason(update, None)
     _set_usage(update, None)
     _set_served_by(update, None)
+    _set_position(update, position)
     return update
 
 
-def text_piece(text: str, item_index: int, part_index: int | None) -> ChatResponseUpdate:
-    """``piece_update(TextContent(text), item_index, part_index)``: one delta of an answer's text."""
+def text_piece(
+    text: str, item_index: int, part_index: int | None, position: int | None = None
+) -> ChatResponseUpdate:
+    """``piece_update(TextContent(text), item_index, part_index, position)``: a delta of an answer's text."""
     content = _new(TextContent)
     _set_text(content, text)
     _set_provider_item(content, None)
-    return piece_update(content, item_index, part_index)
+    return piece_update(content, item_index, part_index, position)
 
 
 def reasoning_piece(
-    text: str, item_index: int, part_index: int | None, *, summary: bool
+    text: str, item_index: int, part_index: int | None, *, summary: bool, position: int | None = None
 ) -> ChatResponseUpdate:
     """One delta of a reasoning item: of a summary part (``ReasoningContent(text, summary=(text,))``)
     or of its reasoning text (``ReasoningContent(text)``)."""
@@ -227,7 +241,7 @@ def reasoning_piece(
     _set_encrypted_content(content, None)
     _set_summary(content, (text,) if summary else ())
     _set_reasoning_provider_item(content, None)
-    return piece_update(content, item_index, part_index)
+    return piece_update(content, item_index, part_index, position)
 
 
 class _TextItem:
@@ -308,34 +322,47 @@ class _Fold:
 
     def __init__(self) -> None:
         self.slots: list[tuple[Role, _Slot]] = []
+        # Per slot, where it stands: its item's position (or the one before it's), then its arrival.
+        self.places: list[tuple[int, int]] = []
+        self.last = -1
         self.texts: dict[int, _TextItem] = {}
         self.reasonings: dict[int, _ReasoningItem] = {}
         # The metadata given so far, by field name; a field no update gave stays absent (None).
         self.metadata: dict[str, Any] = {}
 
     def add(self, update: ChatResponseUpdate) -> None:
-        role, item, part = update.role, update.item_index, update.part_index
+        role, item, part, position = update.role, update.item_index, update.part_index, update.position
         for content in update.contents:
             if item is not None and isinstance(content, TextContent):
                 text = self.texts.get(item)
                 if text is None:
                     text = self.texts[item] = _TextItem()
-                    self.slots.append((role, text))
+                    self._slot(role, text, position)
                 text.add(content, part or 0)
             elif item is not None and isinstance(content, ReasoningContent) and _is_piece(content):
                 reasoning = self.reasonings.get(item)
                 if reasoning is None:
                     reasoning = self.reasonings[item] = _ReasoningItem()
-                    self.slots.append((role, reasoning))
+                    self._slot(role, reasoning, position)
                 reasoning.add(content, part)
             else:
-                self.slots.append((role, _Whole(content)))
+                self._slot(role, _Whole(content), position)
         # Metadata arrives as it becomes known; an update that does not know a value leaves it be.
         self.metadata.update(update.metadata)
 
+    def _slot(self, role: Role, slot: _Slot, position: int | None) -> None:
+        if position is not None:
+            self.last = position
+        self.places.append((self.last, len(self.slots)))
+        self.slots.append((role, slot))
+
     def response(self) -> ChatResponse:
         grouped: list[tuple[Role, list[Content]]] = []
-        for role, slot in self.slots:
+        slots = self.slots
+        places = self.places
+        if any(places[n] > places[n + 1] for n in range(len(places) - 1)):
+            slots = [slots[arrival] for _, arrival in sorted(places)]
+        for role, slot in slots:
             if not grouped or grouped[-1][0] != role:
                 grouped.append((role, []))
             grouped[-1][1].extend(slot.contents())

@@ -62,12 +62,12 @@ def _high_surrogate(character: str) -> bool:
     return "\ud800" <= character <= "\udbff"
 
 
-def _piece(kind: int, piece: str, item: int, part: int | None) -> ChatResponseUpdate:
+def _piece(kind: int, piece: str, item: int, part: int | None, position: int) -> ChatResponseUpdate:
     """The update of one piece: message text, a reasoning summary part's (``summary`` is the piece
     itself) or reasoning text's. Built by the domain's per-delta constructors: the values are typed."""
     if kind == _TEXT:
-        return text_piece(piece, item, part)
-    return reasoning_piece(piece, item, part, summary=kind == _SUMMARY)
+        return text_piece(piece, item, part, position)
+    return reasoning_piece(piece, item, part, summary=kind == _SUMMARY, position=position)
 
 
 class _Text:
@@ -109,7 +109,7 @@ class _Text:
         if out is not None:
             if self.seen and not self.held and delta and not _high_surrogate(delta[-1]):
                 # The common case, kept short: one delta, one update.
-                out.append(_piece(kind, delta, self.item.sequence, self.part))
+                out.append(_piece(kind, delta, self.item.sequence, self.part, self.item.index))
             else:
                 self._emit(delta)
         elif not self.seen:
@@ -206,8 +206,8 @@ class _Text:
 class _Item:
     """One output item of the stream: its parts as they arrive, and how it ended.
 
-    ``order`` is when the item first reached the caller (its first piece, or the item whole): the
-    answer lists items in that order, as :meth:`ChatResponse.from_updates` does.
+    ``index`` is its ``output_index``: the answer lists items by it, and every update of the item
+    carries it as its ``position``, so :meth:`ChatResponse.from_updates` lists them alike.
     """
 
     __slots__ = (
@@ -222,7 +222,6 @@ class _Item:
         "item_id",
         "kind",
         "name",
-        "order",
         "provider",
         "reasoning",
         "sequence",
@@ -235,7 +234,6 @@ class _Item:
         self.folder = folder
         self.index = index
         self.sequence = sequence
-        self.order: int | None = None
         self.kind: str | None = None
         self.item_id: str | None = None
         self.call_id: str | None = None
@@ -307,33 +305,27 @@ class _Item:
 
     def emit(self, kind: int, part: int | None, piece: str) -> None:
         folder = self.folder
-        if self.order is None:
-            self.order = next(folder.orders)
         out = folder.out
         if out is None:
             return
-        out.append(_piece(kind, piece, self.sequence, part))
+        out.append(_piece(kind, piece, self.sequence, part, self.index))
 
     def emit_whole(self, contents: list[Content]) -> None:
         self.whole = contents
         if not contents:
             return
         folder = self.folder
-        if self.order is None:
-            self.order = next(folder.orders)
         if folder.out is not None:
-            folder.out.append(ChatResponseUpdate(contents))
+            folder.out.append(ChatResponseUpdate(contents, position=self.index))
 
     def close_reasoning(self, item_id: str | None, encrypted: str | None) -> None:
         for part in (*self.summary.values(), *self.reasoning.values()):
             part.flush()
         self.closed = (item_id, encrypted)
         folder = self.folder
-        if self.order is None:
-            self.order = next(folder.orders)
         if folder.out is not None:
             closing = ReasoningContent("", item_id, encrypted, provider_item=self.provider)
-            folder.out.append(ChatResponseUpdate((closing,), "assistant", self.sequence))
+            folder.out.append(ChatResponseUpdate((closing,), "assistant", self.sequence, position=self.index))
 
     def provide(self) -> None:
         """Hand the finished message item to each of its text parts (an empty piece that carries it)."""
@@ -343,7 +335,9 @@ class _Item:
         for index in sorted(self.texts):
             if self.texts[index].seen:
                 out.append(
-                    ChatResponseUpdate((TextContent("", provider),), "assistant", self.sequence, index)
+                    ChatResponseUpdate(
+                        (TextContent("", provider),), "assistant", self.sequence, index, position=self.index
+                    )
                 )
 
     def is_reasoning(self) -> bool:
@@ -384,8 +378,6 @@ class _Item:
                 # event, where its item's JSON and the parse of its arguments run in one pass with
                 # their code and data warm, not between the SDK's own steps.
                 self.final = final
-                if self.order is None:
-                    self.order = next(folder.orders)
                 return
             self.emit_whole([self._finished_call(final)])
             return
@@ -470,12 +462,11 @@ class _Whole:
     """A call only the terminal event's output holds: its place and the one content it maps to (no
     list is kept for it, as none is when a document's call is mapped)."""
 
-    __slots__ = ("content", "index", "order", "sequence")
+    __slots__ = ("content", "index", "sequence")
 
-    def __init__(self, index: int, sequence: int, order: int, content: Content) -> None:
+    def __init__(self, index: int, sequence: int, content: Content) -> None:
         self.index = index
         self.sequence = sequence
-        self.order: int | None = order
         self.content = content
 
     def contents(self) -> list[Content]:
@@ -538,8 +529,9 @@ class EventFolder:
     ``ChatResponse.from_updates`` of them all, because both follow one rule: what reached the caller
     stands. A ".done" event, a finished item or the terminal ``output`` only adds what extends the
     text that arrived (a whole form that contradicts it is not taken), a call or provider item goes
-    out once, at its first finished form, and items are listed in the order they first went out;
-    items that only the terminal ``output`` holds follow the streamed ones, in its order.
+    out once, at its first finished form, and items are listed in the provider's order
+    (``output_index``, which each update carries as its ``position``): an item only the terminal
+    ``output`` holds goes at its place there, though it goes out after the items that streamed.
 
     Nothing that streamed is dropped: an item missing from the terminal event's ``output`` is
     kept, and two items streamed on one ``output_index`` are both kept.
@@ -561,7 +553,6 @@ class EventFolder:
         "_terminal",
         "_wholes",
         "cost",
-        "orders",
         "out",
     )
 
@@ -577,7 +568,6 @@ class EventFolder:
         self._at: dict[int, list[_Item]] = {}
         self._current: dict[int, _Item] = {}
         self._sequence = itertools.count()
-        self.orders = itertools.count()
         # The updates not yet handed on; None when nobody streams them (get_response).
         self.out: list[ChatResponseUpdate] | None = [] if updates else None
         # What the request cost, from the response head; it joins the usage of the result.
@@ -671,9 +661,9 @@ class EventFolder:
         """A call only the terminal ``output`` holds: kept as the content it maps to, as a document's
         call is, without the parts an item that streams needs (a call goes out whole at once). Nothing
         looks it up again (no event is folded after the terminal one), so it is not kept by index."""
-        self._wholes.append(_Whole(position, next(self._sequence), next(self.orders), call))
+        self._wholes.append(_Whole(position, next(self._sequence), call))
         if self.out is not None:
-            self.out.append(ChatResponseUpdate((call,)))
+            self.out.append(ChatResponseUpdate((call,), position=position))
 
     @property
     def ended(self) -> bool:
@@ -696,9 +686,10 @@ class EventFolder:
         return self._with_known(chat_response(self._snapshot, self._streamed()))
 
     def _streamed(self) -> list[Content]:
-        # Items that reached the caller in that order; the rest (a partial answer) where they arrived.
+        # In the provider's order (output_index), as the updates' positions fold: an item only the
+        # terminal output holds goes at its place, not after the items that streamed.
         items: list[_Item | _Whole] = [*self._items, *self._wholes]
-        ordered = sorted(items, key=lambda item: (item.order is None, item.order or 0, item.sequence))
+        ordered = sorted(items, key=lambda item: (item.index, item.sequence))
         return [content for item in ordered for content in item.contents()]
 
     def _with_known(self, response: ChatResponse) -> ChatResponse:

@@ -30,8 +30,11 @@ ANSWERS = [entry for entry in ENTRIES if entry["expect"]["kind"] == "response"]
 
 
 def recorded_output(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    """The output items a recorded body holds, read straight from the file: a JSON body's ``output``;
-    a stream's finished items by ``output_index``, then those only its terminal ``output`` holds."""
+    """The output items a recorded body holds, read straight from the file: a JSON body's ``output``; a
+    stream's items in ``output_index`` order, each finished item as its ``output_item.done`` gave it and
+    each item only the terminal ``output`` holds (announced, never finished in the stream) at its place
+    there, which is its ``output_index`` (after the streamed item of that index, when one has it: a
+    gateway that renames an item between the stream and the terminal output gives both)."""
     text = (CORPUS / entry["file"]).read_text(encoding="utf-8")
     if entry["content_type"].startswith("application/json"):
         output: list[dict[str, Any]] = json.loads(text)["output"]
@@ -46,10 +49,10 @@ def recorded_output(entry: dict[str, Any]) -> list[dict[str, Any]]:
             done[event["output_index"]] = event["item"]
         elif event.get("type") in ("response.completed", "response.incomplete"):
             terminal = event["response"].get("output") or []
-    streamed = [done[index] for index in sorted(done)]
-    # Items only the terminal response holds follow the streamed ones (a stream that never sent them).
-    seen = {item.get("id") for item in streamed}
-    return streamed + [item for item in terminal if item.get("id") not in seen]
+    seen = {item.get("id") for item in done.values()}
+    placed = [(index, 0, item) for index, item in done.items()]
+    placed += [(index, 1, item) for index, item in enumerate(terminal) if item.get("id") not in seen]
+    return [item for _, _, item in sorted(placed, key=lambda place: place[:2])]
 
 
 def goes_back(item: dict[str, Any], store: bool) -> bool:

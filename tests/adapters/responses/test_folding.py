@@ -696,7 +696,9 @@ async def test_a_terminal_output_that_differs_or_holds_items_that_never_streamed
         assert response.text == "Streamed text, and more"
         # The call went out when it finished; the terminal output cannot take it back.
         assert [c.raw_arguments for c in response.function_calls] == ['{"decision": "ship"}']
-        assert response.messages[0].contents[-1].encrypted_content == "enc"  # type: ignore[union-attr]
+        # The item only the terminal output holds goes at its place there, index 0, which the message
+        # streamed on: the streamed item keeps its place and the newcomer follows it, before the call.
+        assert response.messages[0].contents[1].encrypted_content == "enc"  # type: ignore[union-attr]
         assert_folds_to(updates, response)
 
 
