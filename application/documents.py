@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import hmac
@@ -217,7 +218,10 @@ def _function_calls(
 
     def structure(value: object, _: object) -> FunctionCallContent:
         if value.__class__ is dict:
-            made = _quick_call(typing.cast(dict[str, Any], value))
+            try:
+                made = _quick_call(typing.cast(dict[str, Any], value))
+            except Exception:
+                made = None  # the generated hooks below say what is wrong, and where
             if made is not None:
                 return made
         if not isinstance(value, Mapping):
@@ -330,7 +334,7 @@ def _quick_messages(
 ) -> Callable[[Any, Any], ChatMessage]:
     """Structuring for ``ChatMessage`` that builds the shapes a long run holds most of (text, calls,
     tool results) directly, and hands anything else, and anything wrong, to ``generic``, which names
-    the bad field. A document of many small messages loads several times faster so."""
+    the bad field: most of what a long run's document holds then skips the generated hooks' layers."""
 
     def content(value: object) -> Content | None:
         if value.__class__ is not dict:
@@ -368,14 +372,16 @@ def _quick_messages(
         if value.__class__ is dict and len(fields) == 2:
             role, contents = fields.get("role"), fields.get("contents")
             if role.__class__ is str and role in ROLES and contents.__class__ is list:
-                items = []
-                for item in contents:
-                    made = content(item)
-                    if made is None:
-                        break
-                    items.append(made)
-                else:
-                    return ChatMessage(role, tuple(items))
+                # Anything the quick path cannot build goes to the generic hook, which says what is wrong.
+                with contextlib.suppress(Exception):
+                    items = []
+                    for item in contents:
+                        made = content(item)
+                        if made is None:
+                            break
+                        items.append(made)
+                    else:
+                        return ChatMessage(role, tuple(items))
         return typing.cast(ChatMessage, generic(value, cls))
 
     return structure

@@ -488,3 +488,33 @@ async def test_every_loadable_state_either_resumes_or_is_refused_and_no_payment_
         return
     shown = [r.arguments.get("amount") for r in state.pending if r.name == "pay"]
     assert sorted(ledger.paid) == (sorted(a for a in shown if isinstance(a, int)) if approve else [])
+
+
+@pytest.mark.parametrize(
+    ("where", "field", "bad", "problem"),
+    [
+        (("messages", 3), "text", 7, "expected a string"),
+        (("produced", 0), "call_id", None, "expected a string"),
+        (("produced", -1), "is_error", "no", "expected a boolean"),
+    ],
+)
+async def test_a_bad_field_deep_in_a_long_run_is_named_by_its_path(
+    where: tuple[str, int], field: str, bad: object, problem: str
+) -> None:
+    """Messages of a common shape are built without the generated hooks; a bad one is still named."""
+    history = tuple(ChatMessage.user(f"line {i}") for i in range(6))
+    tools = Till().registry
+    chat = ScriptedChat(
+        ScriptedTurn(calls=(("l1", "look_up", "{}"),)), ScriptedTurn(calls=(("p1", "pay", FIVE),))
+    )
+    run = await ToolLoop(chat).run(history, ChatOptions(tools=tools.specs), tools)
+    document = json.loads(dumps(run.state))
+    messages = document["value"][where[0]]
+    index = where[1] % len(messages)
+    if where == ("produced", -1):
+        index = next(i for i, m in enumerate(messages) if m["role"] == "tool")
+    messages[index]["contents"][0][field] = bad
+    with pytest.raises(DocumentError) as refused:
+        loads(json.dumps(document))
+    assert refused.value.path == f"value.{where[0]}[{index}].contents[0].{field}"
+    assert problem in refused.value.problem
