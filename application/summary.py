@@ -21,19 +21,25 @@ from application.pipeline import PipelineOptions, ToolPipeline
 from application.run import ToolCallRecord, ToolRun
 from application.tools import ToolRegistry
 from application.transcripts import Transcript
-from domain import ChatError, ChatPort, Usage
+from domain import ChatError, ChatPort, ToolSpec, Usage
 
 __all__ = [
     "MEETING_SUMMARY",
+    "PROMPT_VERSION",
     "ActionItem",
     "Decision",
     "MeetingSummary",
     "SummaryAgent",
     "find_participants",
+    "summary_tool_specs",
 ]
 
 MEETING_SUMMARY: Final = "meeting_summary"
 """The summary pipeline's agent name (telemetry's ``gen_ai.agent.name``)."""
+PROMPT_VERSION: Final = 1
+"""The summary prompt's version: raised when what the model is asked changes in a way neither the
+instructions' text nor the tools' definitions show (how a transcript is framed, how items are
+merged); a durable batch keys each meeting's work by it."""
 
 # ---------------------------------------------------------------- instructions
 _WRITE_IN: Final = "{write_in}"
@@ -268,6 +274,11 @@ def _summary_tools(grounding: Grounding, notes: _Notes, *, detailed_errors: bool
         return {"recorded": "decision", "count": len(notes.decisions), "lines": lines}
 
     return registry
+
+
+def summary_tool_specs() -> tuple[ToolSpec, ...]:
+    """The tools the summary pipeline offers the model, as it reads them (the same for every meeting)."""
+    return _summary_tools(Grounding(()), _Notes(), detailed_errors=False).specs
 
 
 # ---------------------------------------------------------------- pipeline

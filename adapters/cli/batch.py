@@ -15,7 +15,7 @@ import socket
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
@@ -28,7 +28,7 @@ from adapters.cli.files import STDIN, AtomicOutput, InputError, long_transcripts
 from adapters.cli.parser import PROG
 from adapters.cli.transcripts import imported
 from adapters.settings import ConfigurationError, Settings
-from application.language import AUTO
+from application.summary import PROMPT_VERSION, summary_instructions, summary_tool_specs
 from application.transcripts import TranscriptFormat
 
 if TYPE_CHECKING:
@@ -76,8 +76,42 @@ class Source:
     unnamed_speakers: tuple[str, ...] = ()
     """Its speakers that are diarization labels no --speaker named."""
     key: str = attrs.field(default=attrs.Factory(lambda source: source.sha256, takes_self=True))
-    """Its workflow's id: the sha256, or, when --input-format or --speaker change how it is read, a
-    hash of the text and of them (the same file read another way is another meeting)."""
+    """Its workflow's id: a hash of the text, of how it is read (--input-format, --speaker) and of
+    :func:`meeting_basis` (the same file read another way, or summarized another way, is another
+    meeting's work)."""
+
+
+def meeting_basis(settings: Settings) -> str:
+    """Everything besides the transcript that changes a meeting's summary, as one canonical text: the
+    prompt's version, the model (and its fallbacks), the instructions, the tools' definitions, the
+    language, how a long meeting is cut, and the settings that change what the model is asked or may
+    do. A batch run with another of these is another meeting's work, keyed apart."""
+    agent = settings.agent
+    basis = {
+        "prompt_version": PROMPT_VERSION,
+        "model": agent.model,
+        "fallbacks": [target.model for target in agent.fallbacks],
+        "instructions": summary_instructions(agent.summary_language),
+        "tools": [
+            {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+            for spec in summary_tool_specs()
+        ],
+        "language": agent.summary_language,
+        "chunk_chars": agent.chunk_chars,
+        "reasoning_effort": agent.reasoning_effort,
+        "max_output_tokens": agent.max_output_tokens,
+        "max_tool_iterations": agent.max_tool_iterations,
+        "max_output_retries": agent.max_output_retries,
+        "detailed_tool_errors": agent.detailed_tool_errors,
+        "offline_scenario": agent.offline_scenario,
+    }
+    return json.dumps(basis, sort_keys=True, ensure_ascii=False, default=_plain)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
 
 
 def _paths_from(arguments: Sequence[str], stdin: BinaryIO) -> Iterator[str]:
@@ -117,7 +151,7 @@ def collect_sources(
     reading: argparse.Namespace | None = None,
     *,
     limit: int | None = None,
-    language: str = "auto",
+    basis: str = "",
 ) -> list[Source]:
     """Every transcript the arguments name, in order, each file once; raises :class:`InputError`.
 
@@ -127,8 +161,8 @@ def collect_sources(
     ``--speaker``) says, or as its content shows: a file that does not parse is refused here. Each is
     read as ``summarize`` reads its one (:func:`~adapters.cli.files.read_text`): UTF-8, and no more than
     one byte past ``limit`` (``agent.max_transcript_bytes``), so a larger file, ``/dev/zero`` or an
-    endless pipe is refused without being read whole. A summary in another ``language`` than ``auto``
-    is another meeting's, keyed apart.
+    endless pipe is refused without being read whole. Each is keyed by its text, how it is read and
+    ``basis`` (:func:`meeting_basis`).
     """
     seen: set[Path] = set()
     sources: list[Source] = []
@@ -153,11 +187,8 @@ def collect_sources(
             sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
             options = reading or argparse.Namespace(input_format=None, speakers=[])
             transcript = imported(text, f"PATH {str(file)!r}", options, name=file.name, console=None)
-            key = sha256
-            if options.input_format is not None or options.speakers or language != AUTO:
-                written = [language] if language != AUTO else []
-                how = json.dumps([options.input_format, sorted(options.speakers), *written]).encode("utf-8")
-                key = hashlib.sha256(text.encode("utf-8") + b"\0" + how).hexdigest()
+            how = json.dumps([options.input_format, sorted(options.speakers), basis]).encode("utf-8")
+            key = hashlib.sha256(text.encode("utf-8") + b"\0" + how).hexdigest()
             sources.append(
                 Source(str(file), name, text, sha256, transcript.format, transcript.unnamed_speakers, key)
             )
@@ -253,6 +284,7 @@ def _index_lines(sources: Sequence[Source], outcomes: dict[str, Outcome]) -> lis
         line: dict[str, Any] = {
             "source": source.shown,
             "sha256": source.sha256,
+            "key": source.key,
             "status": outcome.status if outcome is not None else UNFINISHED,
         }
         if outcome is not None and outcome.summary is not None:
@@ -402,6 +434,8 @@ async def _batch(
     console: Console,
     budget: Budget,
     settings_speakers: Sequence[tuple[str, str]] = (),
+    *,
+    rerun: bool = False,
 ) -> Report:
     """Run the batch; every transcript's outcome (``not_started`` for those the budget kept back)."""
     totals = Totals()
@@ -418,6 +452,9 @@ async def _batch(
     already: frozenset[str] = frozenset()
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
+            if rerun:
+                # Every meeting from the start, as if no run had recorded it.
+                await engine.forget(list(by_sha))
             # What an earlier run recorded as failed is tried again, from the start.
             await engine.forget_failed(list(by_sha))
             # What an earlier run finished is handed back as it was recorded: not this run's work.
@@ -470,7 +507,7 @@ def batch_command(
             stdin,
             args,
             limit=settings.agent.max_transcript_bytes,
-            language=settings.agent.summary_language,
+            basis=meeting_basis(settings),
         )
         folder = prepare_output(args.out)
         database_url = _database_url(args, f"sqlite:///{folder / DEFAULT_DATABASE}")
@@ -503,6 +540,7 @@ def batch_command(
                     console,
                     budget,
                     args.speakers,
+                    rerun=args.rerun,
                 )
             except ConfigurationError as exc:
                 console.error(str(exc))

@@ -380,7 +380,8 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         description=(
             "Summarize every transcript (files, folders of *.txt and *.md, - for a list of paths on stdin)\n"
             "into --out DIR: DIR/<name>.json per transcript and DIR/index.jsonl. Each transcript is a\n"
-            "DBOS workflow keyed by its sha256, kept in --db: killed and run again, the command finishes\n"
+            "DBOS workflow keyed by its text and what changes its summary (model, instructions, tools,\n"
+            "settings), kept in --db: killed and run again, the command finishes\n"
             "what is left and sends no completed request again."
         ),
         epilog=(
@@ -409,6 +410,11 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         type=_positive(int),
         metavar="N",
         help="the same in tokens (input and output) across the batch",
+    )
+    batch.add_argument(
+        "--rerun",
+        action="store_true",
+        help="summarize every transcript again, from the start, even those a run with the same key finished",
     )
     _add_cassette_options(batch)
     _add_global_options(batch, copy=True)

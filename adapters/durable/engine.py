@@ -558,6 +558,11 @@ class Engine:
         self._fresh.append(sha256)
         self._news.set()
 
+    async def forget(self, ids: Sequence[str]) -> None:
+        """The workflows ``ids`` deleted, whatever they ended with, with the requests they queued:
+        :meth:`submit` then runs them again from the start (``batch --rerun``)."""
+        await DBOS.delete_workflows_async(list(ids), delete_children=True)
+
     async def forget_failed(self, ids: Sequence[str]) -> list[str]:
         """Of the workflows ``ids``, those that ended ``failed`` or in error, deleted with the requests
         they queued: :meth:`submit` then runs them again from the start. The ids deleted."""

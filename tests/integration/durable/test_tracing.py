@@ -21,7 +21,6 @@ from tests.integration.durable.support import (
     CountingGateway,
     gateway_environment,
     index,
-    sha256,
     write_transcripts,
 )
 from tests.support.processes import clean_environment
@@ -121,7 +120,8 @@ def test_each_transcript_is_one_trace_its_workflow_span_over_the_run_and_its_ste
         # Every call the run made went through a step of its own.
         assert sum(span["name"] == "model request" for span in steps) == len(chats)
         assert sum(span["name"].startswith("tool ") for span in steps) == len(tools)
-    assert workflow_ids == {sha256(text) for text in TRANSCRIPTS.values()}
+    # Each workflow is the meeting the index names by its key.
+    assert workflow_ids == {line["key"] for line in index(tmp_path / "out")}
     assert model_steps == requests
 
 
