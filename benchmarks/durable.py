@@ -81,7 +81,7 @@ class _SlowModel:
 def _transcripts(count: int, round_: int) -> list[str]:
     # New texts every round: a workflow id (the sha256) already done would not run again.
     return [
-        f"Ana: We decided to ship plan {round_}-{n}.\nBen: I will update the changelog.\n"
+        f"Ana: We decided to ship plan {round_}-{n}.\nBen: I will update the changelog by Thursday.\n"
         for n in range(count)
     ]
 

@@ -8,7 +8,11 @@ construction, phrased in more ways than the offline stand-in's rules read):
 - a scripted "hallucinating" model that sends, for every labelled item, the true call and several
   ungrounded ones (an owner who never took it on, a wrong line, a line outside the transcript, a
   decision nobody took): the share of ungrounded calls the grounding check refuses, and the share of
-  true calls it lets through.
+  true calls it lets through;
+- near misses (the right lines, what they say changed) and fair paraphrases of every labelled item,
+  per kind (:mod:`benchmarks.near_misses`);
+- the hallucinating model across languages, every call quoting its lines: a French summary of these
+  meetings, English summaries of German and Japanese ones (:mod:`benchmarks.languages`).
 """
 
 from __future__ import annotations
