@@ -321,8 +321,40 @@ def _converter() -> cattrs.Converter:
     converter.register_unstructure_hook_func(lambda tp: tp == content_type, unstructure_content)
     converter.register_structure_hook_func(lambda tp: tp == content_type, structure_content)
     generic_message = converter.get_structure_hook(ChatMessage)
-    converter.register_structure_hook(ChatMessage, _quick_messages(generic_message, structure_call))
+    quick_message = _quick_messages(generic_message, structure_call)
+    converter.register_structure_hook(ChatMessage, quick_message)
+    generic_messages = converter.get_structure_hook(_MESSAGES)
+    converter.register_structure_hook_func(
+        lambda tp: tp == _MESSAGES, _messages_in_place(generic_messages, quick_message)
+    )
     return converter
+
+
+_MESSAGES: Final = tuple[ChatMessage, ...]
+
+
+def _messages_in_place(
+    generic: Callable[[Any, Any], Any], message: Callable[[Any, Any], ChatMessage]
+) -> Callable[[Any, Any], tuple[ChatMessage, ...]]:
+    """Structuring for a list of messages that puts each message in its parsed object's place as it goes,
+    so the parsed objects are freed one by one and a long conversation is never held twice whole. The
+    list is the one :func:`loads` parsed, used for nothing else. On a failure the generic hook goes over
+    the list again (a message built already passes through as it is) and names the bad field."""
+
+    def structure(value: object, tp: Any) -> tuple[ChatMessage, ...]:
+        if value.__class__ is list:
+            items = value
+            try:
+                for index, item in enumerate(items):
+                    if item.__class__ is not ChatMessage:
+                        items[index] = message(item, ChatMessage)
+            except Exception:  # noqa: S110  # the generic hook below says what was wrong, and where
+                pass
+            else:
+                return tuple(items)
+        return typing.cast(tuple[ChatMessage, ...], generic(value, tp))
+
+    return structure
 
 
 _TEXT_KEYS: Final = frozenset({_CONTENT_TAG, "text", "provider_item"})
@@ -368,6 +400,8 @@ def _quick_messages(
         return None
 
     def structure(value: object, cls: Any) -> ChatMessage:
+        if value.__class__ is ChatMessage:
+            return value  # built already, in place of its parsed object
         fields = typing.cast(dict[str, Any], value)
         if value.__class__ is dict and len(fields) == 2:
             role, contents = fields.get("role"), fields.get("contents")
