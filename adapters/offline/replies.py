@@ -215,6 +215,7 @@ def answer(
         miscite="ungrounded-citation" in names,
         litellm=litellm,
     )
+    output = _formatted(output, body.get("text"))
     limit = body.get("max_output_tokens")
     over = isinstance(limit, int) and not isinstance(limit, bool) and usage["output_tokens"] > limit
     incomplete = over or "incomplete" in names
@@ -247,6 +248,44 @@ def answer(
     pieces, length = _json(document, names)
     json_headers = (("content-type", "application/json"), ("content-length", str(length)))
     return Reply(200, (*json_headers, *billed), tuple(pieces), document)
+
+
+def _formatted(output: list[Any], text: object) -> list[Any]:
+    """``output`` with its answer's text replaced by JSON fitting the request's ``text.format`` schema, as
+    a model constrained by a strict schema answers; unchanged without one, or when the answer calls tools."""
+    form = text.get("format") if isinstance(text, Mapping) else None
+    if (
+        not isinstance(form, Mapping)
+        or form.get("type") != "json_schema"
+        or not isinstance(form.get("schema"), Mapping)
+    ):
+        return output
+    answer = json.dumps(schema_example(form["schema"]))
+    for item in output:
+        if item.get("type") == "message":
+            item["content"] = [{**part, "text": answer} for part in item["content"][:1]]
+    return output
+
+
+def schema_example(schema: Mapping[str, Any]) -> object:
+    """A plain value a JSON schema (the strict subset a typed answer sends) accepts: an enum's first value,
+    the first non-null type, an array of one item, each property of an object."""
+    if "enum" in schema:
+        return next((value for value in schema["enum"] if value is not None), None)
+    options = schema.get("anyOf")
+    if isinstance(options, list) and options:
+        useful = [option for option in options if option.get("type") != "null"]
+        return schema_example(useful[0] if useful else options[0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: schema_example(value) for name, value in properties.items()}
+    if kind == "array":
+        items = schema.get("items")
+        return [schema_example(items)] if isinstance(items, Mapping) else []
+    return {"string": "offline", "integer": 0, "number": 0.0, "boolean": False}.get(str(kind))
 
 
 def response_cost(usage: Mapping[str, Any]) -> float:
