@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Final
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Final, NoReturn
 
 import attrs
 from opentelemetry.util.types import AttributeValue
@@ -119,12 +119,8 @@ class FailoverChat:
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
-        deadline = self._deadline(options)
         failures: list[FailedTarget] = []
-        for index, target in enumerate(self._targets):
-            asked = self._options(index, target, options, deadline)
-            if asked is None:
-                break
+        for index, target, asked in self._tries(options):
             try:
                 response = await target.chat.get_response(messages, asked)
             except ChatError as error:
@@ -134,21 +130,13 @@ class FailoverChat:
                 continue
             self._answered(target, failures)
             return attrs.evolve(response, served_by=target.name)
-        last = failures[-1].error
-        exhausted = self._exhausted(failures)
-        if exhausted is last:
-            raise last
-        raise exhausted from last
+        self._give_up(failures)
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        deadline = self._deadline(options)
         failures: list[FailedTarget] = []
-        for index, target in enumerate(self._targets):
-            asked = self._options(index, target, options, deadline)
-            if asked is None:
-                break
+        for index, target, asked in self._tries(options):
             updates = aiter(target.chat.get_streaming_response(messages, asked))
             handed = False
             try:
@@ -170,6 +158,19 @@ class FailoverChat:
                 close = getattr(updates, "aclose", None)
                 if close is not None:
                     await close()
+        self._give_up(failures)
+
+    def _tries(self, options: ChatOptions | None) -> Iterator[tuple[int, Target, ChatOptions]]:
+        """Each target in turn, with its index and the options it is asked with, while time is left."""
+        deadline = self._deadline(options)
+        for index, target in enumerate(self._targets):
+            asked = self._options(index, target, options, deadline)
+            if asked is None:
+                return
+            yield index, target, asked
+
+    def _give_up(self, failures: Sequence[FailedTarget]) -> NoReturn:
+        """Raise the last target's error, or the exhausted-failover error caused by it."""
         last = failures[-1].error
         exhausted = self._exhausted(failures)
         if exhausted is last:
