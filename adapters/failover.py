@@ -6,7 +6,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Final, NoReturn
+from typing import Final
 
 import attrs
 from opentelemetry.util.types import AttributeValue
@@ -130,7 +130,7 @@ class FailoverChat:
                 continue
             self._answered(target, failures)
             return attrs.evolve(response, served_by=target.name)
-        self._give_up(failures)
+        raise self._exhausted(failures)
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
@@ -158,7 +158,7 @@ class FailoverChat:
                 close = getattr(updates, "aclose", None)
                 if close is not None:
                     await close()
-        self._give_up(failures)
+        raise self._exhausted(failures)
 
     def _tries(self, options: ChatOptions | None) -> Iterator[tuple[int, Target, ChatOptions]]:
         """Each target in turn, with its index and the options it is asked with, while time is left."""
@@ -168,14 +168,6 @@ class FailoverChat:
             if asked is None:
                 return
             yield index, target, asked
-
-    def _give_up(self, failures: Sequence[FailedTarget]) -> NoReturn:
-        """Raise the last target's error, or the exhausted-failover error caused by it."""
-        last = failures[-1].error
-        exhausted = self._exhausted(failures)
-        if exhausted is last:
-            raise last
-        raise exhausted from last
 
     def _deadline(self, options: ChatOptions | None) -> float:
         """The time (on ``clock``) by which every target together must have answered."""
@@ -245,7 +237,8 @@ class FailoverChat:
         annotate_request(attributes)
 
     def _exhausted(self, failures: Sequence[FailedTarget]) -> ChatError:
-        """The last failure's error, listing every target's when more than one was tried."""
+        """The last failure's error, or when more than one target was tried a copy of it listing every
+        target's, caused by it."""
         last = failures[-1].error
         if len(failures) == 1:
             return last
@@ -257,4 +250,5 @@ class FailoverChat:
         failure.args = (message,)
         failure.message = message
         failure.__dict__["tried"] = tuple(failures)
+        failure.__cause__ = last
         return failure

@@ -263,18 +263,24 @@ def _ours(workload: str, samples: Mapping[str, Samples]) -> list[Check]:
     ]
 
 
-async def large_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
-    """A long answer (``sizes.fold`` word deltas): folded, and streamed to a caller."""
-    scenario = Scenario(PROMPT, None, make_body(sizes.fold))
-    samples = await interleaved(
+async def _one_body_read_four_ways(scenario: Scenario, runs: int) -> dict[str, Samples]:
+    """The scenario's body read once a run by the SDK (as shipped and typed by tag), folded by the
+    adapter, and streamed by it to a caller: ``runs`` times each, interleaved."""
+    return await interleaved(
         {
             "raw": await raw_iteration(scenario, 1),
             "raw_tagged": await raw_tagged_iteration(scenario, 1),
             "get_response": await whole(scenario, scenario.adapter(), 1),
             "streaming": await streamed(scenario, scenario.adapter(), 1),
         },
-        runs=sizes.runs,
+        runs=runs,
     )
+
+
+async def large_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """A long answer (``sizes.fold`` word deltas): folded, and streamed to a caller."""
+    scenario = Scenario(PROMPT, None, make_body(sizes.fold))
+    samples = await _one_body_read_four_ways(scenario, sizes.runs)
     events = scenario.body.events
     timings["large_text"] = {name: s.as_json() | {"events": events} for name, s in samples.items()}
     return [
@@ -299,15 +305,7 @@ async def large_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
 async def many_calls(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     """An answer of ``sizes.calls`` function calls whose arguments stream in small slices."""
     scenario = Scenario(PROMPT, None, make_calls_body(sizes.calls, sizes.call_chars))
-    samples = await interleaved(
-        {
-            "raw": await raw_iteration(scenario, 1),
-            "raw_tagged": await raw_tagged_iteration(scenario, 1),
-            "get_response": await whole(scenario, scenario.adapter(), 1),
-            "streaming": await streamed(scenario, scenario.adapter(), 1),
-        },
-        runs=sizes.runs,
-    )
+    samples = await _one_body_read_four_ways(scenario, sizes.runs)
     events, calls = scenario.body.events, sizes.calls
     timings["many_calls"] = {name: s.as_json() | {"events": events} for name, s in samples.items()}
     return [

@@ -10,6 +10,7 @@ import json
 import re
 import types
 import typing
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any, Final, Literal
 
@@ -223,29 +224,27 @@ def teams_vtt(cues: list[Cue]) -> str:
     return "\r\n".join(rows)
 
 
-def zoom_vtt(cues: list[Cue]) -> str:
-    """As Zoom writes it: integer cue ids and ``Name: text``."""
-    rows = ["WEBVTT", ""]
-    for number, cue in enumerate(cues, 1):
-        rows += [
-            str(number),
-            f"{_stamp(cue.start)} --> {_stamp(cue.end)}",
-            f"{cue.speaker}: {_escaped(cue.text)}",
-            "",
-        ]
-    return "\n".join(rows)
-
-
-def srt(cues: list[Cue]) -> str:
+def _numbered_cues(cues: list[Cue], mark: str, text: Callable[[str], str]) -> list[str]:
+    """Each cue as its number from 1, its times (``mark`` before the milliseconds), ``Name: text``
+    and a blank line."""
     rows: list[str] = []
     for number, cue in enumerate(cues, 1):
         rows += [
             str(number),
-            f"{_stamp(cue.start, ',')} --> {_stamp(cue.end, ',')}",
-            f"{cue.speaker}: {cue.text}",
+            f"{_stamp(cue.start, mark)} --> {_stamp(cue.end, mark)}",
+            f"{cue.speaker}: {text(cue.text)}",
             "",
         ]
-    return "\n".join(rows)
+    return rows
+
+
+def zoom_vtt(cues: list[Cue]) -> str:
+    """As Zoom writes it: integer cue ids and ``Name: text``."""
+    return "\n".join(["WEBVTT", "", *_numbered_cues(cues, ".", _escaped)])
+
+
+def srt(cues: list[Cue]) -> str:
+    return "\n".join(_numbered_cues(cues, ",", str))
 
 
 def diarized_json(cues: list[Cue]) -> str:

@@ -26,6 +26,7 @@ from domain import (
 from tests.application.strategies import (
     chat_responses,
     conversations,
+    document_places,
     meeting_summaries,
     tool_runs,
     workflow_edits,
@@ -235,17 +236,6 @@ def test_an_error_never_quotes_the_value_it_refused() -> None:
 # ---------------------------------------------------------------- 1,000 mutated documents
 
 
-def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    places = [path]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            places.extend(_places(item, (*path, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            places.extend(_places(item, (*path, index)))
-    return places
-
-
 def _replacements(rng: random.Random, old: Any) -> Any:
     deep: Any = []
     for _ in range(rng.choice([50, 900])):
@@ -273,7 +263,7 @@ def _replacements(rng: random.Random, old: Any) -> Any:
 def _mutated(rng: random.Random, document: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
     """The document changed at one random place (replaced, removed, or given an extra field)."""
     mutated = copy.deepcopy(document)
-    place = rng.choice(_places(mutated)[1:])
+    place = rng.choice(document_places(mutated)[1:])
     parent: Any = mutated
     for step in place[:-1]:
         parent = parent[step]

@@ -68,10 +68,15 @@ class Till:
 
     def __init__(self) -> None:
         self.paid: list[int] = []
-        self.registry = ToolRegistry()
-        self.registry.add(self._pay, name="pay", params=Payment, needs_approval=True)
-        self.registry.add(self._pay, name="refund", params=Payment, needs_approval=lambda p: p.amount > 10)
-        self.registry.add(lambda params: {"due": 5}, name="look_up", params=Lookup)
+        self.registry = self._tools(refund=self._pay)
+
+    def _tools(self, refund: Callable[[Payment], dict[str, object]]) -> ToolRegistry:
+        """``pay``, ``refund`` (run by ``refund``) and ``look_up``, each with its approval rule."""
+        registry = ToolRegistry()
+        registry.add(self._pay, name="pay", params=Payment, needs_approval=True)
+        registry.add(refund, name="refund", params=Payment, needs_approval=lambda p: p.amount > 10)
+        registry.add(lambda params: {"due": 5}, name="look_up", params=Lookup)
+        return registry
 
     def _pay(self, params: Payment) -> dict[str, object]:
         self.paid.append(params.amount)
@@ -408,10 +413,7 @@ class Ledger(Till):
     def __init__(self) -> None:
         super().__init__()
         self.refunded: list[int] = []
-        self.registry = ToolRegistry()
-        self.registry.add(self._pay, name="pay", params=Payment, needs_approval=True)
-        self.registry.add(self._refund, name="refund", params=Payment, needs_approval=lambda p: p.amount > 10)
-        self.registry.add(lambda params: {"due": 5}, name="look_up", params=Lookup)
+        self.registry = self._tools(refund=self._refund)
 
     def _refund(self, params: Payment) -> dict[str, object]:
         self.refunded.append(params.amount)

@@ -9,7 +9,7 @@ import pytest
 
 from adapters.offline.render import call_item, message_item
 from application import LoopSettings, ToolLoop, ToolRegistry
-from domain import ChatOptions
+from domain import ChatOptions, ChatPort
 from tests.support.gateway import QUESTION, Recorder, adapters_for, answer, response_document, served
 
 # What OpenAI answers when a stored response has expired or was deleted.
@@ -44,11 +44,16 @@ def _answer(streaming: bool, response_id: str = "resp_2") -> httpx.Response:
     )
 
 
+def _wired(streaming: bool, *after: httpx.Response) -> tuple[Recorder, ChatPort]:
+    """A recorder answering the tool call then ``after``, and the adapter (SSE or JSON) reading it."""
+    recorder = Recorder([_call(streaming), *after])
+    return recorder, adapters_for(recorder)[0 if streaming else 1]
+
+
 @pytest.mark.parametrize("which", ["sse", "json"])
 async def test_server_state_chains_the_requests_with_the_cache_key_on_each(which: str) -> None:
     streaming = which == "sse"
-    recorder = Recorder([_call(streaming), _answer(streaming)])
-    adapter = adapters_for(recorder)[0 if streaming else 1]
+    recorder, adapter = _wired(streaming, _answer(streaming))
     tools, options = _tools()
     settings = LoopSettings(conversation_state="server", prompt_cache_retention="24h")
     run = await ToolLoop(adapter, settings).run(QUESTION, options, tools)
@@ -68,8 +73,7 @@ async def test_server_state_chains_the_requests_with_the_cache_key_on_each(which
 @pytest.mark.parametrize("which", ["sse", "json"])
 async def test_a_lost_stored_response_is_answered_by_the_whole_history(which: str) -> None:
     streaming = which == "sse"
-    recorder = Recorder([_call(streaming), answer(json.dumps(NOT_FOUND), status=400), _answer(streaming)])
-    adapter = adapters_for(recorder)[0 if streaming else 1]
+    recorder, adapter = _wired(streaming, answer(json.dumps(NOT_FOUND), status=400), _answer(streaming))
     tools, options = _tools()
     run = await ToolLoop(adapter, LoopSettings(conversation_state="server")).run(QUESTION, options, tools)
     assert run.text == "At ten."
@@ -83,8 +87,7 @@ async def test_a_lost_stored_response_is_answered_by_the_whole_history(which: st
 @pytest.mark.parametrize("which", ["sse", "json"])
 async def test_client_state_sends_the_history_and_a_hosts_cache_key(which: str) -> None:
     streaming = which == "sse"
-    recorder = Recorder([_call(streaming), _answer(streaming)])
-    adapter = adapters_for(recorder)[0 if streaming else 1]
+    recorder, adapter = _wired(streaming, _answer(streaming))
     tools, options = _tools()
     options = ChatOptions(tools=options.tools, prompt_cache_key="summaries-v1")
     await ToolLoop(adapter).run(QUESTION, options, tools)

@@ -26,6 +26,7 @@ TRANSCRIPT: Final = ROOT / "examples" / "standup-transcript.txt"
 WORKFLOW: Final = ROOT / "examples" / "release-workflow.json"
 SCRIPT: Final = Path(sys.executable).with_name("meeting-agents")
 PLANTED_KEY: Final = "sk-PLANTED-cli-9911"
+REMOVE_QA: Final = "remove Manual QA sign-off"
 # What a run on the offline stand-in writes to stderr even when no one watches: it, and only it.
 OFFLINE_NOTE: Final = (
     "meeting-agents: no gateway is configured (AGENT_BASE_URL): the offline stand-in answers, "
@@ -72,6 +73,12 @@ def run(
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
     return Ran(code, out.getvalue(), err.getvalue())
+
+
+def edit_without_qa(*argv: str, environ: Mapping[str, str] | None = None) -> Ran:
+    """``edit-workflow`` in this process, told to remove the example workflow's QA step with every call
+    approved, and ``argv`` after."""
+    return run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", *argv, environ=environ)
 
 
 def run_process(*argv: str, environ: Mapping[str, str] | None = None, stdin: bytes | None = None) -> Ran:

@@ -13,10 +13,17 @@ import pytest
 from adapters.cli.exit_codes import EXIT_NOT_CARRIED_OUT, EXIT_OK, EXIT_USAGE, EXIT_WAITING
 from adapters.offline import OfflineResponsesServer
 from application import RunState, loads, workflow_from_json
-from tests.integration.cli.support import WORKFLOW, OnTerminal, Ran, run, run_process
+from tests.integration.cli.support import (
+    REMOVE_QA,
+    WORKFLOW,
+    OnTerminal,
+    Ran,
+    edit_without_qa,
+    run,
+    run_process,
+)
 from tests.support.states import held_calls
 
-REMOVE_QA = "remove Manual QA sign-off"
 QUESTION = 'Remove step step-4 "Manual QA sign-off"? [y/N] '
 
 
@@ -139,7 +146,7 @@ def test_resume_in_a_new_process_gives_what_approving_at_once_gives(tmp_path: Pa
     state = tmp_path / "paused.json"
     call_id = paused_to(state)
     resumed = run_process("resume", str(state), "--approve", call_id, "--format", "json")
-    at_once = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--format", "json")
+    at_once = edit_without_qa("--format", "json")
     assert resumed.code == at_once.code == EXIT_OK, resumed.err
     # The whole run, the requests before the pause included: the same result, tool calls and usage.
     assert resumed.json() == at_once.json()

@@ -28,10 +28,18 @@ from adapters.cli import app as cli_app
 from adapters.cli.files import AtomicOutput
 from adapters.offline import OfflineResponsesServer
 from application import workflow_from_json
-from tests.integration.cli.support import OFFLINE_NOTE, PLANTED_KEY, TRANSCRIPT, WORKFLOW, Ran, run
+from tests.integration.cli.support import (
+    OFFLINE_NOTE,
+    PLANTED_KEY,
+    REMOVE_QA,
+    TRANSCRIPT,
+    WORKFLOW,
+    Ran,
+    edit_without_qa,
+    run,
+)
 from tests.support.upstreams import FakeServer, echo_route
 
-REMOVE_QA = "remove Manual QA sign-off"
 SUMMARY_KEYS = {
     "text",
     "action_items",
@@ -152,7 +160,7 @@ def test_both_adapters_give_the_same_json_summary() -> None:
 
 
 def test_edit_workflow_json_carries_a_workflow_the_command_can_read_back(tmp_path: Path) -> None:
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--format", "json")
+    ran = edit_without_qa("--format", "json")
     assert ran.code == EXIT_OK, ran.err
     document = ran.json()
     assert set(document) == EDIT_KEYS
@@ -163,7 +171,7 @@ def test_edit_workflow_json_carries_a_workflow_the_command_can_read_back(tmp_pat
 
 
 def test_edit_workflow_text_shows_the_diff() -> None:
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all")
+    ran = edit_without_qa()
     assert ran.code == EXIT_OK, ran.err
     assert "  - step-4: Manual QA sign-off (approval)\n" in ran.out
     assert "    step-5: Publish to app stores (deploy)\n" in ran.out
@@ -603,12 +611,7 @@ def test_an_incomplete_summary_is_printed_and_exits_3() -> None:
 
 def test_an_incomplete_edit_does_not_write_its_output(tmp_path: Path) -> None:
     output = tmp_path / "out.json"
-    ran = run(
-        "edit-workflow",
-        str(WORKFLOW),
-        REMOVE_QA,
-        "--approve",
-        "all",
+    ran = edit_without_qa(
         "--scenario",
         "incomplete",
         "--output",
@@ -654,7 +657,7 @@ def test_an_instruction_not_carried_out_says_why_and_exits_4(
 
 def test_output_is_written_whole_with_no_temporary_file_left(tmp_path: Path) -> None:
     output = tmp_path / "edited.json"
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(output))
+    ran = edit_without_qa("--output", str(output))
     assert ran.code == EXIT_OK, ran.err
     assert [path.name for path in tmp_path.iterdir()] == ["edited.json"]
     assert len(workflow_from_json(output.read_text(encoding="utf-8")).steps) == 5
@@ -672,7 +675,7 @@ def test_output_replaces_an_existing_file_and_keeps_its_mode(tmp_path: Path) -> 
     output = tmp_path / "edited.json"
     output.write_text("old", encoding="utf-8")
     output.chmod(0o640)
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(output))
+    ran = edit_without_qa("--output", str(output))
     assert ran.code == EXIT_OK, ran.err
     assert output.read_text(encoding="utf-8").startswith("{")
     assert stat.S_IMODE(output.stat().st_mode) == 0o640
@@ -722,7 +725,7 @@ def test_output_through_a_link_writes_the_file_it_points_to(tmp_path: Path) -> N
     real.write_text("old", encoding="utf-8")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    ran = run("edit-workflow", str(WORKFLOW), REMOVE_QA, "--approve", "all", "--output", str(link))
+    ran = edit_without_qa("--output", str(link))
     assert ran.code == EXIT_OK, ran.err
     assert link.is_symlink()
     assert real.read_text(encoding="utf-8").startswith("{")
@@ -745,12 +748,7 @@ def test_an_unusable_output_is_refused_before_any_request(
     gateway: OfflineResponsesServer, tmp_path: Path, target: str, message: str
 ) -> None:
     path = target.format(tmp=tmp_path)
-    ran = run(
-        "edit-workflow",
-        str(WORKFLOW),
-        REMOVE_QA,
-        "--approve",
-        "all",
+    ran = edit_without_qa(
         "--output",
         path,
         environ=gateway_environment(gateway),

@@ -12,9 +12,7 @@ from adapters.offline import OfflineResponsesServer
 from adapters.redaction import Redactor
 from application import MeetingSummary, ToolRun, WorkflowEdit, loads, workflow_from_json
 from domain import ChatMessage, ChatResponse
-from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, WORKFLOW, run
-
-REMOVE_QA = "remove Manual QA sign-off"
+from tests.integration.cli.support import PLANTED_KEY, REMOVE_QA, TRANSCRIPT, WORKFLOW, edit_without_qa, run
 
 
 def test_summarize_saves_the_run_it_printed(tmp_path: Path) -> None:
@@ -35,12 +33,7 @@ def test_summarize_saves_the_run_it_printed(tmp_path: Path) -> None:
 
 def test_edit_workflow_saves_the_run_beside_its_output(tmp_path: Path) -> None:
     saved, output = tmp_path / "run.json", tmp_path / "edited.json"
-    ran = run(
-        "edit-workflow",
-        str(WORKFLOW),
-        REMOVE_QA,
-        "--approve",
-        "all",
+    ran = edit_without_qa(
         "--output",
         str(output),
         "--save-run",
