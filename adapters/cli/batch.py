@@ -452,6 +452,8 @@ async def _batch(
     already: frozenset[str] = frozenset()
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
+            # What an earlier version left unfinished is finished by this one (else it would wait for ever).
+            _say_taken_over(console, await engine.take_over(list(by_sha)), "batch")
             if rerun:
                 # Every meeting from the start, as if no run had recorded it.
                 await engine.forget(list(by_sha))
@@ -557,6 +559,19 @@ def batch_command(
     except _database_error() as exc:
         console.error(str(exc))
         return EXIT_USAGE
+
+
+def _say_taken_over(console: Console, older: Mapping[str, Sequence[str]], who: str) -> None:
+    """One line for the meetings an earlier version left unfinished that this process took over."""
+    if older:
+        from adapters.durable.engine import version
+
+        count = sum(len(ids) for ids in older.values())
+        versions = ", ".join(sorted(older))
+        console.warning(
+            f"{who}: took over {count} unfinished meeting(s) of an earlier version ({versions}) "
+            f"under this one ({version()}); they go on from their last recorded step"
+        )
 
 
 def _refuse_what_is_not_honoured(args: argparse.Namespace, command: str) -> None:

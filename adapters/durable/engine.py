@@ -9,6 +9,7 @@ import copyreg
 import importlib.metadata
 import io
 import logging
+import os
 import pickle
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,7 @@ from dbos import (
     Serializer,
     SetEnqueueOptions,
     SetWorkflowID,
+    WorkflowHandleAsync,
     WorkflowStatus,
 )
 from opentelemetry import trace
@@ -171,7 +173,13 @@ def check_database_url(url: str) -> str:
 
 
 def version() -> str:
-    """The application version DBOS records with each workflow: processes of one version share a queue."""
+    """The application version DBOS records with each workflow: processes of one version share a queue.
+
+    ``DBOS__APPVERSION`` when set (DBOS's own variable, for a deploy that names its versions), else
+    the package's."""
+    named = os.environ.get("DBOS__APPVERSION", "").strip()
+    if named:
+        return named
     try:
         return f"{APP_NAME}-{importlib.metadata.version('meeting-assistant-agents')}"
     except importlib.metadata.PackageNotFoundError:
@@ -418,6 +426,8 @@ class Engine:
         # call; queued, the ids submitted whose end it has not handed out yet.
         self._fresh: list[str] = []
         self._unfinished: set[str] = set()
+        # Workflows of an earlier version this process put back on the transcripts queue under its own.
+        self._taken_over: set[str] = set()
 
     @classmethod
     async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
@@ -533,6 +543,12 @@ class Engine:
         queued, here or on another worker) is left as it is, its outcome the one recorded.
         ``input_format`` and ``speakers`` say how to import it (:meth:`Transcript.parse`)."""
         meeting = (transcript, input_format, speakers)
+        if sha256 in self._taken_over and not self.settings.queued:
+            # Already on the queue under this version: wait for it there.
+            task = asyncio.create_task(self._wait_here(sha256), name=f"transcript {sha256[:12]}")
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+            return
         if self.settings.queued:
             with SetWorkflowID(sha256):
                 await _queues[TRANSCRIPTS_QUEUE].enqueue_async(summarize_transcript, *meeting)
@@ -558,10 +574,57 @@ class Engine:
         self._fresh.append(sha256)
         self._news.set()
 
+    async def take_over(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Of the workflows ``ids``, those an earlier version left unfinished (pending, queued, or
+        cancelled by an earlier take-over that was cut short), put back on the transcripts queue under
+        this process's version, each from its last recorded step: DBOS runs and queues a workflow
+        only under the version that started it, so after an upgrade they would wait for ever. The ids
+        taken over, by the version that left them.
+
+        Through DBOS's public API: a workflow is cancelled (so that a process of its version still
+        running it stops at its next step) and rewound to the step after its last recorded one, under
+        this version, which keeps every recorded step (no completed request is sent again)."""
+        current = DBOS.application_version
+        statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
+            workflow_ids=list(ids),
+            status=["PENDING", "ENQUEUED", "CANCELLED"],
+            load_input=False,
+            load_output=False,
+        )
+        older: dict[str, list[str]] = {}
+        for status in statuses:
+            if status.app_version == current:
+                continue
+            steps = await DBOS.list_workflow_steps_async(status.workflow_id)
+            start = max((int(step["function_id"]) for step in steps), default=0) + 1
+            if status.status != "CANCELLED":
+                await DBOS.cancel_workflow_async(status.workflow_id)
+            await DBOS.rewind_workflow_async(
+                status.workflow_id,
+                start_step=start,
+                application_version=current,
+                queue_name=TRANSCRIPTS_QUEUE,
+            )
+            older.setdefault(status.app_version or "unknown", []).append(status.workflow_id)
+            self._taken_over.add(status.workflow_id)
+        return older
+
     async def forget(self, ids: Sequence[str]) -> None:
         """The workflows ``ids`` deleted, whatever they ended with, with the requests they queued:
         :meth:`submit` then runs them again from the start (``batch --rerun``)."""
         await DBOS.delete_workflows_async(list(ids), delete_children=True)
+
+    async def _wait_here(self, sha256: str) -> None:
+        try:
+            handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(sha256)
+            output = await handle.get_result()
+        except Exception as exc:  # the workflow raised, or DBOS could not run it
+            outcome = Outcome("error", error=f"the run ended with {_first_line(exc)}")
+        else:
+            outcome = output if isinstance(output, Outcome) else Outcome("error", error="no outcome")
+        self._ended[sha256] = outcome
+        self._fresh.append(sha256)
+        self._news.set()
 
     async def forget_failed(self, ids: Sequence[str]) -> list[str]:
         """Of the workflows ``ids``, those that ended ``failed`` or in error, deleted with the requests

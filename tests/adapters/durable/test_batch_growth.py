@@ -65,6 +65,7 @@ class _WorkflowsAtOnce:
     bookkeeping of the loop and the engine is what is counted."""
 
     turns: ClassVar[Callable[[], int]]
+    application_version: ClassVar[str] = "meeting-agents-test"
 
     @classmethod
     async def start_workflow_async(cls, _workflow: Any, *_meeting: Any) -> _Handle:
@@ -72,7 +73,7 @@ class _WorkflowsAtOnce:
 
     @staticmethod
     async def list_workflows_async(**_: Any) -> list[Any]:
-        return []  # nothing failed before
+        return []  # nothing failed, finished or left by another version before
 
 
 def _settings() -> Settings:
