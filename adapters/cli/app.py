@@ -617,7 +617,7 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
     try:
         settings = _settings(args, environ)
         console.redactor = Redactor([environ.get("AGENT_API_KEY"), *settings.agent.secrets()])
-        if args.command in ("batch", "worker"):
+        if args.command in ("batch", "worker", "batch-status"):
             return _batch_commands(args, console, settings)
         if args.command == "eval":
             from adapters.cli.evaluation import eval_command
@@ -643,10 +643,12 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
 
 def _batch_commands(args: argparse.Namespace, console: Console, settings: Settings) -> int:
     """``batch`` and ``worker`` (adapters/cli/batch.py): durable runs on DBOS, which only they import."""
-    from adapters.cli.batch import batch_command, worker_command
+    from adapters.cli.batch import batch_command, status_command, worker_command
 
     if args.command == "batch":
         return batch_command(args, console, settings, _stdin(), _endpoint)
+    if args.command == "batch-status":
+        return status_command(args, console)
     return worker_command(args, console, settings, _endpoint)
 
 

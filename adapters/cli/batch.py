@@ -561,6 +561,36 @@ def batch_command(
         return EXIT_USAGE
 
 
+def status_command(args: argparse.Namespace, console: Console) -> int:
+    """``meeting-agents batch-status``: the run database's meetings by state, and their totals."""
+    try:
+        _refuse_what_is_not_honoured(args, "batch-status")
+        database_url = _database_url(args, None)
+        durable = _durable()
+        states = durable.batch_status(database_url)
+    except ConfigurationError as exc:
+        console.error(str(exc))
+        return EXIT_USAGE
+    except _database_error() as exc:
+        console.error(str(exc))
+        return EXIT_USAGE
+    totals = dict.fromkeys(durable.STATES, 0)
+    for meeting in states:
+        totals[meeting.state] += 1
+    if args.format == "json":
+        console.result_json({"meetings": [attrs.asdict(meeting) for meeting in states], "totals": totals})
+        return EXIT_OK
+    lines = []
+    for meeting in states:
+        held = f" ({meeting.executor}, {meeting.version})" if meeting.state in ("pending", "running") else ""
+        why = f": {meeting.error}" if meeting.error is not None else ""
+        lines.append(f"{meeting.state:<10} {meeting.key}{held}{why}")
+    counts = ", ".join(f"{count} {state}" for state, count in totals.items())
+    lines.append(f"{len(states)} meetings: {counts}")
+    console.result("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
 def _say_taken_over(console: Console, older: Mapping[str, Sequence[str]], who: str) -> None:
     """One line for the meetings an earlier version left unfinished that this process took over."""
     if older:

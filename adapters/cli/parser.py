@@ -436,6 +436,17 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_global_options(worker, copy=True)
 
+    status = commands.add_parser(
+        "batch-status",
+        help="list the meetings of a run database: done, failed (and why), pending and running",
+        description="Read a batch's run database (--db) and list its meetings by state, with their totals.",
+        epilog="Exit codes: 0 listed, 2 bad input (a database that cannot be read).",
+    )
+    status.add_argument(
+        "--db", metavar="URL", required=True, help="the run database: sqlite:///... or postgresql://..."
+    )
+    _add_global_options(status, copy=True)
+
 
 def _add_save_run(command: argparse.ArgumentParser) -> None:
     command.add_argument(

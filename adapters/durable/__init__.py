@@ -12,9 +12,11 @@ from adapters.durable.engine import (
     check_database_url,
     requester,
 )
+from adapters.durable.status import STATES, MeetingState, batch_status
 from adapters.durable.steps import DurableChat, DurableToolInvoker, scrubbed
 
 __all__ = [
+    "STATES",
     "Approvals",
     "DatabaseError",
     "DurableChat",
@@ -22,8 +24,10 @@ __all__ = [
     "Engine",
     "EngineSettings",
     "LivenessLostError",
+    "MeetingState",
     "Outcome",
     "Runtime",
+    "batch_status",
     "check_database_url",
     "edit_result",
     "requester",

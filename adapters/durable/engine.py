@@ -137,6 +137,11 @@ def _shown(url: str) -> str:
         return "<unreadable URL>"
 
 
+def shown_url(url: str) -> str:
+    """``url`` as an error may show it: without its password."""
+    return _shown(url)
+
+
 def check_database_url(url: str) -> str:
     """``url`` as DBOS takes it (``postgres://`` spelled ``postgresql://``), or a :class:`DatabaseError`.
 
