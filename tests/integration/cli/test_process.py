@@ -24,7 +24,7 @@ from tests.integration.cli.support import (
     run_process,
     screen_lines,
 )
-from tests.support.doc_blocks import section_block
+from tests.support.doc_blocks import environment, run_python, section_block
 from tests.support.processes import clean_environment, start
 
 OPTIONS = ["--format", "json", "--no-streaming", "--scenario", "malformed-arguments"]
@@ -155,17 +155,7 @@ def test_ctrl_c_during_a_streamed_run_exits_130_with_one_line(tmp_path: Path) ->
 
 
 def test_the_documented_host_program_runs_as_written(tmp_path: Path) -> None:
-    script = tmp_path / "host.py"
-    script.write_text(section_block("docs/host-integration.md", "## The container"), encoding="utf-8")
-    done = subprocess.run(  # noqa: S603  # this interpreter running the page's own example
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env=clean_environment(),
-        cwd=tmp_path,
-        timeout=PROCESS_TIMEOUT,
-        check=False,
-    )
+    done = run_python(section_block("docs/host-integration.md", "## The container"), environment(), tmp_path)
     assert done.returncode == 0, done.stderr
     assert "- Ben: update the changelog (due Thursday)" in done.stdout
     assert '"name": "Manual QA sign-off"' not in done.stdout

@@ -9,7 +9,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,8 @@ from adapters.durable import Approvals
 from application import ApprovalRequest, Approve
 from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.support import CountingGateway, gateway_environment, selected, until_selected
-from tests.support.doc_blocks import section_block
-from tests.support.processes import clean_environment, python_module, start
+from tests.support.doc_blocks import environment, run_python, section_block
+from tests.support.processes import python_module, start
 
 pytestmark = pytest.mark.slow
 
@@ -150,16 +149,8 @@ def test_a_wait_that_times_out_hands_back_the_paused_edit_with_its_state(tmp_pat
 
 
 def test_the_documented_durable_edit_runs_as_written(tmp_path: Path) -> None:
-    script = tmp_path / "durable_edit.py"
-    script.write_text(section_block("docs/approval.md", "## Approval that waits for days"))
-    done = subprocess.run(  # noqa: S603  # this interpreter running the page's own example
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env=clean_environment(),
-        cwd=tmp_path,
-        timeout=PROCESS_TIMEOUT,
-        check=False,
+    done = run_python(
+        section_block("docs/approval.md", "## Approval that waits for days"), environment(), tmp_path
     )
     assert done.returncode == 0, done.stderr
     assert "waiting for approval: remove_step {'step_id': 's2'}" in done.stdout
