@@ -17,7 +17,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import pytest
 
@@ -78,6 +78,10 @@ class Fold:
             await asyncio.sleep(0)
             self.turns += 1
             self._turn()
+
+    def reset(self) -> None:
+        """The steps from here on are counted (the warm-up's are not)."""
+        self.steps = 0
 
     def close(self) -> None:
         """The stretch after the last turn counts too."""
@@ -150,24 +154,34 @@ def _body(output: list[Any], shape: str) -> tuple[bytes, str]:
     return json.dumps(document).encode(), "application/json"
 
 
+class _Counter(Protocol):
+    """What a request is measured with: reset after the warm-up, a heartbeat task, closed at the end."""
+
+    def reset(self) -> None: ...
+
+    async def heartbeat(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 @asynccontextmanager
-async def _beating(fold: Fold) -> AsyncIterator[None]:
-    task = asyncio.get_running_loop().create_task(fold.heartbeat())
+async def _beating(counter: _Counter) -> AsyncIterator[None]:
+    task = asyncio.get_running_loop().create_task(counter.heartbeat())
     try:
         yield
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        fold.close()
+        counter.close()
 
 
-async def _asked(handler: Any, adapter_type: AdapterType, fold: Fold, *, deadline: float) -> object:
-    """One request for the hostile body (after a warm-up the fold does not count), with the heartbeat."""
+async def _asked(handler: Any, adapter_type: AdapterType, counter: _Counter, *, deadline: float) -> object:
+    """One request for the hostile body (after a warm-up the counter does not count), with the heartbeat."""
     async with serve(handler) as server, adapter_on(server.base_url, adapter_type, deadline=deadline) as chat:
         async with adapter_on(server.base_url, adapter_type, deadline=60) as warm:
             await warm.get_response([ChatMessage.user("warm up")])
-        fold.steps = 0
-        async with _beating(fold):
+        counter.reset()
+        async with _beating(counter):
             try:
                 return await chat.get_response([ChatMessage.user("hello")])
             except ChatError as error:
@@ -289,6 +303,12 @@ class Parses:
     def at(self, scanned: int, action: Callable[[], None]) -> None:
         self._at = (scanned, action)
 
+    def reset(self) -> None:
+        """Nothing to forget: the warm-up's short answer is never parsed in steps."""
+
+    def close(self) -> None:
+        """The heartbeat measured every stretch it saw; nothing is left to count."""
+
     async def heartbeat(self) -> None:
         while True:
             await asyncio.sleep(0)
@@ -314,22 +334,6 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> Parses:
     return counter
 
 
-async def _asked_beating(
-    handler: Any, adapter_type: AdapterType, parses: Parses, *, deadline: float
-) -> object:
-    async with serve(handler) as server, adapter_on(server.base_url, adapter_type, deadline=deadline) as chat:
-        async with adapter_on(server.base_url, adapter_type, deadline=60) as warm:
-            await warm.get_response([ChatMessage.user("warm up")])
-        task = asyncio.get_running_loop().create_task(parses.heartbeat())
-        try:
-            return await chat.get_response([ChatMessage.user("hello")])
-        except ChatError as error:
-            return error
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-
 def _long_bodies() -> dict[str, list[Any]]:
     calls = [
         call_item(f"fc_{n}", f"call_{n}", "record_decision", json.dumps({"decision": "ship " * 60}))
@@ -348,7 +352,7 @@ async def test_a_line_of_megabytes_is_parsed_with_the_loop_running_every_few_pie
     body, content_type = _body(output, shape)
     assert len(body) > 2 * incremental.LARGE
 
-    outcome = await _asked_beating(_served(body, content_type), adapter_type, parses, deadline=60)
+    outcome = await _asked(_served(body, content_type), adapter_type, parses, deadline=60)
 
     assert isinstance(outcome, ChatResponse), outcome
     if what == "long text":
@@ -376,7 +380,7 @@ async def test_a_deadline_that_passes_in_the_middle_of_a_parse_ends_the_request_
 
     parses.at(passes_at, deadline_passes)
 
-    outcome = await _asked_beating(_served(body, content_type), adapter_type, parses, deadline=DEADLINE)
+    outcome = await _asked(_served(body, content_type), adapter_type, parses, deadline=DEADLINE)
 
     assert isinstance(outcome, ChatTransportError), outcome
     assert outcome.message == f"no complete answer within agent.deadline_seconds={DEADLINE:g} s"
