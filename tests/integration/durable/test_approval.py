@@ -43,6 +43,13 @@ def _started(process: subprocess.Popen[bytes]) -> None:
     assert line == b"started\n", process.communicate(timeout=PROCESS_TIMEOUT)[1].decode("utf-8")
 
 
+def _editing(database: str, host: str, environ: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The edit started on ``host`` (waiting up to 600 s for its approval), once it says it started."""
+    process = _host("edit", database, EDIT_ID, host, "600", environ=environ)
+    _started(process)
+    return process
+
+
 async def _approve_all(database: str) -> tuple[ApprovalRequest, ...]:
     """Every call the edit waits on approved, from this process (DBOS not launched here): those calls."""
     with Approvals(database) as approvals:
@@ -71,8 +78,7 @@ def test_a_decision_sent_from_another_process_resumes_the_waiting_edit(
     database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
-        editing = _host("edit", database, EDIT_ID, "host-a", "600", environ=environ)
-        _started(editing)
+        editing = _editing(database, "host-a", environ)
         pending = _json_line(_host("decide", database, EDIT_ID, choice, environ=environ))
         edit = _json_line(editing)
     assert [(call["name"], call["step_id"]) for call in pending] == [("remove_step", "s2")]
@@ -89,8 +95,7 @@ def test_killed_while_waiting_a_later_decision_resumes_the_same_edit_when_its_ho
     database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
-        editing = _host("edit", database, EDIT_ID, "host-a", "600", environ=environ)
-        _started(editing)
+        editing = _editing(database, "host-a", environ)
         # Paused: the pending call is published; then the host dies while it waits.
         waited = _json_line(_host("decide", database, EDIT_ID, "none", environ=environ))
         editing.send_signal(signal.SIGKILL)
@@ -110,8 +115,7 @@ def test_killed_while_waiting_on_postgres_another_host_takes_the_edit_over_and_a
 ) -> None:
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_RECOVERY_SECONDS="0.5")
-        editing = _host("edit", database, EDIT_ID, "host-a", "600", environ=environ)
-        _started(editing)
+        editing = _editing(database, "host-a", environ)
         # Paused: the pending call is published; then the host dies while it waits, never to start again.
         published = (
             f"SELECT 1 FROM dbos.workflow_events WHERE workflow_uuid = '{EDIT_ID}' AND key = 'pending'"  # noqa: S608
@@ -121,8 +125,7 @@ def test_killed_while_waiting_on_postgres_another_host_takes_the_edit_over_and_a
         editing.communicate(timeout=PROCESS_TIMEOUT)
         sent_before = list(gateway.completed)
         # Another host, asking for the same edit: it finds it there, and recovers it from the dead host.
-        other = _host("edit", database, EDIT_ID, "host-b", "600", environ=environ)
-        _started(other)
+        other = _editing(database, "host-b", environ)
         decided = asyncio.run(_approve_all(database))
         edit = _json_line(other)
     assert [(call.name, dict(call.arguments)) for call in decided] == [("remove_step", {"step_id": "s2"})]

@@ -48,6 +48,11 @@ def _meetings(count: int) -> dict[str, str]:
     }
 
 
+def _batch(folder: Path, out: Path, database: str, environ: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``batch`` over ``folder`` into ``out`` as executor ``batch``, in a process of its own."""
+    return start("batch", str(folder), "--out", str(out), "--db", database, "--id", "batch", environ=environ)
+
+
 def _wait_until_ready(process: subprocess.Popen[bytes]) -> None:
     """Read the worker's stderr until it says it takes work (bounded: a hung start fails the test)."""
     assert process.stderr is not None
@@ -172,9 +177,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
             doomed_gateway.kill_at(2, doomed.pid)
             for worker in (doomed, survivor):
                 _wait_until_ready(worker)
-            batch = start(
-                "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch", environ=environ
-            )
+            batch = _batch(folder, out, database, environ)
             others.append(batch)
             assert doomed_gateway.killed.wait(PROCESS_TIMEOUT), "the doomed worker sent no second request"
             assert finish(doomed).code == -signal.SIGKILL
@@ -254,16 +257,8 @@ def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_
         batch = None
         try:
             _wait_until_ready(worker)
-            batch = start(
-                "batch",
-                str(folder),
-                "--out",
-                str(tmp_path / "out"),
-                "--db",
-                database,
-                "--id",
-                "batch",
-                environ=gateway_environment(doomed_gateway.base_url, **limits),
+            batch = _batch(
+                folder, tmp_path / "out", database, gateway_environment(doomed_gateway.base_url, **limits)
             )
             doomed_gateway.kill_at(2, batch.pid)
             assert doomed_gateway.killed.wait(PROCESS_TIMEOUT), "the batch sent no second request"
@@ -302,16 +297,11 @@ def test_a_worker_taking_over_a_killed_batch_keeps_to_the_request_rate_limit(
     folder = write_transcripts(tmp_path / "in", _meetings(2))
     limits = {"AGENT_BATCH_REQUESTS_PER_MINUTE": "1", "AGENT_BATCH_RECOVERY_SECONDS": "0.5"}
     with CountingGateway() as gateway:
-        batch = start(
-            "batch",
-            str(folder),
-            "--out",
-            str(tmp_path / "out"),
-            "--db",
+        batch = _batch(
+            folder,
+            tmp_path / "out",
             database,
-            "--id",
-            "batch",
-            environ=gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1", **limits),
+            gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1", **limits),
         )
         worker = None
         try:
