@@ -57,6 +57,7 @@ from adapters.responses.to_domain import (
     raise_if_failed,
     text,
     unfinished,
+    unreadable,
 )
 from domain import (
     ChatError,
@@ -518,6 +519,7 @@ async def _from_document(data: dict[str, Any], *, limit: int, exchange: _Exchang
     said = text(data.get("status"))
     status = final_status(said, data)
     result = raise_if_failed(chat_response(data, contents, status=status), data)
+    unreadable(data, len(output), result)
     if not result.messages:
         unfinished(said, data, result)
     return result

@@ -29,6 +29,7 @@ from adapters.responses.to_domain import (
     text,
     text_key,
     unfinished,
+    unreadable,
 )
 from domain import (
     ChatResponse,
@@ -802,17 +803,22 @@ class EventFolder:
             pass
 
     def _terminal_steps(self, kind: str, event: Any) -> Iterator[None]:
+        response = field(event, "response")
+        if response is not None and not is_object(response):
+            raise UnreadableResponseError(f"the {kind!r} event's response is not an object", self.partial())
         self._on_lifecycle(kind, event)
         self._terminal = kind
         # The terminal event is the provider's last word: whatever follows cannot change the answer.
         self._handlers = {}
         yield from self._finish_all()
-        # Without a usable response object the terminal event's own type still says how it ended;
-        # one that still says queued or in_progress did not finish, whatever the event's name.
+        # Without a response object the terminal event's own type still says how it ended; one that
+        # still says queued or in_progress did not finish, whatever the event's name.
         snapshot = self._snapshot
         said = text(field(snapshot, "status"))
         status = final_status(said or _TERMINAL_STATUS.get(kind), snapshot)
         result = self._with_known(chat_response(snapshot, self._streamed(), status=status))
+        if response is not None:
+            unreadable(response, len(items_of(field(response, "output"))), result)
         if not result.messages:
             unfinished(said, snapshot, result)
         result = attrs.evolve(result, usage=with_cost(result.usage, self.cost))

@@ -2,7 +2,7 @@
 
 The SDK builds its models without validation, so any field can hold any JSON value (or be
 missing); every read of a provider object goes through :func:`field`, and a value of the wrong
-type reads as absent.
+type reads as absent, except in the fields that say what the answer is (:func:`unreadable`).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "response_contents",
     "text",
     "unfinished",
+    "unreadable",
     "usage",
 ]
 
@@ -353,6 +354,43 @@ def unfinished(said: str | None, response: Any, partial: ChatResponse) -> None:
     """Raise for a final answer that did not finish and brought nothing usable (no output at all)."""
     if final_status(said, response) != said:
         raise UnreadableResponseError(f"the response ended {said} with no output", partial)
+
+
+def unreadable(response: Any, items: int, partial: ChatResponse) -> None:
+    """Raise for a final answer this package cannot read, where reading it as absent would make an
+    empty answer look complete.
+
+    A field that says what the answer is must have its type when it is there: ``output`` a list
+    and ``status`` a string (either may be absent or null, as a gateway leaves them out). And an
+    answer whose ``output`` held ``items`` items of which none could be read (each left out, see
+    :func:`left_out`) is not an empty answer. Any other field of the wrong type (an id, the model,
+    ``created_at``, ``usage``, an unknown key) reads as absent: the answer itself is still known.
+    """
+    output = field(response, "output")
+    if output is not None and not isinstance(output, list | tuple):
+        raise UnreadableResponseError(f"the response's output is a {_json_kind(output)}, not a list", partial)
+    status = field(response, "status")
+    if status is not None and not isinstance(status, str):
+        raise UnreadableResponseError(
+            f"the response's status is a {_json_kind(status)}, not a string", partial
+        )
+    if items and not partial.messages:
+        raise UnreadableResponseError(
+            f"none of the response's {items} output item{'s' if items != 1 else ''} could be read", partial
+        )
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words, without quoting it."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "list"
+    return "object"
 
 
 def finish_reason(status: object, incomplete_reason: object, has_calls: bool) -> FinishReason | None:

@@ -12,7 +12,7 @@ from openai.types.responses import Response, ResponseFunctionToolCall, ResponseU
 
 from adapters.responses import to_domain
 from adapters.responses.to_domain import created_at, field, finish_reason, item_contents, usage
-from domain import ChatMessage, FunctionCallContent, ProviderItemContent, Usage
+from domain import ChatMessage, FunctionCallContent, MalformedResponseError, ProviderItemContent, Usage
 from domain.arguments import has_surrogate
 from tests.support.gateway import JSON, Recorder, adapters_for, answer
 
@@ -198,10 +198,13 @@ async def test_ten_thousand_unusable_items_are_one_warning_with_their_count(
     document = {"object": "response", "id": "resp_1", "status": "completed", "output": output}
     adapter = adapters_for(Recorder([answer(json.dumps(document), JSON)]))[1]
 
-    with caplog.at_level(logging.DEBUG, logger="adapters"):
-        response = await adapter.get_response([ChatMessage.user("hi")])
+    with caplog.at_level(logging.DEBUG, logger="adapters"), pytest.raises(MalformedResponseError) as raised:
+        await adapter.get_response([ChatMessage.user("hi")])
 
-    assert response.messages == ()
+    # None of them could be read: not an empty answer, but one that cannot be read (with what arrived).
+    assert str(raised.value) == "none of the response's 10000 output items could be read"
+    assert raised.value.partial is not None
+    assert raised.value.partial.response_id == "resp_1"
     (record,) = [r for r in caplog.records if "left out" in r.getMessage()]
     assert record.levelno == logging.WARNING
     assert record.getMessage() == (
