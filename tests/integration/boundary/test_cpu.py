@@ -193,13 +193,15 @@ async def _asked(handler: Any, adapter_type: AdapterType, counter: _Counter, *, 
 async def test_ten_thousand_untyped_items_are_folded_with_the_loop_running_every_few_hundred(
     adapter_type: AdapterType, shape: str, fold: Fold
 ) -> None:
-    body, content_type = _body([{}] * ITEMS, shape)
+    # One readable item last: an output none of whose items can be read is malformed, not an answer.
+    body, content_type = _body([*[{}] * (ITEMS - 1), message_item("msg_1", "the one readable item")], shape)
     assert len(body) < 50_000
 
     outcome = await _asked(_served(body, content_type), adapter_type, fold, deadline=60)
 
     assert isinstance(outcome, ChatResponse)
     assert outcome.response_id == "resp_many"
+    assert outcome.text == "the one readable item"
     # Every item was looked at, and the loop had control at least once per STEPS_BETWEEN_TURNS steps.
     assert fold.steps >= ITEMS
     assert fold.longest <= STEPS_BETWEEN_TURNS, f"{fold.longest} steps ran without the loop"
