@@ -44,6 +44,14 @@ TRANSCRIPTS: Final = {
 }
 
 
+def numbered_meetings(count: int) -> dict[str, str]:
+    """``count`` short transcripts, ``meeting-0.txt`` on, each with one decision and one action item."""
+    return {
+        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
+        for number in range(count)
+    }
+
+
 def write_transcripts(folder: Path, transcripts: Mapping[str, str] = TRANSCRIPTS) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in transcripts.items():

@@ -16,6 +16,7 @@ from tests.integration.durable.support import (
     finish,
     gateway_environment,
     index,
+    numbered_meetings,
     run_batch,
     sha256,
     start,
@@ -105,10 +106,7 @@ def test_killed_during_requests_the_same_command_finishes_and_no_completed_reque
 
 
 def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path) -> None:
-    transcripts = {
-        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
-        for number in range(8)
-    }
+    transcripts = numbered_meetings(8)
     folder = write_transcripts(tmp_path / "in", transcripts)
     out = tmp_path / "out"
     with CountingGateway() as gateway:
@@ -131,10 +129,7 @@ def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path) 
 
 
 def test_a_batch_budget_starts_no_transcript_once_it_is_spent(tmp_path: Path) -> None:
-    meetings = {
-        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
-        for number in range(5)
-    }
+    meetings = numbered_meetings(5)
     folder = write_transcripts(tmp_path / "in", meetings)
     out = tmp_path / "out"
     with CountingGateway() as gateway:

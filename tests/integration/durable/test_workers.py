@@ -20,6 +20,7 @@ from tests.integration.durable.support import (
     finish,
     gateway_environment,
     index,
+    numbered_meetings,
     run_batch,
     selected,
     start,
@@ -39,13 +40,6 @@ _TAKEOVER_LIMITS: Final = {
     "AGENT_BATCH_RECOVERY_SECONDS": "0.5",
     "AGENT_TIMEOUT_SECONDS": str(PROCESS_TIMEOUT),
 }
-
-
-def _meetings(count: int) -> dict[str, str]:
-    return {
-        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
-        for number in range(count)
-    }
 
 
 def _batch(folder: Path, out: Path, database: str, environ: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -77,7 +71,7 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> list[int]:
 def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = _meetings(6)
+    meetings = numbered_meetings(6)
     folder = write_transcripts(tmp_path / "in", meetings)
     out = tmp_path / "out"
     with CountingGateway() as gateway:
@@ -116,7 +110,7 @@ def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
 
 def test_the_request_rate_limit_holds_across_every_process(tmp_path: Path, database: str) -> None:
     limit = 2
-    folder = write_transcripts(tmp_path / "in", _meetings(3))
+    folder = write_transcripts(tmp_path / "in", numbered_meetings(3))
     with CountingGateway() as gateway:
         environ = gateway_environment(
             gateway.base_url, AGENT_BATCH_CONCURRENCY="1", AGENT_BATCH_REQUESTS_PER_MINUTE=str(limit)
@@ -159,7 +153,7 @@ def _outputs(out: Path) -> dict[str, dict[str, Any]]:
 def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts_finished_by_the_others(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = _meetings(4)
+    meetings = numbered_meetings(4)
     folder = write_transcripts(tmp_path / "in", meetings)
     out = tmp_path / "out"
     limits = _TAKEOVER_LIMITS
@@ -245,7 +239,7 @@ _SUMMARIES: Final = """SELECT workflow_uuid, status, executor_id FROM dbos.workf
 def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_finished_by_a_worker(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = _meetings(3)
+    meetings = numbered_meetings(3)
     folder = write_transcripts(tmp_path / "in", meetings)
     limits = _TAKEOVER_LIMITS
     # The batch has a gateway of its own, which answers its first request and kills it on the second; the
@@ -294,7 +288,7 @@ _REQUESTS: Final = """SELECT status FROM dbos.workflow_status
 def test_a_worker_taking_over_a_killed_batch_keeps_to_the_request_rate_limit(
     tmp_path: Path, database: str
 ) -> None:
-    folder = write_transcripts(tmp_path / "in", _meetings(2))
+    folder = write_transcripts(tmp_path / "in", numbered_meetings(2))
     limits = {"AGENT_BATCH_REQUESTS_PER_MINUTE": "1", "AGENT_BATCH_RECOVERY_SECONDS": "0.5"}
     with CountingGateway() as gateway:
         batch = _batch(
