@@ -44,6 +44,7 @@ from benchmarks.languages import (
     japanese_meetings,
 )
 from benchmarks.near_misses import Call, KindScore, paraphrases_and_near_misses, scored
+from benchmarks.plans import write_plan
 
 __all__ = ["Meeting", "evaluate", "meetings", "render"]
 
@@ -192,15 +193,7 @@ def meetings(count: int = 24, seed: int = SEED) -> tuple[Meeting, ...]:
         plan += ["filler"] * rng.randint(4, 10)
         rng.shuffle(plan)
         unused = [task for task in TASKS if task not in tasks]
-        for step in plan:
-            if step == "task":
-                writer.commitment(tasks.pop())
-            elif step == "decision":
-                writer.decision(decisions.pop())
-            elif step == "distractor":
-                writer.distractor(rng.choice(unused))
-            else:
-                writer.filler()
+        write_plan(writer, plan, tasks, decisions, unused, rng)
         made.append(
             Meeting(
                 f"meeting-{number + 1:02d}",

@@ -15,6 +15,7 @@ from typing import Any, Final
 import attrs
 
 from benchmarks.near_misses import Call
+from benchmarks.plans import write_plan
 
 __all__ = ["FRENCH", "LabelledMeeting", "cross_language_calls", "german_meetings", "japanese_meetings"]
 
@@ -250,15 +251,7 @@ def _meetings(language: str, count: int, seed: int) -> tuple[LabelledMeeting, ..
         plan = ["task"] * len(tasks) + ["decision"] * len(decisions) + ["distractor"] * rng.randint(1, 2)
         plan += ["filler"] * rng.randint(3, 6)
         rng.shuffle(plan)
-        for step in plan:
-            if step == "task":
-                writer.commitment(tasks.pop())
-            elif step == "decision":
-                writer.decision(decisions.pop())
-            elif step == "distractor":
-                writer.distractor(rng.choice(unused))
-            else:
-                writer.filler()
+        write_plan(writer, plan, tasks, decisions, unused, rng)
         made.append(
             LabelledMeeting(
                 f"{language}-{number + 1:02d}",
