@@ -36,6 +36,8 @@ from tests.integration.cli.support import PROCESS_TIMEOUT, Ran
 from tests.support import processes
 from tests.support.processes import python_module
 
+# Each offline summary of a short transcript takes two requests: one for the tool calls, one for the text.
+REQUESTS_PER_TRANSCRIPT: Final = 2
 TRANSCRIPTS: Final = {
     "standup.txt": "Ana: Good morning. We decided to ship the release on Friday.\n"
     "Ben: I will update the changelog by Thursday.\n",

@@ -11,6 +11,7 @@ import pytest
 
 from tests.integration.cli.support import run
 from tests.integration.durable.support import (
+    REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
     CountingGateway,
     finish,
@@ -28,8 +29,6 @@ from tests.support.upstreams import FakeServer, echo_route
 pytestmark = pytest.mark.slow
 
 PLANTED_KEY = "sk-PLANTED-durable-4242"
-# Each offline summary of a short transcript takes two requests: one for the tool calls, one for the text.
-_REQUESTS_PER_TRANSCRIPT = 2
 
 
 def _expected_owner(text: str) -> str:
@@ -66,7 +65,7 @@ def test_a_batch_summarizes_each_transcript_once_and_a_second_run_sends_nothing(
             "batch", str(folder), str(tmp_path / "copy.txt"), "--out", str(out), environ=environ
         )
     assert first.code == 0, first.err
-    assert sent == len(TRANSCRIPTS) * _REQUESTS_PER_TRANSCRIPT
+    assert sent == len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
     assert len(gateway.completed) == sent, "the second run sent requests for transcripts already done"
     assert again.code == 0, again.err
     copy = json.loads((out / "copy.json").read_text(encoding="utf-8"))
@@ -101,7 +100,7 @@ def test_killed_during_requests_the_same_command_finishes_and_no_completed_reque
     assert kills == 3
     assert len(gateway.killed_in_flight) == kills
     assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
-    assert len(gateway.completed) == len(TRANSCRIPTS) * _REQUESTS_PER_TRANSCRIPT
+    assert len(gateway.completed) == len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
     _assert_every_transcript_summarized(out, folder)
 
 
@@ -140,7 +139,7 @@ def test_a_batch_budget_starts_no_transcript_once_it_is_spent(tmp_path: Path) ->
     lines = index(out)
     assert [line["status"] for line in lines] == ["done", "done", "not_started", "not_started", "not_started"]
     assert all("output" not in line for line in lines[2:])
-    assert len(gateway.completed) == 2 * _REQUESTS_PER_TRANSCRIPT
+    assert len(gateway.completed) == 2 * REQUESTS_PER_TRANSCRIPT
     spent = sum(line["usage"]["total_tokens"] for line in lines[:2])
     assert spent > 1
     assert f"{spent:,} tokens" in ran.err_lines[-1]

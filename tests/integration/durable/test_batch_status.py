@@ -10,6 +10,7 @@ import pytest
 
 from tests.integration.cli.support import run
 from tests.integration.durable.support import (
+    REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
     CountingGateway,
     finish,
@@ -23,8 +24,6 @@ from tests.support.upstreams import FakeServer, echo_route
 
 pytestmark = pytest.mark.slow
 
-_REQUESTS_PER_TRANSCRIPT = 2
-
 
 def test_the_status_lists_done_running_and_failed_meetings_with_the_failure_and_totals(
     tmp_path: Path,
@@ -37,7 +36,7 @@ def test_the_status_lists_done_running_and_failed_meetings_with_the_failure_and_
             "batch", str(folder), "--out", str(tmp_path / "out"), "--db", database, environ=environ
         )
         # The first transcript done, the second one's first request in flight.
-        gateway.kill_at(_REQUESTS_PER_TRANSCRIPT + 1, killed.pid)
+        gateway.kill_at(REQUESTS_PER_TRANSCRIPT + 1, killed.pid)
         assert finish(killed).code == -signal.SIGKILL
     # Another process (another --id): it leaves the killed one's meeting as it was, taken and unfinished.
     failing = write_transcripts(

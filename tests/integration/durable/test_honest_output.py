@@ -11,6 +11,7 @@ import pytest
 from application.summary import summary_instructions
 from tests.integration.cli.support import PROCESS_TIMEOUT, run
 from tests.integration.durable.support import (
+    REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
     CountingGateway,
     finish,
@@ -22,8 +23,6 @@ from tests.integration.durable.support import (
 )
 
 pytestmark = pytest.mark.slow
-
-_REQUESTS_PER_TRANSCRIPT = 2
 
 
 def test_the_json_document_counts_what_this_run_did_and_a_rerun_that_sent_nothing_says_so(
@@ -38,7 +37,7 @@ def test_the_json_document_counts_what_this_run_did_and_a_rerun_that_sent_nothin
         sent = len(gateway.completed)
     assert (first.code, again.code) == (0, 0), first.err + again.err
     made, repeated = first.json(), again.json()
-    assert sent == len(TRANSCRIPTS) * _REQUESTS_PER_TRANSCRIPT
+    assert sent == len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
     assert (made["done"], made["already_done"], made["failed"], made["incomplete"]) == (3, 0, 0, 0)
     assert made["requests"] == sent
     # The plain stand-in, as OpenAI, reports no cost: unknown, not free.

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.durable.support import (
+    REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
     CountingGateway,
     gateway_environment,
@@ -17,13 +18,11 @@ from tests.integration.durable.support import (
 
 pytestmark = pytest.mark.slow
 
-_REQUESTS_PER_TRANSCRIPT = 2
-
 
 def test_a_changed_setting_runs_again_and_rerun_forces_it_and_the_index_names_the_key(tmp_path: Path) -> None:
     folder = write_transcripts(tmp_path / "in")
     out = tmp_path / "out"
-    each = len(TRANSCRIPTS) * _REQUESTS_PER_TRANSCRIPT
+    each = len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
         first = run_batch("batch", str(folder), "--out", str(out), environ=environ)

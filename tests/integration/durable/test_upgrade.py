@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.durable.support import (
+    REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
     CountingGateway,
     finish,
@@ -18,8 +19,6 @@ from tests.integration.durable.support import (
 )
 
 pytestmark = pytest.mark.slow
-
-_REQUESTS_PER_TRANSCRIPT = 2
 
 
 def test_a_batch_killed_and_run_again_after_an_upgrade_finishes_what_the_old_version_left(
@@ -33,7 +32,7 @@ def test_a_batch_killed_and_run_again_after_an_upgrade_finishes_what_the_old_ver
             "batch", str(folder), "--out", str(out), environ={**environ, "DBOS__APPVERSION": "agents-v1"}
         )
         # Mid-way: the first transcript done, the second one's first request in flight.
-        gateway.kill_at(_REQUESTS_PER_TRANSCRIPT + 1, old.pid)
+        gateway.kill_at(REQUESTS_PER_TRANSCRIPT + 1, old.pid)
         assert finish(old).code == -signal.SIGKILL
         # The bounded wait of finish fails the test if the new version waits for the old one's work.
         new = finish(
@@ -44,7 +43,7 @@ def test_a_batch_killed_and_run_again_after_an_upgrade_finishes_what_the_old_ver
     assert new.code == 0, new.err
     assert sorted(line["status"] for line in index(out)) == ["done"] * len(TRANSCRIPTS)
     assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
-    assert len(gateway.completed) == len(TRANSCRIPTS) * _REQUESTS_PER_TRANSCRIPT
+    assert len(gateway.completed) == len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
     said = [line for line in new.err_lines if "took over" in line]
     assert len(said) == 1, new.err
     assert (

@@ -15,6 +15,7 @@ import pytest
 from adapters.durable.liveness import ExecutorInUseError, Liveness
 from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.support import (
+    REQUESTS_PER_TRANSCRIPT,
     CountingGateway,
     cut_liveness,
     finish,
@@ -31,7 +32,6 @@ from tests.integration.durable.support import (
 
 pytestmark = pytest.mark.slow
 
-_REQUESTS_PER_TRANSCRIPT: Final = 2
 _READY: Final = b"taking transcripts"
 # A takeover's processes: one transcript each, the dead found within half a second; held requests wait for
 # the kill however loaded the machine (no client gives up on one and retries).
@@ -90,7 +90,7 @@ def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
     assert ran.code == 0, ran.err
     assert [done.code for done in stopped] == [0, 0]
     assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
-    assert len(set(gateway.completed)) == len(gateway.completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
+    assert len(set(gateway.completed)) == len(gateway.completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
     # Each worker says which meetings it took and finished, by id, never their text.
     for number, said in enumerate(stopped, start=1):
         taken = selected(
@@ -203,7 +203,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
     # The others replayed the recorded step and sent only the request that never completed: every
     # request of every transcript answered exactly once, across both gateways.
     completed = doomed_gateway.completed + gateway.completed
-    assert len(set(completed)) == len(completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
+    assert len(set(completed)) == len(completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
     assert doomed_gateway.killed_in_flight[0] in gateway.completed
     assert doomed_gateway.arrivals == 2  # started again, it sent nothing
     rows = selected(database, "SELECT workflow_uuid, status, executor_id FROM dbos.workflow_status")
@@ -276,7 +276,7 @@ def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_
     assert len(doomed_gateway.completed) == 1
     assert len(doomed_gateway.killed_in_flight) == 1
     completed = doomed_gateway.completed + gateway.completed
-    assert len(set(completed)) == len(completed) == len(meetings) * _REQUESTS_PER_TRANSCRIPT
+    assert len(set(completed)) == len(completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
     assert doomed_gateway.killed_in_flight[0] in gateway.completed
     assert doomed_gateway.completed[0] not in gateway.completed
 
