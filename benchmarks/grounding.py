@@ -21,9 +21,9 @@ import argparse
 import asyncio
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -50,6 +50,8 @@ __all__ = ["Meeting", "evaluate", "meetings", "render"]
 
 DEFAULT_OUTPUT: Final = Path(__file__).parent / "results" / "grounding.json"
 SEED: Final = 24
+_Label = TypeVar("_Label")
+_Found = TypeVar("_Found")
 PEOPLE: Final = ("Ana", "Ben", "Chen", "Dara", "Elif", "Farid", "Greta", "Hugo")
 TASKS: Final = (
     "update the pricing page", "call the payroll vendor", "draft the hiring plan", "fix the export bug",
@@ -236,41 +238,39 @@ class Score:
         return self.true_positives / self.labelled if self.labelled else 1.0
 
 
-def score_items(meeting: Meeting, summary: MeetingSummary) -> Score:
-    left = list(meeting.items)
+def _matched(
+    labels: Sequence[_Label], found: Sequence[_Found], same: Callable[[_Label, _Found], bool]
+) -> int:
+    """How many of ``found`` match a label, each label matching at most one (the first left that fits)."""
+    left = list(labels)
     hits = 0
-    for found in summary.action_items:
-        match = next(
-            (
-                label
-                for label in left
-                if normalized(label.owner) == normalized(found.owner)
-                and _same_task(label.task, found.task)
-                and set(label.lines) & set(found.lines)
-            ),
-            None,
-        )
+    for item in found:
+        match = next((label for label in left if same(label, item)), None)
         if match is not None:
             left.remove(match)
             hits += 1
+    return hits
+
+
+def score_items(meeting: Meeting, summary: MeetingSummary) -> Score:
+    hits = _matched(
+        meeting.items,
+        summary.action_items,
+        lambda label, found: (
+            normalized(label.owner) == normalized(found.owner)
+            and _same_task(label.task, found.task)
+            and bool(set(label.lines) & set(found.lines))
+        ),
+    )
     return Score(hits, len(summary.action_items), len(meeting.items))
 
 
 def score_decisions(meeting: Meeting, summary: MeetingSummary) -> Score:
-    left = list(meeting.decisions)
-    hits = 0
-    for found in summary.decisions:
-        match = next(
-            (
-                label
-                for label in left
-                if _same_task(label.text, found.text) and set(label.lines) & set(found.lines)
-            ),
-            None,
-        )
-        if match is not None:
-            left.remove(match)
-            hits += 1
+    hits = _matched(
+        meeting.decisions,
+        summary.decisions,
+        lambda label, found: _same_task(label.text, found.text) and bool(set(label.lines) & set(found.lines)),
+    )
     return Score(hits, len(summary.decisions), len(meeting.decisions))
 
 
