@@ -452,6 +452,7 @@ async def _batch(
     already: frozenset[str] = frozenset()
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
+            engine.on_notice = lambda line: console.warning(f"batch: {line}")
             # What an earlier version left unfinished is finished by this one (else it would wait for ever).
             _say_taken_over(console, await engine.take_over(list(by_sha)), "batch")
             if rerun:

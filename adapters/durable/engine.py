@@ -35,6 +35,7 @@ from opentelemetry import trace
 from adapters.durable.dbos_seam import NO_LOGGER_PROVIDER_WARNING, console_to_current_stderr, quiet_arguments
 from adapters.durable.liveness import ExecutorInUseError, Liveness, LivenessLostError
 from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, to_store
+from adapters.durable.takeover import UNFINISHED, older_unfinished, take_over
 from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, Transcript, WorkflowEditorAgent
 from application.transcripts import TranscriptFormat
@@ -294,6 +295,7 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
+_log = logging.getLogger(__name__)
 # Whether DBOS traces in this process (set by Engine.launch): a queued request then carries the trace.
 _traced = False
 # The queues as this process registered them (set by Engine.launch).
@@ -433,6 +435,9 @@ class Engine:
         self._unfinished: set[str] = set()
         # Workflows of an earlier version this process put back on the transcripts queue under its own.
         self._taken_over: set[str] = set()
+        self.on_notice: Callable[[str], None] | None = None
+        """Who hears, in one line, of what this process did besides its work (taking an earlier
+        version's meetings over); None: the runtime's ``announce``, else the log."""
 
     @classmethod
     async def launch(cls, settings: EngineSettings, runtime: Runtime) -> Engine:
@@ -506,8 +511,19 @@ class Engine:
             ) from None
         launched = cls(settings, engine, asyncio.get_running_loop(), liveness)
         if liveness is not None:
-            liveness.start(launched._heard_lost)
+            liveness.start(
+                launched._heard_lost, (SUMMARIZE_WORKFLOW, TRANSCRIPTS_QUEUE, launched._heard_taken_over)
+            )
         return launched
+
+    def _heard_taken_over(self, line: str) -> None:
+        """From the liveness thread: it took an earlier version's meetings over (one line)."""
+        runtime = _runtime
+        hears = self.on_notice or (runtime.announce if runtime is not None else None)
+        if hears is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(hears, line)
+        else:
+            _log.warning("%s", line)
 
     def _heard_lost(self, reason: str) -> None:
         """From the liveness thread: this process can no longer prove it is alive."""
@@ -580,39 +596,27 @@ class Engine:
         self._news.set()
 
     async def take_over(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        """Of the workflows ``ids``, those an earlier version left unfinished (pending, queued, or
-        cancelled by an earlier take-over that was cut short), put back on the transcripts queue under
-        this process's version, each from its last recorded step: DBOS runs and queues a workflow
-        only under the version that started it, so after an upgrade they would wait for ever. The ids
-        taken over, by the version that left them.
+        """Of the workflows ``ids``, those an earlier application version left unfinished, put back on
+        the transcripts queue under this process's version from their last recorded step
+        (:func:`adapters.durable.takeover.take_over`): DBOS runs and queues a workflow only under the
+        version that started it, so after an upgrade they would wait for ever. The ids taken over, by
+        the version that left them.
 
-        Through DBOS's public API: a workflow is cancelled (so that a process of its version still
-        running it stops at its next step) and rewound to the step after its last recorded one, under
-        this version, which keeps every recorded step (no completed request is sent again)."""
+        On Postgres only those this executor id left (a process started again after an upgrade): the
+        others' are taken over once their process is gone (:mod:`adapters.durable.liveness`), so a
+        process of the old version still running keeps its own."""
         current = DBOS.application_version
         statuses: list[WorkflowStatus] = await DBOS.list_workflows_async(
-            workflow_ids=list(ids),
-            status=["PENDING", "ENQUEUED", "CANCELLED"],
-            load_input=False,
-            load_output=False,
+            workflow_ids=list(ids), status=UNFINISHED, load_input=False, load_output=False
         )
-        older: dict[str, list[str]] = {}
-        for status in statuses:
-            if status.app_version == current:
-                continue
-            steps = await DBOS.list_workflow_steps_async(status.workflow_id)
-            start = max((int(step["function_id"]) for step in steps), default=0) + 1
-            if status.status != "CANCELLED":
-                await DBOS.cancel_workflow_async(status.workflow_id)
-            await DBOS.rewind_workflow_async(
-                status.workflow_id,
-                start_step=start,
-                application_version=current,
-                queue_name=TRANSCRIPTS_QUEUE,
-            )
-            older.setdefault(status.app_version or "unknown", []).append(status.workflow_id)
-            self._taken_over.add(status.workflow_id)
-        return older
+        older = older_unfinished(statuses, current)
+        if self._liveness is not None:
+            older = [status for status in older if status.executor_id in (None, self.settings.executor_id)]
+        if not older:
+            return {}
+        taken = await asyncio.to_thread(take_over, older, current, TRANSCRIPTS_QUEUE)
+        self._taken_over.update(id_ for ids_ in taken.values() for id_ in ids_)
+        return taken
 
     async def forget(self, ids: Sequence[str]) -> None:
         """The workflows ``ids`` deleted, whatever they ended with, with the requests they queued:

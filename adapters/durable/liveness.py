@@ -21,9 +21,10 @@ from collections.abc import Callable
 from typing import Final
 
 import psycopg
-from dbos import DBOS
+from dbos import DBOS, WorkflowStatus
 
 from adapters.durable.dbos_seam import recover_pending_workflows
+from adapters.durable.takeover import UNFINISHED, older_unfinished, take_over
 
 __all__ = ["ExecutorInUseError", "Liveness", "LivenessLostError"]
 
@@ -104,6 +105,9 @@ class Liveness:
         self._app_version = app_version
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # The workflows of an earlier version a dead process left: their name, the queue they go back
+        # on under this version, and who hears of it (None: they are left alone).
+        self._take_over: tuple[str, str, Callable[[str], None]] | None = None
 
     @classmethod
     def take(
@@ -135,9 +139,15 @@ class Liveness:
             raise
         return cls(connection, executor_id, interval, app_version)
 
-    def start(self, on_lost: Callable[[str], None]) -> None:
+    def start(
+        self, on_lost: Callable[[str], None], take_over: tuple[str, str, Callable[[str], None]] | None = None
+    ) -> None:
         """Look for dead processes' workflows now and every ``interval`` seconds, in a thread of its own,
-        until :meth:`stop`; ``on_lost`` (called from that thread) hears why, if this connection breaks."""
+        until :meth:`stop`; ``on_lost`` (called from that thread) hears why, if this connection breaks.
+        ``take_over`` (a workflow name, a queue, who hears of it in one line): a dead process's
+        workflows of that name and of an earlier application version go back on that queue under
+        this one (:func:`adapters.durable.takeover.take_over`), instead of waiting for ever."""
+        self._take_over = take_over
         self._thread = threading.Thread(
             target=self._watch, args=(on_lost,), name=f"liveness {self.executor_id}", daemon=True
         )
@@ -164,11 +174,11 @@ class Liveness:
     def recover_dead(self) -> list[str]:
         """The executor ids whose lock was free and whose PENDING workflows DBOS recovered while this
         process held that lock."""
-        pending = DBOS.list_workflows(
-            status="PENDING", app_version=self._app_version, load_input=False, load_output=False
-        )
+        unfinished = DBOS.list_workflows(status=UNFINISHED, load_input=False, load_output=False)
+        pending = [s for s in unfinished if s.status == "PENDING" and s.app_version == self._app_version]
+        older = self._older(unfinished)
         candidates = sorted(
-            {s.executor_id for s in pending if s.executor_id and s.executor_id != self.executor_id}
+            {s.executor_id for s in [*pending, *older] if s.executor_id and s.executor_id != self.executor_id}
         )
         recovered: list[str] = []
         for executor in candidates:
@@ -177,9 +187,16 @@ class Liveness:
             ).fetchone()
             if row is None or not row[0]:
                 continue  # alive (or another survivor is recovering it right now)
+            taken: dict[str, list[str]] = {}
             try:
                 # Each is re-enqueued only while still PENDING under that id, so it runs once.
                 handles = recover_pending_workflows([executor])
+                if self._take_over is not None:
+                    # Listed again under the lock: another survivor may have taken them over meanwhile.
+                    again = DBOS.list_workflows(
+                        status=UNFINISHED, executor_id=executor, load_input=False, load_output=False
+                    )
+                    taken = take_over(self._older(again), self._app_version, self._take_over[1])
             finally:
                 self._connection.execute(f"SELECT pg_advisory_unlock({_KEY})", (executor, _KEY_SEED))
             if handles:
@@ -190,7 +207,21 @@ class Liveness:
                     executor,
                 )
                 recovered.append(executor)
+            if taken and self._take_over is not None:
+                count = sum(len(ids) for ids in taken.values())
+                versions = ", ".join(sorted(taken))
+                self._take_over[2](
+                    f"took over {count} unfinished meeting(s) of an earlier version ({versions}) "
+                    f"under this one ({self._app_version}), left by {executor}, whose process is gone"
+                )
+                recovered.append(executor)
         return recovered
+
+    def _older(self, statuses: list[WorkflowStatus]) -> list[WorkflowStatus]:
+        if self._take_over is None:
+            return []
+        name = self._take_over[0]
+        return [status for status in older_unfinished(statuses, self._app_version) if status.name == name]
 
     def stop(self) -> None:
         """No more looking for dead processes (waits, bounded, for a look under way to end)."""

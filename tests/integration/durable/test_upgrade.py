@@ -15,6 +15,7 @@ from tests.integration.durable.support import (
     gateway_environment,
     index,
     start,
+    until_selected,
     write_transcripts,
 )
 
@@ -50,3 +51,58 @@ def test_a_batch_killed_and_run_again_after_an_upgrade_finishes_what_the_old_ver
         "took over 1 unfinished meeting(s) of an earlier version (agents-v1) under this one (agents-v2)"
         in said[0]
     )
+
+
+_SUMMARIES = """SELECT status, application_version FROM dbos.workflow_status
+                WHERE name = 'meeting_agents.summarize' ORDER BY workflow_uuid"""
+
+
+def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_one_left(
+    tmp_path: Path, database: str
+) -> None:
+    meetings = {
+        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
+        for number in range(3)
+    }
+    folder = write_transcripts(tmp_path / "in", meetings)
+    limits = {"AGENT_BATCH_CONCURRENCY": "1", "AGENT_BATCH_RECOVERY_SECONDS": "0.5"}
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url, **limits)
+        old = start(
+            "batch",
+            str(folder),
+            "--out",
+            str(tmp_path / "out"),
+            "--db",
+            database,
+            "--id",
+            "batch",
+            environ={**environ, "DBOS__APPVERSION": "agents-v1"},
+        )
+        # The first transcript done, the second one's first request in flight, the third queued.
+        gateway.kill_at(REQUESTS_PER_TRANSCRIPT + 1, old.pid)
+        assert finish(old).code == -signal.SIGKILL
+        worker = start(
+            "worker",
+            "--db",
+            database,
+            "--id",
+            "worker-new",
+            environ={**environ, "DBOS__APPVERSION": "agents-v2"},
+        )
+        try:
+            rows = until_selected(
+                database, _SUMMARIES, lambda found: [s for s, _ in found] == ["SUCCESS"] * 3
+            )
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            stopped = finish(worker)
+    assert stopped.code == 0, stopped.err
+    assert sorted(version for _, version in rows) == ["agents-v1", "agents-v2", "agents-v2"]
+    assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
+    assert len(gateway.completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
+    said = [line for line in stopped.err.splitlines() if "took over" in line]
+    assert said == [
+        "worker worker-new: took over 2 unfinished meeting(s) of an earlier version (agents-v1) "
+        "under this one (agents-v2), left by batch, whose process is gone"
+    ], stopped.err

@@ -213,7 +213,8 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
     # Each summary written once, whole: one file per transcript, no temporary file left.
     outputs = _outputs(out)
     assert sorted(outputs) == sorted(f"{Path(name).stem}.json" for name in meetings)
-    assert {document["sha256"] for document in outputs.values()} == {row[0] for row in rows}
+    assert {line["key"] for line in index(out)} == {row[0] for row in rows}
+    assert {document["sha256"] for document in outputs.values()} == {line["sha256"] for line in index(out)}
     assert not list(out.glob(".*.tmp"))
 
 
