@@ -84,6 +84,14 @@ def assert_no_secret(logs: pytest.LogCaptureFixture, *shown: object) -> None:
         assert API_KEY not in f"{thing} {thing!r}"
 
 
+async def assert_ended_cleanly(
+    offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, *shown: object
+) -> None:
+    """Every connection closed and the key nowhere in the logs or in what ``shown`` says."""
+    assert await connections_drained(offline_server)
+    assert_no_secret(logs, *shown)
+
+
 def assert_is_what_had_arrived(partial: ChatResponse | None) -> None:
     assert partial is not None
     assert partial.text
@@ -156,8 +164,7 @@ async def test_429_with_retry_after_is_retried_and_the_retries_are_diagnosed(
         if r.name.startswith("openai") and r.levelno == logging.INFO and "Retrying" in r.getMessage()
     ]
     assert len(sdk_retries) == 2, sdk_retries
-    assert await connections_drained(offline_server)
-    assert_no_secret(logs, response)
+    await assert_ended_cleanly(offline_server, logs, response)
 
 
 @ADAPTERS
@@ -179,8 +186,7 @@ async def test_500_after_every_retry_is_a_diagnosed_transport_error(
     extra: dict[str, Any] = failure.__dict__
     assert (extra["attempts"], extra["status_code"], extra["request_id"]) == (3, 500, error.request_id)
     assert (extra["error_type"], extra["stream"]) == ("ChatTransportError", streaming)
-    assert await connections_drained(offline_server)
-    assert_no_secret(logs, error)
+    await assert_ended_cleanly(offline_server, logs, error)
 
 
 @ADAPTERS
@@ -209,8 +215,7 @@ async def test_a_five_megabyte_argument_string_goes_through_a_pipeline_and_back(
     assert all(item["arguments"] == huge.call.raw_arguments for item in echoed)
     # Raw tool arguments stay out of the logs, like the key.
     assert leaking_records(logs.records, PADDING[:4096]) == []
-    assert await connections_drained(offline_server)
-    assert_no_secret(logs, summary.run)
+    await assert_ended_cleanly(offline_server, logs, summary.run)
 
 
 MID_STREAM = ("truncated-stream", "response-failed", "connection-reset", "garbage-data")
@@ -249,8 +254,7 @@ async def test_a_pipeline_stopped_mid_stream_keeps_the_calls_that_arrived_and_an
     assert isinstance(error, ToolRunError)
     assert error.run.messages == ()
     assert len(offline_server.requests) == 1
-    assert await connections_drained(offline_server)
-    assert_no_secret(logs, error, error.partial)
+    await assert_ended_cleanly(offline_server, logs, error, error.partial)
 
 
 def test_the_leak_scanner_finds_a_secret_wherever_a_record_carries_it() -> None:
