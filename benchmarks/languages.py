@@ -175,22 +175,24 @@ class _Writer:
         if form == 0:
             text = f"Ich werde bis {said} {german}." if de else f"私が{due_said}までに{japanese}します。"
             self.items.append(LabelledItem(owner, english, (self.say(owner, text),), due))
-        elif form == 1:
+        elif form in (1, 2):
+            # Someone else assigns the task: with its due (1), or as an action line without one (2).
             chair = self.other(owner)
-            text = (
-                f"{owner} wird bis {said} {german}."
-                if de
-                else f"{owner}さんが{due_said}までに{japanese}を担当します。"
-            )
-            self.items.append(LabelledItem(owner, english, (self.say(chair, text),), due))
-        elif form == 2:
-            chair = self.other(owner)
-            text = (
-                f"Aktion: {owner} soll {german}."
-                if de
-                else f"アクション{_COLON}{owner}さんが{japanese}を担当します。"
-            )
-            self.items.append(LabelledItem(owner, english, (self.say(chair, text),), None))
+            if form == 1:
+                text = (
+                    f"{owner} wird bis {said} {german}."
+                    if de
+                    else f"{owner}さんが{due_said}までに{japanese}を担当します。"
+                )
+                assigned_due: str | None = due
+            else:
+                text = (
+                    f"Aktion: {owner} soll {german}."
+                    if de
+                    else f"アクション{_COLON}{owner}さんが{japanese}を担当します。"
+                )
+                assigned_due = None
+            self.items.append(LabelledItem(owner, english, (self.say(chair, text),), assigned_due))
         else:
             chair = self.other(owner)
             asked = self.say(
