@@ -62,7 +62,7 @@ class DeepTools:
         return FunctionResultContent(call.call_id, self.result)  # type: ignore[arg-type]  # deep JSON
 
 
-@settings(max_examples=examples(12), deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(deep_values(SECRET))
 def test_the_scrubber_reaches_a_secret_at_any_depth_and_leaves_a_clean_value_as_it_is(deep: Deep) -> None:
     value = deep.value()
@@ -76,7 +76,7 @@ def test_the_scrubber_reaches_a_secret_at_any_depth_and_leaves_a_clean_value_as_
     assert _held_nowhere(durable_scrubbed(value, REDACTOR))
 
 
-@settings(max_examples=examples(8), deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(deep_values(SECRET))
 async def test_a_failed_run_holding_deep_values_is_a_chat_error_with_the_run_scrubbed(deep: Deep) -> None:
     arguments = '{"q": ' + deep.text() + "}"
@@ -96,7 +96,7 @@ async def test_a_failed_run_holding_deep_values_is_a_chat_error_with_the_run_scr
     assert _leaves(run.tool_calls[1].result.result) == ["[REDACTED]"]
 
 
-@settings(max_examples=examples(8), deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(deep_values(SECRET, min_depth=2_000))
 async def test_a_run_document_of_a_deep_value_is_refused_typed_and_a_deep_text_is_not_loaded(
     deep: Deep,
