@@ -10,7 +10,6 @@ import re
 import socket
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,13 +53,6 @@ SUMMARY_KEYS = {
 }
 EDIT_KEYS = {"workflow", "text", "complete", "tool_calls", "stop_reason", "usage", "status", "pending"}
 CALL_KEYS = {"call_id", "name", "guarded", "error"}
-
-
-@pytest.fixture
-def gateway() -> Iterator[OfflineResponsesServer]:
-    """An offline endpoint started by the test, so it can see whether a request was ever made."""
-    with OfflineResponsesServer() as server:
-        yield server
 
 
 def gateway_environment(server: OfflineResponsesServer, model: str = "offline") -> dict[str, str]:
@@ -280,14 +272,14 @@ def test_an_unknown_option_is_one_line() -> None:
     ],
 )
 def test_an_unusable_transcript_is_refused_before_any_request(
-    gateway: OfflineResponsesServer, tmp_path: Path, content: bytes, message: str
+    offline_server: OfflineResponsesServer, tmp_path: Path, content: bytes, message: str
 ) -> None:
     path = tmp_path / "transcript.txt"
     path.write_bytes(content)
-    ran = run("summarize", str(path), environ=gateway_environment(gateway))
+    ran = run("summarize", str(path), environ=gateway_environment(offline_server))
     assert ran.code == EXIT_USAGE
     assert f"TRANSCRIPT_FILE {str(path)!r}: {message}" in one_error_line(ran)
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
 @pytest.mark.parametrize(
@@ -303,20 +295,20 @@ def test_an_unusable_transcript_is_refused_before_any_request(
     ],
 )
 def test_a_number_that_is_not_finite_and_positive_is_exit_2_naming_the_key(
-    gateway: OfflineResponsesServer, key: str, value: str
+    offline_server: OfflineResponsesServer, key: str, value: str
 ) -> None:
-    ran = run("summarize", str(TRANSCRIPT), environ={**gateway_environment(gateway), key: value})
+    ran = run("summarize", str(TRANSCRIPT), environ={**gateway_environment(offline_server), key: value})
     assert ran.code == EXIT_USAGE
     name = key.removeprefix("AGENT_").lower()
     assert f"agent.{name}: expected a finite " in one_error_line(ran)
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
 @pytest.mark.parametrize("source", ["/dev/zero", "a file one byte over the limit", "stdin over the limit"])
 def test_a_transcript_over_max_transcript_bytes_is_refused_without_reading_it_all(
-    gateway: OfflineResponsesServer, tmp_path: Path, source: str
+    offline_server: OfflineResponsesServer, tmp_path: Path, source: str
 ) -> None:
-    environ = gateway_environment(gateway)
+    environ = gateway_environment(offline_server)
     stdin = None
     if source == "/dev/zero":
         # Endless: reading it whole would run out of memory; the limit stops it at the default 50 MiB.
@@ -334,25 +326,25 @@ def test_a_transcript_over_max_transcript_bytes_is_refused_without_reading_it_al
     ran = run("summarize", argument, environ=environ, stdin=stdin)
     assert ran.code == EXIT_USAGE
     assert "larger than agent.max_transcript_bytes" in one_error_line(ran)
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
 def test_a_transcript_at_max_transcript_bytes_is_read(
-    gateway: OfflineResponsesServer, tmp_path: Path
+    offline_server: OfflineResponsesServer, tmp_path: Path
 ) -> None:
     path = tmp_path / "exact.txt"
     path.write_bytes(TRANSCRIPT.read_bytes())
-    environ = {**gateway_environment(gateway), "AGENT_MAX_TRANSCRIPT_BYTES": str(path.stat().st_size)}
+    environ = {**gateway_environment(offline_server), "AGENT_MAX_TRANSCRIPT_BYTES": str(path.stat().st_size)}
     assert run("summarize", str(path), environ=environ).code == 0
 
 
-def test_a_missing_transcript_names_the_file(gateway: OfflineResponsesServer) -> None:
-    ran = run("summarize", "no-such-file.txt", environ=gateway_environment(gateway))
+def test_a_missing_transcript_names_the_file(offline_server: OfflineResponsesServer) -> None:
+    ran = run("summarize", "no-such-file.txt", environ=gateway_environment(offline_server))
     assert ran.code == EXIT_USAGE
     assert "TRANSCRIPT_FILE 'no-such-file.txt': cannot be read (No such file or directory)" in one_error_line(
         ran
     )
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
 @pytest.mark.parametrize(
@@ -371,12 +363,12 @@ def test_a_missing_transcript_names_the_file(gateway: OfflineResponsesServer) ->
     ],
 )
 def test_bad_arguments_are_refused_before_any_request(
-    gateway: OfflineResponsesServer, argv: list[str], message: str
+    offline_server: OfflineResponsesServer, argv: list[str], message: str
 ) -> None:
-    ran = run(*argv, environ=gateway_environment(gateway))
+    ran = run(*argv, environ=gateway_environment(offline_server))
     assert ran.code == EXIT_USAGE
     assert message in one_error_line(ran)
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
 @pytest.mark.parametrize(
@@ -410,9 +402,13 @@ def test_bad_configuration_is_one_line_before_the_banner(environ: dict[str, str]
 
 
 def test_a_misspelt_gateway_variable_is_refused_naming_the_right_one(
-    gateway: OfflineResponsesServer,
+    offline_server: OfflineResponsesServer,
 ) -> None:
-    environ = {"AGENT_API_KEY": PLANTED_KEY, "AGENT_MODEL": "offline", "AGENT_BASEURL": gateway.base_url}
+    environ = {
+        "AGENT_API_KEY": PLANTED_KEY,
+        "AGENT_MODEL": "offline",
+        "AGENT_BASEURL": offline_server.base_url,
+    }
     ran = run("summarize", str(TRANSCRIPT), environ=environ)
     assert ran.code == EXIT_USAGE
     line = one_error_line(ran)  # no summary from the stand-in, and no other line
@@ -421,7 +417,7 @@ def test_a_misspelt_gateway_variable_is_refused_naming_the_right_one(
     )
     assert PLANTED_KEY not in line
     assert ran.out == ""
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
 @pytest.mark.parametrize(
@@ -460,19 +456,23 @@ def test_without_any_gateway_setting_the_stand_in_says_so_in_one_line() -> None:
     assert ran.out.startswith("Summary\n")
 
 
-def test_a_scenario_flag_against_a_real_gateway_is_refused(gateway: OfflineResponsesServer) -> None:
-    ran = run("summarize", str(TRANSCRIPT), "--scenario", "http-500", environ=gateway_environment(gateway))
+def test_a_scenario_flag_against_a_real_gateway_is_refused(offline_server: OfflineResponsesServer) -> None:
+    ran = run(
+        "summarize", str(TRANSCRIPT), "--scenario", "http-500", environ=gateway_environment(offline_server)
+    )
     assert ran.code == EXIT_USAGE
     assert "--scenario: applies only to the offline stand-in" in one_error_line(ran)
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
-def test_a_model_from_the_config_file_counts(gateway: OfflineResponsesServer, tmp_path: Path) -> None:
+def test_a_model_from_the_config_file_counts(offline_server: OfflineResponsesServer, tmp_path: Path) -> None:
     config = tmp_path / "agents.toml"
-    config.write_text(f'[agent]\nbase_url = "{gateway.base_url}"\nmodel = "offline"\n', encoding="utf-8")
+    config.write_text(
+        f'[agent]\nbase_url = "{offline_server.base_url}"\nmodel = "offline"\n', encoding="utf-8"
+    )
     ran = run("--config", str(config), "summarize", str(TRANSCRIPT), environ={"AGENT_API_KEY": PLANTED_KEY})
     assert ran.code == EXIT_OK, ran.err
-    assert len(gateway.requests) > 1
+    assert len(offline_server.requests) > 1
 
 
 def test_a_bad_config_file_value(tmp_path: Path) -> None:
@@ -745,21 +745,21 @@ def test_output_through_a_link_writes_the_file_it_points_to(tmp_path: Path) -> N
     ],
 )
 def test_an_unusable_output_is_refused_before_any_request(
-    gateway: OfflineResponsesServer, tmp_path: Path, target: str, message: str
+    offline_server: OfflineResponsesServer, tmp_path: Path, target: str, message: str
 ) -> None:
     path = target.format(tmp=tmp_path)
     ran = edit_without_qa(
         "--output",
         path,
-        environ=gateway_environment(gateway),
+        environ=gateway_environment(offline_server),
     )
     assert ran.code == EXIT_USAGE
     assert f"--output {path!r}: {message.format(tmp=tmp_path)}" in one_error_line(ran)
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
 
 
 def test_a_state_file_that_cannot_be_opened_discards_every_output_opened_before_it(
-    gateway: OfflineResponsesServer, tmp_path: Path
+    offline_server: OfflineResponsesServer, tmp_path: Path
 ) -> None:
     outputs = tmp_path / "outputs"
     outputs.mkdir()
@@ -774,11 +774,11 @@ def test_a_state_file_that_cannot_be_opened_discards_every_output_opened_before_
         str(outputs / "run.json"),
         "--state",
         str(state),
-        environ=gateway_environment(gateway),
+        environ=gateway_environment(offline_server),
     )
     assert ran.code == EXIT_USAGE
     assert f"--state {str(state)!r}: the folder" in one_error_line(ran)
-    assert gateway.requests == ()
+    assert offline_server.requests == ()
     assert list(outputs.iterdir()) == []  # neither --output's nor --save-run's temporary file is left
 
 

@@ -7,7 +7,6 @@ import json
 import logging
 import re
 import urllib.parse
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import example, given
@@ -51,12 +50,6 @@ def run_on_terminal(
 
 def ended(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
-
-
-@pytest.fixture
-def gateway() -> Iterator[OfflineResponsesServer]:
-    with OfflineResponsesServer() as server:
-        yield server
 
 
 # ---------------------------------------------------------------- the live line
@@ -198,9 +191,13 @@ def test_stream_of_an_incomplete_answer_prints_what_arrived_and_exits_3() -> Non
     ],
 )
 def test_stream_with_json_is_refused_before_any_request(
-    gateway: OfflineResponsesServer, argv: list[str]
+    offline_server: OfflineResponsesServer, argv: list[str]
 ) -> None:
-    environ = {"AGENT_BASE_URL": gateway.base_url, "AGENT_MODEL": "offline", "AGENT_API_KEY": PLANTED_KEY}
+    environ = {
+        "AGENT_BASE_URL": offline_server.base_url,
+        "AGENT_MODEL": "offline",
+        "AGENT_API_KEY": PLANTED_KEY,
+    }
     ran = run(*argv, str(TRANSCRIPT), environ=environ)
     assert ran.code == EXIT_USAGE
     assert ran.out == ""
@@ -208,7 +205,7 @@ def test_stream_with_json_is_refused_before_any_request(
         "meeting-agents: error: --stream prints text as it arrives and --format json prints one JSON object; "
         "use one of them (see meeting-agents --help)"
     ]
-    assert not gateway.requests
+    assert not offline_server.requests
 
 
 secrets = st.text(st.sampled_from("sk-AZ09/\"'%é\n "), min_size=1, max_size=12)
