@@ -31,7 +31,8 @@ from adapters.container import Container
 from adapters.offline import OfflineResponsesServer
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import LoopSettings, MeetingSummary, SummaryAgent
-from application.grounding import content_words, normalized
+from application.evaluation import Score, same_task
+from application.grounding import normalized
 from benchmarks.languages import (
     FRENCH,
     FRENCH_DUES,
@@ -211,33 +212,6 @@ def meetings(count: int = 24, seed: int = SEED) -> tuple[Meeting, ...]:
 # ---------------------------------------------------------------- scoring
 
 
-def _same_task(a: str, b: str) -> bool:
-    ours, theirs = content_words(a), content_words(b)
-    return bool(ours) and 2 * len(ours & theirs) >= max(len(ours), len(theirs))
-
-
-@attrs.frozen
-class Score:
-    true_positives: int = 0
-    predicted: int = 0
-    labelled: int = 0
-
-    def __add__(self, other: Score) -> Score:
-        return Score(
-            self.true_positives + other.true_positives,
-            self.predicted + other.predicted,
-            self.labelled + other.labelled,
-        )
-
-    @property
-    def precision(self) -> float:
-        return self.true_positives / self.predicted if self.predicted else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.true_positives / self.labelled if self.labelled else 1.0
-
-
 def _matched(
     labels: Sequence[_Label], found: Sequence[_Found], same: Callable[[_Label, _Found], bool]
 ) -> int:
@@ -258,7 +232,7 @@ def score_items(meeting: Meeting, summary: MeetingSummary) -> Score:
         summary.action_items,
         lambda label, found: (
             normalized(label.owner) == normalized(found.owner)
-            and _same_task(label.task, found.task)
+            and same_task(label.task, found.task)
             and bool(set(label.lines) & set(found.lines))
         ),
     )
@@ -269,7 +243,7 @@ def score_decisions(meeting: Meeting, summary: MeetingSummary) -> Score:
     hits = _matched(
         meeting.decisions,
         summary.decisions,
-        lambda label, found: _same_task(label.text, found.text) and bool(set(label.lines) & set(found.lines)),
+        lambda label, found: same_task(label.text, found.text) and bool(set(label.lines) & set(found.lines)),
     )
     return Score(hits, len(summary.decisions), len(meeting.decisions))
 
@@ -302,7 +276,7 @@ def hallucinated_calls(meeting: Meeting, rng: random.Random) -> tuple[list[tuple
         false.append(
             (
                 "record_action_item",
-                {**call, "task": rng.choice([t for t in TASKS if not _same_task(t, item.task)])},
+                {**call, "task": rng.choice([t for t in TASKS if not same_task(t, item.task)])},
             )
         )
     for number in meeting.distractors:
@@ -513,11 +487,11 @@ def render(figures: dict[str, Any]) -> str:
         f"{figures['labelled_items']} labelled action items, {figures['labelled_decisions']} decisions",
         f"stand-in action items: precision {stand_in['items']['precision']:.3f}, "
         f"recall {stand_in['items']['recall']:.3f}"
-        f" ({stand_in['items']['true_positives']} of {stand_in['items']['predicted']} found, "
+        f" ({stand_in['items']['matched']} of {stand_in['items']['found']} found, "
         f"{stand_in['items']['labelled']} labelled)",
         f"stand-in decisions:    precision {stand_in['decisions']['precision']:.3f}, recall "
-        f"{stand_in['decisions']['recall']:.3f} ({stand_in['decisions']['true_positives']} of "
-        f"{stand_in['decisions']['predicted']} found, {stand_in['decisions']['labelled']} labelled)",
+        f"{stand_in['decisions']['recall']:.3f} ({stand_in['decisions']['matched']} of "
+        f"{stand_in['decisions']['found']} found, {stand_in['decisions']['labelled']} labelled)",
         f"hallucinating model: {model['ungrounded_refused']} of {model['ungrounded']} ungrounded calls "
         "refused "
         f"({model['ungrounded_refused_share']:.3f}); {model['true_accepted']} of {model['true']} true calls "

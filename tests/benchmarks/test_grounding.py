@@ -49,8 +49,8 @@ async def test_the_stand_in_is_scored_end_to_end() -> None:
     figures = await evaluate(count=2)
     items = figures["stand_in"]["items"]
     assert figures["meetings"] == 2
-    assert 0 < items["true_positives"] <= items["predicted"]
-    assert items["precision"] == items["true_positives"] / items["predicted"]
+    assert 0 < items["matched"] <= items["found"]
+    assert items["precision"] == items["matched"] / items["found"]
     assert figures["hallucinating_model"]["ungrounded_refused_share"] == 1.0
     shown = render(figures)
     assert "synthetic meetings" in shown
