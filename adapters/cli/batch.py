@@ -57,6 +57,9 @@ _NOT_HONOURED: Final = {
 }
 # With a budget, at most this many transcripts per agent.batch_concurrency are queued at a time.
 _BUDGET_WINDOW: Final = 2
+# Without one, at most this many are submitted and not yet heard of: a long backlog is queued in pages
+# while the first results are handled, and a poll of what ended asks about a page, not the backlog.
+_PAGE: Final = 512
 # How often the batch reads which of its workflows have ended (one query for all of them).
 _POLL_SECONDS: Final = 0.25
 
@@ -446,8 +449,8 @@ async def _batch(
     outcomes: dict[str, Outcome] = {}
     speakers = dict(settings_speakers) or None
     _remove_leftovers(folder, sources)
-    # Without a budget all are queued at once; with one, a few at a time, so none starts once it is spent.
-    window = len(by_sha) if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
+    # Without a budget a page at a time; with one, a few, so none starts once it is spent.
+    window = _PAGE if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
     waiting = deque(by_sha)
     already: frozenset[str] = frozenset()
     try:

@@ -81,7 +81,9 @@ def _settings() -> Settings:
     return resolve_settings(config={"agent": {**agent, "batch_concurrency": _CONCURRENCY}})
 
 
-def _operations(count: int, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict[str, Outcome]]:
+def _operations(
+    count: int, folder: Path, monkeypatch: pytest.MonkeyPatch, *, engine: Callable[..., Any] | None = None
+) -> tuple[int, dict[str, Outcome]]:
     turns = itertools.cycle([1, 3, 2, 1, 5])
     monkeypatch.setattr(_WorkflowsAtOnce, "turns", lambda: next(turns), raising=False)
     monkeypatch.setattr(engine_module, "DBOS", _WorkflowsAtOnce)
@@ -90,7 +92,7 @@ def _operations(count: int, folder: Path, monkeypatch: pytest.MonkeyPatch) -> tu
     async def started_here(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
         yield Engine(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
 
-    monkeypatch.setattr(batch, "durable_engine", started_here)
+    monkeypatch.setattr(batch, "durable_engine", engine or started_here)
     sources = []
     for number in range(count):
         text = f"Ana: item {number}.\n"
@@ -118,3 +120,41 @@ def test_each_finished_transcript_costs_the_loop_and_the_engine_the_same_however
     # little more); the square of the batch would be sixteen times.
     assert long / short < 6, (short, long)
     assert long / 400 < 60, f"{long / 400:.1f} operations a transcript"
+
+
+def test_a_long_backlog_is_submitted_in_pages_while_the_first_results_are_handled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = 8
+    monkeypatch.setattr(batch, "_PAGE", page)
+    outstanding = 0
+    most = 0
+    submitted_before_first_end: list[int] = []
+    submitted = 0
+
+    class _Paged(Engine):
+        async def submit(self, sha256: str, *meeting: Any) -> None:
+            nonlocal outstanding, most, submitted
+            outstanding += 1
+            submitted += 1
+            most = max(most, outstanding)
+            await super().submit(sha256, *meeting)
+
+        async def take_finished(self) -> dict[str, Outcome]:
+            nonlocal outstanding
+            ended = await super().take_finished()
+            if ended and not submitted_before_first_end:
+                submitted_before_first_end.append(submitted)
+            outstanding -= len(ended)
+            return ended
+
+    @contextlib.asynccontextmanager
+    async def paged(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
+        yield _Paged(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
+
+    count, outcomes = _operations(100, tmp_path / "paged", monkeypatch, engine=paged)
+    assert len(outcomes) == 100
+    assert {outcome.status for outcome in outcomes.values()} == {"done"}
+    assert most <= page, "more transcripts were submitted at once than a page"
+    assert submitted_before_first_end == [page], "the first results waited for the whole backlog"
+    assert count > 0
