@@ -456,11 +456,13 @@ async def _batch(
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
             engine.on_notice = lambda line: console.warning(f"batch: {line}")
-            # What an earlier version left unfinished is finished by this one (else it would wait for ever).
-            _say_taken_over(console, await engine.take_over(list(by_sha)), "batch")
             if rerun:
                 # Every meeting from the start, as if no run had recorded it.
                 await engine.forget(list(by_sha))
+            else:
+                # What an earlier version left unfinished is finished by this one (else it would wait
+                # for ever); after --rerun nothing is left to take over.
+                _say_taken_over(console, await engine.take_over(list(by_sha)), "batch")
             # What an earlier run recorded as failed is tried again, from the start.
             await engine.forget_failed(list(by_sha))
             # What an earlier run finished is handed back as it was recorded: not this run's work.
