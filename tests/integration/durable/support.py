@@ -74,6 +74,11 @@ def start(*argv: str, environ: Mapping[str, str] | None = None) -> subprocess.Po
     return processes.start(command(*argv), environ=environ, stdin=subprocess.PIPE)
 
 
+def start_worker(database: str, executor: str, environ: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """``meeting-agents worker`` on ``database`` as executor ``executor``, in a new process."""
+    return start("worker", "--db", database, "--id", executor, environ=environ)
+
+
 def finish(process: subprocess.Popen[bytes], stdin: bytes = b"") -> Ran:
     out, err = process.communicate(stdin, timeout=PROCESS_TIMEOUT)
     return Ran(process.returncode, out.decode("utf-8"), err.decode("utf-8"))

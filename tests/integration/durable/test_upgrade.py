@@ -15,6 +15,7 @@ from tests.integration.durable.support import (
     gateway_environment,
     index,
     start,
+    start_worker,
     until_selected,
     write_transcripts,
 )
@@ -82,14 +83,7 @@ def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_o
         # The first transcript done, the second one's first request in flight, the third queued.
         gateway.kill_at(REQUESTS_PER_TRANSCRIPT + 1, old.pid)
         assert finish(old).code == -signal.SIGKILL
-        worker = start(
-            "worker",
-            "--db",
-            database,
-            "--id",
-            "worker-new",
-            environ={**environ, "DBOS__APPVERSION": "agents-v2"},
-        )
+        worker = start_worker(database, "worker-new", {**environ, "DBOS__APPVERSION": "agents-v2"})
         try:
             rows = until_selected(
                 database, _SUMMARIES, lambda found: [s for s, _ in found] == ["SUCCESS"] * 3

@@ -25,6 +25,7 @@ from tests.integration.durable.support import (
     run_batch,
     selected,
     start,
+    start_worker,
     stored_outcomes,
     until_selected,
     write_transcripts,
@@ -76,7 +77,7 @@ def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
     out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
-        workers = [start("worker", "--db", database, "--id", f"worker-{n}", environ=environ) for n in (1, 2)]
+        workers = [start_worker(database, f"worker-{n}", environ) for n in (1, 2)]
         try:
             for worker in workers:
                 _wait_until_ready(worker)
@@ -115,7 +116,7 @@ def test_the_request_rate_limit_holds_across_every_process(tmp_path: Path, datab
         environ = gateway_environment(
             gateway.base_url, AGENT_BATCH_CONCURRENCY="1", AGENT_BATCH_REQUESTS_PER_MINUTE=str(limit)
         )
-        workers = [start("worker", "--db", database, "--id", f"worker-{n}", environ=environ) for n in (1, 2)]
+        workers = [start_worker(database, f"worker-{n}", environ) for n in (1, 2)]
         batch = None
         try:
             for worker in workers:
@@ -164,8 +165,8 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
         gateway.hold()
         doomed_environ = gateway_environment(doomed_gateway.base_url, **limits)
         environ = gateway_environment(gateway.base_url, **limits)
-        doomed = start("worker", "--db", database, "--id", "worker-doomed", environ=doomed_environ)
-        survivor = start("worker", "--db", database, "--id", "worker-survivor", environ=environ)
+        doomed = start_worker(database, "worker-doomed", doomed_environ)
+        survivor = start_worker(database, "worker-survivor", environ)
         others = [doomed]  # killed in the end if the test failed before they ended
         try:
             doomed_gateway.kill_at(2, doomed.pid)
@@ -178,7 +179,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
             gateway.release()
             ran = finish(batch)
             # Started again after the others took its transcript over: nothing is left for it to run.
-            again = start("worker", "--db", database, "--id", "worker-doomed", environ=doomed_environ)
+            again = start_worker(database, "worker-doomed", doomed_environ)
             others.append(again)
             _wait_until_ready(again)
             # Then its liveness connection cut (a database restart, a network cut): it can no longer
@@ -248,7 +249,7 @@ def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_
     with CountingGateway() as doomed_gateway, CountingGateway() as gateway:
         gateway.hold()
         environ = gateway_environment(gateway.base_url, **limits)
-        worker = start("worker", "--db", database, "--id", "worker-survivor", environ=environ)
+        worker = start_worker(database, "worker-survivor", environ)
         batch = None
         try:
             _wait_until_ready(worker)
@@ -305,13 +306,10 @@ def test_a_worker_taking_over_a_killed_batch_keeps_to_the_request_rate_limit(
             until_selected(database, _REQUESTS, lambda found: found == [("ENQUEUED",), ("SUCCESS",)])
             batch.send_signal(signal.SIGKILL)
             assert finish(batch).code == -signal.SIGKILL
-            worker = start(
-                "worker",
-                "--db",
+            worker = start_worker(
                 database,
-                "--id",
                 "worker-survivor",
-                environ=gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="2", **limits),
+                gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="2", **limits),
             )
             _wait_until_ready(worker)
             # The worker takes both transcripts, the batch's recovered; each waits for its next request.
