@@ -100,3 +100,31 @@ def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_o
         "worker worker-new: took over 2 unfinished meeting(s) of an earlier version (agents-v1) "
         "under this one (agents-v2), left by batch, whose process is gone"
     ], stopped.err
+
+
+def test_a_batch_on_postgres_killed_and_run_again_after_an_upgrade_finishes(
+    tmp_path: Path, database: str
+) -> None:
+    meetings = {
+        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
+        for number in range(3)
+    }
+    folder = write_transcripts(tmp_path / "in", meetings)
+    out = tmp_path / "out"
+    argv = ("batch", str(folder), "--out", str(out), "--db", database, "--id", "batch")
+    with CountingGateway() as gateway:
+        environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
+        old = start(*argv, environ={**environ, "DBOS__APPVERSION": "agents-v1"})
+        gateway.kill_at(REQUESTS_PER_TRANSCRIPT + 1, old.pid)
+        assert finish(old).code == -signal.SIGKILL
+        new = finish(start(*argv, environ={**environ, "DBOS__APPVERSION": "agents-v2"}))
+    assert new.code == 0, new.err
+    assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
+    assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
+    assert len(gateway.completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
+    said = [line for line in new.err_lines if "took over" in line]
+    assert len(said) == 1, new.err
+    assert (
+        "took over 2 unfinished meeting(s) of an earlier version (agents-v1) under this one (agents-v2)"
+        in said[0]
+    )
