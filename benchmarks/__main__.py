@@ -36,6 +36,7 @@ QUICK = Sizes(
     runs=2,
     body_cap=256 * 1024,
     batch=8,
+    backlog=600,
     cpu_items=500,
     memory_body=64 * 1024,
 )

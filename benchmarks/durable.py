@@ -27,7 +27,7 @@ from benchmarks.durable_profile import profile_batch, split_batch
 from benchmarks.harness import Check, Sizes
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, TextContent, Usage
 
-__all__ = ["durable_overhead", "worker_throughput"]
+__all__ = ["CONCURRENCY", "LATENCY", "SlowModel", "durable_overhead", "worker_throughput"]
 
 LATENCY: Final = 0.05
 """Seconds per model request: a fast gateway; the engine's cost is what comes on top of it."""
@@ -36,7 +36,7 @@ _POLL_SECONDS: Final = 0.25  # as the batch command reads which workflows ended
 _PROCESS_TIMEOUT: Final = 300.0
 
 
-class _SlowModel:
+class SlowModel:
     """A ChatPort answering a summary in two requests of ``LATENCY`` s: the tool calls, then the text."""
 
     async def get_response(
@@ -87,7 +87,7 @@ def _transcripts(count: int, round_: int) -> list[str]:
 
 
 async def _plain(transcripts: Sequence[str]) -> None:
-    agent = SummaryAgent(_SlowModel())
+    agent = SummaryAgent(SlowModel())
     slots = asyncio.Semaphore(CONCURRENCY)
 
     async def one(text: str) -> MeetingSummary:
@@ -114,7 +114,7 @@ async def _all_done(engine: Engine, workflows: Iterable[str]) -> None:
 async def _durable(transcripts: Sequence[str], database: Path, *, queued: bool = False) -> float:
     """Wall seconds from the first submission to the last outcome (the launch not counted)."""
     redactor = Redactor(["sk-bench"])
-    model = _SlowModel()
+    model = SlowModel()
     decorators = [DurableToolInvoker.decorator(redactor, rebuild=True)]
     runtime = Runtime(
         summary_agent=lambda: SummaryAgent(DurableChat(model, redactor), decorators=decorators),

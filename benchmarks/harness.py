@@ -149,6 +149,8 @@ class Sizes:
     body_cap: int = 8 * 1024 * 1024
     batch: int = 40
     """Transcripts of the durable batch benchmarks (twice as many for the throughput across processes)."""
+    backlog: int = 10_000
+    """Tiny transcripts of the batch command's backlog benchmark (its first result, what a poll asks)."""
     cpu_items: int = 10_000
     """Output items of the CPU-heavy bodies (``benchmarks/cpu.py``): the attacker's 10,000."""
     memory_body: int = 4 * 1024 * 1024

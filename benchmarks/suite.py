@@ -10,6 +10,7 @@ import attrs
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
+from benchmarks.backlog import backlog_first_result
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
 from benchmarks.cpu import cpu_bounds, large_lines, parse_off_the_loop
@@ -146,6 +147,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         body_memory_in_processes,
         durable_overhead,
         worker_throughput,
+        backlog_first_result,
     ):
         checks.extend(await benchmark(sizes, timings))
     timings["wall_s"] = time.perf_counter() - started
