@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Final
+from typing import Final, Unpack
 
 import attrs
 import httpx
@@ -23,7 +23,7 @@ from adapters.cassettes.format import (
 )
 from adapters.closing import ClosedOnExit
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
-from domain import ChatError, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
+from domain import ChatError, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, ErrorContext
 
 __all__ = ["ReplayChat", "ReplayMismatchError", "ReplayTransport", "load_cassettes"]
 
@@ -35,8 +35,8 @@ _REPLAY_KEY: Final = "sk-replay"
 class ReplayMismatchError(ChatError):
     """A request the cassettes do not hold: ``diff`` shows how it differs from the nearest recorded one."""
 
-    def __init__(self, message: str, *, diff: str = "", **context: str | None) -> None:
-        super().__init__(message, **context)  # type: ignore[arg-type]  # the ids ChatError takes
+    def __init__(self, message: str, *, diff: str = "", **context: Unpack[ErrorContext]) -> None:
+        super().__init__(message, **context)
         self.diff = diff
 
 
