@@ -176,3 +176,115 @@ def test_a_diff_shows_where_a_long_line_first_differs() -> None:
     assert changed[0].endswith('we ship."')
     assert changed[1].endswith('we wait."')
     assert "stream" not in diff, "what a replay ignores is not a difference"
+
+
+async def test_a_replay_streams_the_recorded_answer_as_the_adapter_would(tmp_path: Path) -> None:
+    with OfflineResponsesServer() as server:
+        async with Container() as container:
+            container.config.from_dict(
+                {
+                    "agent": {
+                        "base_url": server.base_url,
+                        "api_key": KEY,
+                        "record_to": str(tmp_path),
+                        "telemetry": False,
+                    }
+                }
+            )
+            whole = await container.chat().get_response([ChatMessage.user("Say hello.")])
+    async with ReplayChat(tmp_path, settings=ResponsesSettings(model="offline")) as chat:
+        updates = [update async for update in chat.get_streaming_response([ChatMessage.user("Say hello.")])]
+        with pytest.raises(ReplayMismatchError, match="no such POST"):
+            async for _ in chat.get_streaming_response([ChatMessage.user("Say goodbye.")]):
+                pass
+
+    assert updates, "the recorded answer streams in updates"
+    assert _same_answer(ChatResponse.from_updates(updates), whole)
+
+
+def _cassette(folder: Path, *lines: object) -> Path:
+    path = folder / "run.jsonl"
+    header = {"format": "meeting-agents-cassette", "version": 1}
+    path.write_text("".join(json.dumps(line) + "\n" for line in (header, *lines)), encoding="utf-8")
+    return path
+
+
+def _line(**response: object) -> dict[str, object]:
+    request = {"method": "POST", "path": "/v1/responses", "headers": {}, "body": {"model": "m"}}
+    return {
+        "request": request,
+        "response": {"status": 200, "headers": {}, "body": {"text": "{}"}, **response},
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (_line(body={"bytes": "x"}), "response.body: expected"),
+        (_line(status=700), "response.status: expected an HTTP status"),
+        (_line(status=True), "response.status"),
+        (_line(complete="yes"), "response.complete"),
+        ({**_line(), "request": {"method": 1, "path": "/v1/responses"}}, "request.method: expected a string"),
+        (
+            {**_line(), "request": {"method": "POST", "path": "/", "headers": {"a": 1}}},
+            r"request\.headers\.a",
+        ),
+        ("just text", "the line: expected an object"),
+    ],
+)
+def test_a_cassette_line_of_the_wrong_shape_is_refused_naming_its_field(
+    tmp_path: Path, line: object, problem: str
+) -> None:
+    with pytest.raises(CassetteError, match=rf"run\.jsonl:2: {problem}"):
+        load_cassettes(_cassette(tmp_path, line))
+
+
+def test_a_cassette_that_is_empty_or_of_another_version_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(CassetteError, match="empty; a cassette starts with its format line"):
+        load_cassettes(empty)
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text('{"format": "meeting-agents-cassette", "version": 2}\n', encoding="utf-8")
+    with pytest.raises(CassetteError, match="version 2; this package reads 1"):
+        load_cassettes(newer)
+    (tmp_path / "broken.jsonl").write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(CassetteError, match=r"broken\.jsonl:1: not JSON"):
+        load_cassettes(tmp_path / "broken.jsonl")
+    with pytest.raises(CassetteError, match="no such cassette file or directory"):
+        load_cassettes(tmp_path / "nothing-here")
+    (tmp_path / "nothing-here").mkdir()
+    with pytest.raises(CassetteError, match=r"holds no \.jsonl cassette"):
+        load_cassettes(tmp_path / "nothing-here")
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "raw-deflate"])
+async def test_a_compressed_body_is_kept_decoded_and_a_binary_one_whole(tmp_path: Path, coding: str) -> None:
+    import gzip
+    import zlib
+
+    text = '{"said": "caf\\u00e9 ' + KEY + '"}'
+    packed = {
+        "gzip": gzip.compress(text.encode()),
+        "deflate": zlib.compress(text.encode()),
+        "raw-deflate": zlib.compress(text.encode())[2:-4],
+    }[coding]
+    label = "deflate" if coding == "raw-deflate" else coding
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("binary"):
+            return httpx.Response(200, content=b"\xff\xfe" + KEY.encode("latin-1"))
+        return httpx.Response(200, content=packed, headers={"content-encoding": label})
+
+    recorder = Recorder(tmp_path, httpx.MockTransport(answer), secrets=[KEY])
+    async with httpx.AsyncClient(transport=recorder) as client:
+        decoded = await client.post("http://127.0.0.1:9/v1/responses", content=b"not json " + KEY.encode())
+        binary = await client.post("http://127.0.0.1:9/v1/binary", json={"model": "m"})
+    assert KEY in decoded.text  # the caller reads what the server sent
+    assert binary.content.startswith(b"\xff\xfe")
+    first, second = load_cassettes(tmp_path)
+    assert json.loads(first.response_body) == {"said": "café [REDACTED]"}
+    assert first.request_body == "not json [REDACTED]"
+    assert second.response_body == b"\xff\xfe[REDACTED]"
+    assert first.complete
+    assert second.complete
