@@ -12,7 +12,7 @@ import logging
 import os
 import pickle
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
@@ -583,14 +583,18 @@ class Engine:
         self, sha256: str, meeting: tuple[str, TranscriptFormat | None, dict[str, str] | None]
     ) -> None:
         async with self._slots:
-            try:
-                with SetWorkflowID(sha256):
-                    handle = await DBOS.start_workflow_async(summarize_transcript, *meeting)
-                output = await handle.get_result()
-            except Exception as exc:  # the workflow raised, or DBOS could not run it
-                outcome = Outcome("error", error=f"the run ended with {_first_line(exc)}")
-            else:
-                outcome = output if isinstance(output, Outcome) else Outcome("error", error="no outcome")
+            outcome = await _outcome(self._started(sha256, meeting))
+        self._settled(sha256, outcome)
+
+    @staticmethod
+    async def _started(
+        sha256: str, meeting: tuple[str, TranscriptFormat | None, dict[str, str] | None]
+    ) -> object:
+        with SetWorkflowID(sha256):
+            handle = await DBOS.start_workflow_async(summarize_transcript, *meeting)
+        return await handle.get_result()
+
+    def _settled(self, sha256: str, outcome: Outcome) -> None:
         self._ended[sha256] = outcome
         self._fresh.append(sha256)
         self._news.set()
@@ -624,16 +628,12 @@ class Engine:
         await DBOS.delete_workflows_async(list(ids), delete_children=True)
 
     async def _wait_here(self, sha256: str) -> None:
-        try:
-            handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(sha256)
-            output = await handle.get_result()
-        except Exception as exc:  # the workflow raised, or DBOS could not run it
-            outcome = Outcome("error", error=f"the run ended with {_first_line(exc)}")
-        else:
-            outcome = output if isinstance(output, Outcome) else Outcome("error", error="no outcome")
-        self._ended[sha256] = outcome
-        self._fresh.append(sha256)
-        self._news.set()
+        self._settled(sha256, await _outcome(self._retrieved(sha256)))
+
+    @staticmethod
+    async def _retrieved(sha256: str) -> object:
+        handle: WorkflowHandleAsync[Any] = await DBOS.retrieve_workflow_async(sha256)
+        return await handle.get_result()
 
     async def forget_failed(self, ids: Sequence[str]) -> list[str]:
         """Of the workflows ``ids``, those that ended ``failed`` or in error, deleted with the requests
@@ -769,6 +769,15 @@ def _give_back_default_executor(loop: asyncio.AbstractEventLoop) -> None:
     """
     if not loop.is_closed():
         loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
+
+
+async def _outcome(result: Awaitable[object]) -> Outcome:
+    """What a meeting's workflow ended with: its ``Outcome``, or an error outcome naming why it has none."""
+    try:
+        output = await result
+    except Exception as exc:  # the workflow raised, or DBOS could not run it
+        return Outcome("error", error=f"the run ended with {_first_line(exc)}")
+    return output if isinstance(output, Outcome) else Outcome("error", error="no outcome")
 
 
 def _first_line(exc: BaseException) -> str:
