@@ -29,6 +29,23 @@ async def _summarize(agent: dict[str, Any]) -> MeetingSummary:
         return await container.summary_agent().summarize(TRANSCRIPT)
 
 
+async def _recorded_hello(folder: Path) -> ChatResponse:
+    """One answer of the offline stand-in to "Say hello.", recorded into ``folder``."""
+    with OfflineResponsesServer() as server:
+        async with Container() as container:
+            container.config.from_dict(
+                {
+                    "agent": {
+                        "base_url": server.base_url,
+                        "api_key": KEY,
+                        "record_to": str(folder),
+                        "telemetry": False,
+                    }
+                }
+            )
+            return await container.chat().get_response([ChatMessage.user("Say hello.")])
+
+
 def _lines(folder: Path) -> list[dict[str, Any]]:
     (cassette,) = folder.iterdir()
     return [json.loads(line) for line in cassette.read_text(encoding="utf-8").splitlines()]
@@ -73,19 +90,7 @@ async def test_a_request_the_cassette_does_not_hold_is_a_mismatch_with_a_diff(tm
 
 
 async def test_each_recorded_exchange_answers_once(tmp_path: Path) -> None:
-    with OfflineResponsesServer() as server:
-        async with Container() as container:
-            container.config.from_dict(
-                {
-                    "agent": {
-                        "base_url": server.base_url,
-                        "api_key": KEY,
-                        "record_to": str(tmp_path),
-                        "telemetry": False,
-                    }
-                }
-            )
-            first = await container.chat().get_response([ChatMessage.user("Say hello.")])
+    first = await _recorded_hello(tmp_path)
     async with ReplayChat(tmp_path, settings=ResponsesSettings(model="offline")) as chat:
         again = await chat.get_response([ChatMessage.user("Say hello.")])
         with pytest.raises(ReplayMismatchError, match="1 time"):
@@ -179,19 +184,7 @@ def test_a_diff_shows_where_a_long_line_first_differs() -> None:
 
 
 async def test_a_replay_streams_the_recorded_answer_as_the_adapter_would(tmp_path: Path) -> None:
-    with OfflineResponsesServer() as server:
-        async with Container() as container:
-            container.config.from_dict(
-                {
-                    "agent": {
-                        "base_url": server.base_url,
-                        "api_key": KEY,
-                        "record_to": str(tmp_path),
-                        "telemetry": False,
-                    }
-                }
-            )
-            whole = await container.chat().get_response([ChatMessage.user("Say hello.")])
+    whole = await _recorded_hello(tmp_path)
     async with ReplayChat(tmp_path, settings=ResponsesSettings(model="offline")) as chat:
         updates = [update async for update in chat.get_streaming_response([ChatMessage.user("Say hello.")])]
         with pytest.raises(ReplayMismatchError, match="no such POST"):
