@@ -14,11 +14,9 @@ from typing import Any
 from adapters.cli import batch
 from adapters.cli.batch import Budget, Source
 from adapters.cli.console import Console
-from adapters.durable import DurableChat, DurableToolInvoker, Engine, EngineSettings, Outcome, Runtime
-from adapters.redaction import Redactor
+from adapters.durable import Engine, EngineSettings, Outcome
 from adapters.settings import Settings, resolve_settings
-from application import SummaryAgent
-from benchmarks.durable import CONCURRENCY, LATENCY, SlowModel
+from benchmarks.durable import CONCURRENCY, LATENCY, bench_runtime
 from benchmarks.harness import Check, Sizes
 
 __all__ = ["backlog_first_result"]
@@ -48,17 +46,7 @@ class _Counted(Engine):
 @contextlib.asynccontextmanager
 async def _queued(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
     """A launched engine that queues every transcript (as on Postgres) on a model of ``LATENCY`` s."""
-    redactor = Redactor(["sk-bench"])
-    model = SlowModel()
-    decorators = [DurableToolInvoker.decorator(redactor, rebuild=True)]
-    runtime = Runtime(
-        summary_agent=lambda: SummaryAgent(DurableChat(model, redactor), decorators=decorators),
-        chat=model,
-        render=lambda summary: {"items": len(summary.action_items)},
-        describe=str,
-        redactor=redactor,
-        spending=lambda run: {"requests": len(run.responses)},
-    )
+    runtime = bench_runtime()
     engine = await _Counted.launch(EngineSettings(url, executor_id, CONCURRENCY, shared_queue=True), runtime)
     try:
         yield engine

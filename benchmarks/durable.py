@@ -111,12 +111,13 @@ async def _all_done(engine: Engine, workflows: Iterable[str]) -> None:
     assert all(outcome.status == "done" for outcome in ended.values()), ended
 
 
-async def _durable(transcripts: Sequence[str], database: Path, *, queued: bool = False) -> float:
-    """Wall seconds from the first submission to the last outcome (the launch not counted)."""
+def bench_runtime() -> Runtime:
+    """The durable runtime the batch benchmarks run: the summary pipeline on a :class:`SlowModel`, each
+    request and tool call a step."""
     redactor = Redactor(["sk-bench"])
     model = SlowModel()
     decorators = [DurableToolInvoker.decorator(redactor, rebuild=True)]
-    runtime = Runtime(
+    return Runtime(
         summary_agent=lambda: SummaryAgent(DurableChat(model, redactor), decorators=decorators),
         chat=model,
         render=lambda summary: {"items": len(summary.action_items)},
@@ -124,6 +125,11 @@ async def _durable(transcripts: Sequence[str], database: Path, *, queued: bool =
         redactor=redactor,
         spending=lambda run: {"requests": len(run.responses)},
     )
+
+
+async def _durable(transcripts: Sequence[str], database: Path, *, queued: bool = False) -> float:
+    """Wall seconds from the first submission to the last outcome (the launch not counted)."""
+    runtime = bench_runtime()
     settings = EngineSettings(f"sqlite:///{database}", "bench", CONCURRENCY, shared_queue=queued)
     engine = await Engine.launch(settings, runtime)
     try:
