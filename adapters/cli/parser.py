@@ -135,14 +135,129 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{PROG} {program_version()}")
     _add_global_options(parser, copy=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    summarize = commands.add_parser(
+    _add_command(
+        commands,
         "summarize",
-        help="summarize a meeting transcript",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        _summarize_arguments,
+        summary="summarize a meeting transcript",
         description="Summarize a meeting transcript: summary text, action items and decisions.",
         epilog="Exit codes: 0 done, 1 model or gateway failed, 2 bad input, 3 incomplete answer, 130 Ctrl-C.",
     )
+    _add_command(
+        commands,
+        "edit-workflow",
+        _edit_arguments,
+        summary="edit a workflow from a plain instruction",
+        description="Edit a workflow (JSON: {name, steps: [{id, name, kind}]}) as a plain instruction says.",
+        epilog=(
+            "Exit codes: 0 done, 1 model or gateway failed, 2 bad input, 3 incomplete answer, "
+            "4 instruction not carried out (workflow unchanged; stderr says why), 5 waiting for "
+            "approval, 130 Ctrl-C.\n"
+            "--output is written only on exit code 0.\n"
+            "Edits of the tools in agent.approval_required_tools (remove_step by default) wait for "
+            "approval: on a terminal the command asks (default No); --approve all or --approve none "
+            "decides without asking; otherwise the command stops with exit code 5, writing the paused "
+            f"run to --state FILE, and `{PROG} resume FILE --approve CALL_ID --deny CALL_ID` goes on."
+        ),
+    )
+    _add_command(
+        commands,
+        "resume",
+        _resume_arguments,
+        summary="go on with an edit that waits for approval (written by --state)",
+        description=(
+            "Go on with a workflow edit that stopped for approval, from the file edit-workflow --state "
+            "wrote: each waiting call is approved (--approve CALL_ID) or denied (--deny CALL_ID); on a "
+            "terminal the command asks about the ones not named. The file is left as it was: it is spent "
+            "once resumed (resuming it again asks the model again)."
+        ),
+        epilog=(
+            "Exit codes: as edit-workflow: 0 done, 1 model or gateway failed, 2 bad input (a file that "
+            "is not a paused edit; a call id unknown, given twice or left undecided), 3 incomplete "
+            "answer, 4 instruction not carried out, 5 waiting for approval again, 130 Ctrl-C."
+        ),
+    )
+    _add_command(
+        commands,
+        "batch",
+        _batch_arguments,
+        summary="summarize many transcripts, durably: a second run finishes what a crash left",
+        description=(
+            "Summarize every transcript (files, folders of *.txt and *.md, - for a list of paths on stdin)\n"
+            "into --out DIR: DIR/<name>.json per transcript and DIR/index.jsonl. Each transcript is a\n"
+            "DBOS workflow keyed by its text and what changes its summary (model, instructions, tools,\n"
+            "settings), kept in --db: killed and run again, the command finishes\n"
+            "what is left and sends no completed request again."
+        ),
+        epilog=(
+            "Exit codes: 0 all done, 1 any failed (the rest still written), 2 bad input, "
+            "3 any incomplete, 130 Ctrl-C (run it again to go on)."
+        ),
+    )
+    _add_command(
+        commands,
+        "worker",
+        _worker_arguments,
+        summary="take transcripts from a shared batch queue (--db postgresql://...) until stopped",
+        description="Work the queue of `batch --db postgresql://...` here until Ctrl-C or SIGTERM.",
+        epilog="Exit codes: 0 stopped by SIGTERM, 2 bad input, 130 Ctrl-C.",
+        cassettes=False,
+    )
+    _add_command(
+        commands,
+        "batch-status",
+        _status_arguments,
+        summary="list the meetings of a run database: done, failed (and why), pending and running",
+        description="Read a batch's run database (--db) and list its meetings by state, with their totals.",
+        epilog="Exit codes: 0 listed, 2 bad input (a database that cannot be read).",
+        cassettes=False,
+        raw=False,
+    )
+    _add_command(
+        commands,
+        "eval",
+        _eval_arguments,
+        summary="summarize labelled meetings and report precision and recall",
+        description=(
+            'Summarize every meeting of DATASET (JSON lines: {"transcript", "action_items": [{"owner",\n'
+            '"task"}], "decisions": [...]}; without DATASET the built-in labelled meetings) and report, per\n'
+            "meeting and in total, precision and recall of action items and decisions, the share of calls\n"
+            "refused as ungrounded, requests, tokens, cost and time."
+        ),
+        epilog="Exit codes: 0 done, 2 bad input (or a request --replay does not hold), 3 a --min-* line "
+        "missed.",
+    )
+    return parser
+
+
+def _add_command(
+    commands: argparse._SubParsersAction[_Parser],
+    name: str,
+    arguments: Callable[[argparse.ArgumentParser], None],
+    *,
+    summary: str,
+    description: str,
+    epilog: str,
+    cassettes: bool = True,
+    raw: bool = True,
+) -> None:
+    """A subcommand: its own arguments, then --record/--replay (unless it sends no request of its own) and
+    the global options, so that every command takes them the same way. ``raw`` keeps the description's
+    and epilog's line breaks as written."""
+    command = commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter,
+    )
+    arguments(command)
+    if cassettes:
+        _add_cassette_options(command)
+    _add_global_options(command, copy=True)
+
+
+def _summarize_arguments(summarize: argparse.ArgumentParser) -> None:
     summarize.add_argument(
         "transcript",
         metavar="TRANSCRIPT_FILE",
@@ -156,36 +271,12 @@ def _parser() -> argparse.ArgumentParser:
         help="print the transcript lines each action item and decision cites under it (--format text)",
     )
     _add_save_run(summarize)
-    _add_cassette_options(summarize)
-    _add_global_options(summarize, copy=True)
 
-    edit = commands.add_parser(
-        "edit-workflow",
-        help="edit a workflow from a plain instruction",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Edit a workflow (JSON: {name, steps: [{id, name, kind}]}) as a plain instruction says.",
-        epilog=(
-            "Exit codes: 0 done, 1 model or gateway failed, 2 bad input, 3 incomplete answer, "
-            "4 instruction not carried out (workflow unchanged; stderr says why), 5 waiting for "
-            "approval, 130 Ctrl-C.\n"
-            "--output is written only on exit code 0.\n"
-            "Edits of the tools in agent.approval_required_tools (remove_step by default) wait for "
-            "approval: on a terminal the command asks (default No); --approve all or --approve none "
-            "decides without asking; otherwise the command stops with exit code 5, writing the paused "
-            f"run to --state FILE, and `{PROG} resume FILE --approve CALL_ID --deny CALL_ID` goes on."
-        ),
-    )
+
+def _edit_arguments(edit: argparse.ArgumentParser) -> None:
     edit.add_argument("workflow", metavar="WORKFLOW_JSON", help="the workflow file; - reads stdin")
     edit.add_argument("instruction", metavar="INSTRUCTION", help='e.g. "remove Manual QA sign-off"')
-    edit.add_argument(
-        "--output",
-        type=Path,
-        metavar="FILE",
-        help="write the edited workflow here, atomically (checked before any request)",
-    )
-    edit.add_argument(
-        "--force", action="store_true", help="allow --output to replace the WORKFLOW_JSON file itself"
-    )
+    _add_output_options(edit, replaced="the WORKFLOW_JSON file")
     edit.add_argument(
         "--approve",
         choices=APPROVE_CHOICES,
@@ -193,12 +284,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_save_run(edit)
     _add_state_option(edit)
-    _add_cassette_options(edit)
-    _add_global_options(edit, copy=True)
-    _add_resume_command(commands)
-    _add_batch_commands(commands)
-    _add_eval_command(commands)
-    return parser
+
+
+def _add_output_options(parser: argparse.ArgumentParser, *, replaced: str) -> None:
+    """``--output FILE`` for the edited workflow, and ``--force`` to let it replace the file read."""
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the edited workflow here, atomically (checked before any request)",
+    )
+    parser.add_argument("--force", action="store_true", help=f"allow --output to replace {replaced} itself")
 
 
 def _add_cassette_options(parser: argparse.ArgumentParser) -> None:
@@ -229,21 +325,7 @@ def _share(text: str) -> float:
     return value
 
 
-def _add_eval_command(commands: argparse._SubParsersAction[_Parser]) -> None:
-    """``eval``: labelled meetings summarized and scored."""
-    evaluate = commands.add_parser(
-        "eval",
-        help="summarize labelled meetings and report precision and recall",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            'Summarize every meeting of DATASET (JSON lines: {"transcript", "action_items": [{"owner",\n'
-            '"task"}], "decisions": [...]}; without DATASET the built-in labelled meetings) and report, per\n'
-            "meeting and in total, precision and recall of action items and decisions, the share of calls\n"
-            "refused as ungrounded, requests, tokens, cost and time."
-        ),
-        epilog="Exit codes: 0 done, 2 bad input (or a request --replay does not hold), 3 a --min-* line "
-        "missed.",
-    )
+def _eval_arguments(evaluate: argparse.ArgumentParser) -> None:
     evaluate.add_argument("dataset", nargs="?", type=Path, metavar="DATASET", help="a JSON-lines file")
     evaluate.add_argument(
         "--min-precision",
@@ -263,8 +345,6 @@ def _add_eval_command(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="also ask MODEL, through the same gateway, to score each summary's completeness and "
         "faithfulness",
     )
-    _add_cassette_options(evaluate)
-    _add_global_options(evaluate, copy=True)
 
 
 def _speaker(text: str) -> tuple[str, str]:
@@ -319,24 +399,7 @@ def _add_state_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_resume_command(commands: argparse._SubParsersAction[_Parser]) -> None:
-    """``resume``: go on with an edit that stopped for approval, as decided."""
-    resume = commands.add_parser(
-        "resume",
-        help="go on with an edit that waits for approval (written by --state)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Go on with a workflow edit that stopped for approval, from the file edit-workflow --state "
-            "wrote: each waiting call is approved (--approve CALL_ID) or denied (--deny CALL_ID); on a "
-            "terminal the command asks about the ones not named. The file is left as it was: it is spent "
-            "once resumed (resuming it again asks the model again)."
-        ),
-        epilog=(
-            "Exit codes: as edit-workflow: 0 done, 1 model or gateway failed, 2 bad input (a file that "
-            "is not a paused edit; a call id unknown, given twice or left undecided), 3 incomplete "
-            "answer, 4 instruction not carried out, 5 waiting for approval again, 130 Ctrl-C."
-        ),
-    )
+def _resume_arguments(resume: argparse.ArgumentParser) -> None:
     resume.add_argument("state_file", metavar="STATE_FILE", help="the paused run, as --state wrote it")
     resume.add_argument(
         "--approve", dest="approved", action="append", default=[], metavar="CALL_ID", help="run this call"
@@ -344,16 +407,8 @@ def _add_resume_command(commands: argparse._SubParsersAction[_Parser]) -> None:
     resume.add_argument(
         "--deny", dest="denied", action="append", default=[], metavar="CALL_ID", help="do not run this call"
     )
-    resume.add_argument(
-        "--output",
-        type=Path,
-        metavar="FILE",
-        help="write the edited workflow here, atomically (checked before any request)",
-    )
-    resume.add_argument("--force", action="store_true", help="allow --output to replace STATE_FILE itself")
+    _add_output_options(resume, replaced="STATE_FILE")
     _add_state_option(resume)
-    _add_cassette_options(resume)
-    _add_global_options(resume, copy=True)
 
 
 def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
@@ -371,24 +426,7 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
     return parse
 
 
-def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
-    """``batch`` and ``worker``: durable runs on DBOS (the durable extra)."""
-    batch = commands.add_parser(
-        "batch",
-        help="summarize many transcripts, durably: a second run finishes what a crash left",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Summarize every transcript (files, folders of *.txt and *.md, - for a list of paths on stdin)\n"
-            "into --out DIR: DIR/<name>.json per transcript and DIR/index.jsonl. Each transcript is a\n"
-            "DBOS workflow keyed by its text and what changes its summary (model, instructions, tools,\n"
-            "settings), kept in --db: killed and run again, the command finishes\n"
-            "what is left and sends no completed request again."
-        ),
-        epilog=(
-            "Exit codes: 0 all done, 1 any failed (the rest still written), 2 bad input, "
-            "3 any incomplete, 130 Ctrl-C (run it again to go on)."
-        ),
-    )
+def _batch_arguments(batch: argparse.ArgumentParser) -> None:
     batch.add_argument("paths", nargs="+", metavar="PATH", help="a transcript, a folder of them, or -")
     _add_input_options(batch)
     _add_language_option(batch)
@@ -416,16 +454,9 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         action="store_true",
         help="summarize every transcript again, from the start, even those a run with the same key finished",
     )
-    _add_cassette_options(batch)
-    _add_global_options(batch, copy=True)
 
-    worker = commands.add_parser(
-        "worker",
-        help="take transcripts from a shared batch queue (--db postgresql://...) until stopped",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Work the queue of `batch --db postgresql://...` here until Ctrl-C or SIGTERM.",
-        epilog="Exit codes: 0 stopped by SIGTERM, 2 bad input, 130 Ctrl-C.",
-    )
+
+def _worker_arguments(worker: argparse.ArgumentParser) -> None:
     worker.add_argument(
         "--db", metavar="URL", required=True, help="the shared run database: postgresql://..."
     )
@@ -434,18 +465,12 @@ def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="NAME",
         help="this worker's executor id, unique among live processes (default worker@HOSTNAME)",
     )
-    _add_global_options(worker, copy=True)
 
-    status = commands.add_parser(
-        "batch-status",
-        help="list the meetings of a run database: done, failed (and why), pending and running",
-        description="Read a batch's run database (--db) and list its meetings by state, with their totals.",
-        epilog="Exit codes: 0 listed, 2 bad input (a database that cannot be read).",
-    )
+
+def _status_arguments(status: argparse.ArgumentParser) -> None:
     status.add_argument(
         "--db", metavar="URL", required=True, help="the run database: sqlite:///... or postgresql://..."
     )
-    _add_global_options(status, copy=True)
 
 
 def _add_save_run(command: argparse.ArgumentParser) -> None:
