@@ -9,7 +9,7 @@ import os
 import tomllib
 import typing
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -58,7 +58,8 @@ class ConfigurationError(ValueError):
 
 
 class _SectionError(ConfigurationError):
-    """A bad value inside a nested section (``agent.run_budget``); its message already names the key."""
+    """A bad key or value found while structuring a section (``agent``, ``agent.run_budget``, a target of
+    ``agent.fallbacks``): its message already names the key, so a section around it passes it on as is."""
 
 
 @attrs.frozen(repr=False)
@@ -364,20 +365,13 @@ def _build_converter() -> cattrs.Converter:
             return value
         if not isinstance(value, Mapping):
             raise _SectionError("agent.run_budget: expected a mapping of limits")
-        known = typing.get_type_hints(RunBudget)
-        limits: dict[str, Any] = {}
-        for name, limit in value.items():
-            if name not in known:
-                raise _SectionError(
-                    f"agent.run_budget.{name}: unknown key; known keys are {', '.join(known)}"
-                )
-            if limit is None:
-                continue
-            try:
-                limits[name] = converter.structure(limit, known[name])
-            except Exception:  # any structuring failure becomes the same one-line error
-                expected = _BUDGET_EXPECTED.get(name, "a positive whole number")
-                raise _SectionError(f"agent.run_budget.{name}: expected {expected}, got {limit!r}") from None
+        limits = _structure_fields(
+            "agent.run_budget",
+            value,
+            RunBudget,
+            converter,
+            lambda name, _: _BUDGET_EXPECTED.get(name, "a positive whole number"),
+        )
         try:
             return RunBudget(**limits)
         except ValueError as exc:
@@ -424,6 +418,43 @@ def _expected_of(field_type: Any) -> str:
     return "a string"
 
 
+def _structure_fields(
+    key: str,
+    section: Mapping[Any, Any],
+    cls: type[Any],
+    converter: cattrs.Converter,
+    expected: Callable[[str, BaseException], str],
+    *,
+    special: Mapping[str, Callable[[object], Any]] | None = None,
+) -> dict[str, Any]:
+    """The fields of ``cls`` that the mapping ``section`` (the settings at ``key``) gives, each structured
+    (by ``special``'s function for its name, else by ``converter``); a None value leaves the default.
+
+    Raises :class:`ConfigurationError` in one line naming ``key.name``: an unknown key with the closest
+    known one and the list of them, or a value that does not structure with what the field accepts
+    (``expected(name, error)``) and what was given (a secret as ``********``).
+    """
+    known = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for name, value in section.items():
+        if name not in known:
+            raise _SectionError(
+                f"{key}.{name}: unknown key; {_did_you_mean(str(name), known)}"
+                f"the known keys are {', '.join(sorted(known))}"
+            )
+        if value is None:
+            continue
+        structure = (special or {}).get(name)
+        try:
+            fields[name] = structure(value) if structure else converter.structure(value, known[name])
+        except _SectionError:
+            raise
+        except Exception as exc:  # any structuring failure becomes the same one-line error
+            shown = "********" if known[name] is Secret else repr(value)
+            raise _SectionError(f"{key}.{name}: expected {expected(name, exc)}, got {shown}") from None
+    return fields
+
+
 def _did_you_mean(name: str, known: typing.Iterable[str], prefix: str = "") -> str:
     """``did you mean <the closest known name>? `` when one is close, compared without ``prefix``."""
     names = {candidate.removeprefix(prefix): candidate for candidate in known}
@@ -437,33 +468,20 @@ def _fallback(number: int, value: object, environ: Mapping[str, str]) -> Fallbac
         return value
     key = f"agent.fallbacks[{number}]"
     if not isinstance(value, Mapping):
-        raise ConfigurationError(f"{key}: expected a mapping with base_url, model and api_key or api_key_env")
-    known = attrs.fields_dict(FallbackTarget)
+        raise _SectionError(f"{key}: expected a mapping with base_url, model and api_key or api_key_env")
     hints = typing.get_type_hints(FallbackTarget)
-    fields: dict[str, Any] = {}
-    for name, field in value.items():
-        if name not in known:
-            raise ConfigurationError(
-                f"{key}.{name}: unknown key; {_did_you_mean(str(name), known)}"
-                f"the known keys are {', '.join(sorted(known))}"
-            )
-        if field is None:
-            continue
-        try:
-            fields[name] = _CONVERTER.structure(field, hints[name])
-        except Exception:  # any structuring failure becomes the same one-line error
-            shown = "********" if name == "api_key" else repr(field)
-            expected = _expected_of(hints[name])
-            raise ConfigurationError(f"{key}.{name}: expected {expected}, got {shown}") from None
+    fields = _structure_fields(
+        key, value, FallbackTarget, _CONVERTER, lambda name, _: _expected_of(hints[name])
+    )
     for required in ("base_url", "model"):
         if required not in fields:
-            raise ConfigurationError(f"{key}.{required}: not set")
+            raise _SectionError(f"{key}.{required}: not set")
     variable = fields.get("api_key_env")
     if variable is not None:
         if fields.get("api_key"):
-            raise ConfigurationError(f"{key}: set api_key or api_key_env, not both")
+            raise _SectionError(f"{key}: set api_key or api_key_env, not both")
         if not environ.get(variable):
-            raise ConfigurationError(f"{key}.api_key_env: the environment variable {variable} is not set")
+            raise _SectionError(f"{key}.api_key_env: the environment variable {variable} is not set")
         fields["api_key"] = Secret(environ[variable])
     return FallbackTarget(**fields)
 
@@ -474,33 +492,21 @@ def _fallbacks(value: object, environ: Mapping[str, str]) -> tuple[FallbackTarge
         try:
             value = json.loads(value) if value.strip() else []
         except ValueError:
-            raise ConfigurationError("agent.fallbacks: expected a JSON list of targets") from None
+            raise _SectionError("agent.fallbacks: expected a JSON list of targets") from None
     if not isinstance(value, list | tuple):
-        raise ConfigurationError("agent.fallbacks: expected a list of targets")
+        raise _SectionError("agent.fallbacks: expected a list of targets")
     return tuple(_fallback(number, target, environ) for number, target in enumerate(value))
 
 
 def _structure_agent(section: Mapping[str, Any], environ: Mapping[str, str]) -> AgentSettings:
-    known = attrs.fields_dict(AgentSettings)
-    values: dict[str, Any] = {}
-    for name, value in section.items():
-        if name not in known:
-            raise ConfigurationError(
-                f"agent.{name}: unknown key; {_did_you_mean(name, known)}"
-                f"the known keys are {', '.join(sorted(known))}"
-            )
-        if value is None:
-            continue
-        if name == "fallbacks":
-            values[name] = _fallbacks(value, environ)
-            continue
-        try:
-            values[name] = _CONVERTER.structure(value, _field_type(name))
-        except _SectionError:
-            raise
-        except Exception as exc:  # any structuring failure becomes the same one-line error
-            shown = "********" if _field_type(name) is Secret else repr(value)
-            raise ConfigurationError(f"agent.{name}: expected {_expected(name, exc)}, got {shown}") from None
+    values = _structure_fields(
+        "agent",
+        section,
+        AgentSettings,
+        _CONVERTER,
+        _expected,
+        special={"fallbacks": lambda value: _fallbacks(value, environ)},
+    )
     return AgentSettings(**values)
 
 

@@ -236,7 +236,15 @@ def test_the_run_budget_reads_from_a_file_and_the_environment_and_reaches_the_lo
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        ({"run_budget": {"request": 3}}, "agent.run_budget.request: unknown key; known keys are requests, "),
+        (
+            {"run_budget": {"request": 3}},
+            "agent.run_budget.request: unknown key; did you mean requests? "
+            "the known keys are allow_unmetered, cost_usd, input_tokens, output_tokens, requests, tool_calls",
+        ),
+        (
+            {"run_budget": {"zzz": 3}},
+            "agent.run_budget.zzz: unknown key; the known keys are allow_unmetered, cost_usd, input_tokens, ",
+        ),
         (
             {"run_budget": {"requests": 0}},
             "agent.run_budget.requests: expected a positive whole number, got 0",
@@ -391,7 +399,14 @@ def test_fallbacks_come_from_the_environment_as_a_json_list() -> None:
         ("not json", "agent.fallbacks: expected a JSON list of targets"),
         ({"model": "m"}, "agent.fallbacks: expected a list of targets"),
         (["m"], "agent.fallbacks[0]: expected a mapping"),
-        ([{**_TARGET, "colour": "red"}], "agent.fallbacks[0].colour: unknown key"),
+        (
+            [{**_TARGET, "colour": "red"}],
+            "agent.fallbacks[0].colour: unknown key; the known keys are api_key, api_key_env, base_url, ",
+        ),
+        (
+            [{**_TARGET, "modle": "m"}],
+            "agent.fallbacks[0].modle: unknown key; did you mean model? the known keys",
+        ),
         ([{"model": "m", "api_key": "k"}], "agent.fallbacks[0].base_url: not set"),
         ([{**_TARGET, "model": ""}], "agent.fallbacks[0].model: expected a model name"),
         ([{**_TARGET, "max_retries": -1}], "agent.fallbacks[0].max_retries: expected 0 or more"),
