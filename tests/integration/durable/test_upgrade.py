@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.cli.support import Ran
 from tests.integration.durable.support import (
     REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
@@ -14,6 +15,7 @@ from tests.integration.durable.support import (
     finish,
     gateway_environment,
     index,
+    numbered_meetings,
     start,
     start_worker,
     until_selected,
@@ -28,29 +30,37 @@ def test_a_batch_killed_and_run_again_after_an_upgrade_finishes_what_the_old_ver
 ) -> None:
     folder = write_transcripts(tmp_path / "in")
     out = tmp_path / "out"
+    new, gateway = _killed_then_run_again_upgraded("batch", str(folder), "--out", str(out))
+    _assert_finished_once(new, gateway, out, meetings=len(TRANSCRIPTS), took_over=1)
+
+
+def _killed_then_run_again_upgraded(*argv: str) -> tuple[Ran, CountingGateway]:
+    """``argv`` run as agents-v1 and killed with the first transcript done and the second one's first
+    request in flight, then run again as agents-v2 to its end."""
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
-        old = start(
-            "batch", str(folder), "--out", str(out), environ={**environ, "DBOS__APPVERSION": "agents-v1"}
-        )
-        # Mid-way: the first transcript done, the second one's first request in flight.
+        old = start(*argv, environ={**environ, "DBOS__APPVERSION": "agents-v1"})
         gateway.kill_at(REQUESTS_PER_TRANSCRIPT + 1, old.pid)
         assert finish(old).code == -signal.SIGKILL
         # The bounded wait of finish fails the test if the new version waits for the old one's work.
-        new = finish(
-            start(
-                "batch", str(folder), "--out", str(out), environ={**environ, "DBOS__APPVERSION": "agents-v2"}
-            )
-        )
+        new = finish(start(*argv, environ={**environ, "DBOS__APPVERSION": "agents-v2"}))
+    return new, gateway
+
+
+def _assert_finished_once(
+    new: Ran, gateway: CountingGateway, out: Path, *, meetings: int, took_over: int
+) -> None:
+    """Every meeting done, no completed request sent twice, and one line saying how many meetings of the
+    earlier version the new one took over."""
     assert new.code == 0, new.err
-    assert sorted(line["status"] for line in index(out)) == ["done"] * len(TRANSCRIPTS)
+    assert sorted(line["status"] for line in index(out)) == ["done"] * meetings
     assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
-    assert len(gateway.completed) == len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
+    assert len(gateway.completed) == meetings * REQUESTS_PER_TRANSCRIPT
     said = [line for line in new.err_lines if "took over" in line]
     assert len(said) == 1, new.err
     assert (
-        "took over 1 unfinished meeting(s) of an earlier version (agents-v1) under this one (agents-v2)"
-        in said[0]
+        f"took over {took_over} unfinished meeting(s) of an earlier version (agents-v1) "
+        "under this one (agents-v2)" in said[0]
     )
 
 
@@ -61,10 +71,7 @@ _SUMMARIES = """SELECT status, application_version FROM dbos.workflow_status
 def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_one_left(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = {
-        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
-        for number in range(3)
-    }
+    meetings = numbered_meetings(3)
     folder = write_transcripts(tmp_path / "in", meetings)
     limits = {"AGENT_BATCH_CONCURRENCY": "1", "AGENT_BATCH_RECOVERY_SECONDS": "0.5"}
     with CountingGateway() as gateway:
@@ -105,26 +112,10 @@ def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_o
 def test_a_batch_on_postgres_killed_and_run_again_after_an_upgrade_finishes(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = {
-        f"meeting-{number}.txt": f"Ann: We decided to try plan {number}.\nBo: I will call {number} people.\n"
-        for number in range(3)
-    }
+    meetings = numbered_meetings(3)
     folder = write_transcripts(tmp_path / "in", meetings)
     out = tmp_path / "out"
-    argv = ("batch", str(folder), "--out", str(out), "--db", database, "--id", "batch")
-    with CountingGateway() as gateway:
-        environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
-        old = start(*argv, environ={**environ, "DBOS__APPVERSION": "agents-v1"})
-        gateway.kill_at(REQUESTS_PER_TRANSCRIPT + 1, old.pid)
-        assert finish(old).code == -signal.SIGKILL
-        new = finish(start(*argv, environ={**environ, "DBOS__APPVERSION": "agents-v2"}))
-    assert new.code == 0, new.err
-    assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
-    assert len(set(gateway.completed)) == len(gateway.completed), "a completed request was sent again"
-    assert len(gateway.completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
-    said = [line for line in new.err_lines if "took over" in line]
-    assert len(said) == 1, new.err
-    assert (
-        "took over 2 unfinished meeting(s) of an earlier version (agents-v1) under this one (agents-v2)"
-        in said[0]
+    new, gateway = _killed_then_run_again_upgraded(
+        "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch"
     )
+    _assert_finished_once(new, gateway, out, meetings=len(meetings), took_over=2)
