@@ -43,6 +43,7 @@ from domain import (
 from domain.messages import ROLES
 from tests.domain.strategies import any_text, lone_surrogate_arguments, surrogates
 from tests.strategies import json_objects, json_values, malformed_argument_strings, valid_argument_strings
+from tests.support.json_places import places, value_at
 
 # Every tag a pipeline frames with, open and closed, and the entities its escaping writes.
 FRAME_TAGS = ("transcript", "instruction", "workflow")
@@ -461,24 +462,6 @@ _ODD_VALUES: Final[tuple[Any, ...]] = (
 )
 
 
-def document_places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place inside a JSON value (the value itself first), as the keys and indexes leading to it."""
-    places = [path]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            places.extend(document_places(item, (*path, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            places.extend(document_places(item, (*path, index)))
-    return places
-
-
-def _at(document: Any, place: tuple[Any, ...]) -> Any:
-    for step in place:
-        document = document[step]
-    return document
-
-
 @st.composite
 def mutated_documents(draw: st.DrawFn, documents: typing.Sequence[dict[str, Any]]) -> str:
     """One of ``documents`` changed in one to three places under its ``value``: a value replaced (by one of
@@ -487,19 +470,20 @@ def mutated_documents(draw: st.DrawFn, documents: typing.Sequence[dict[str, Any]
     as often as all the others together: they are what says which calls run."""
     document = copy.deepcopy(draw(st.sampled_from(list(documents))))
     for _ in range(draw(st.integers(1, 3))):
-        places = document_places(document["value"], ("value",))[1:]
-        vital = [p for p in places if p[1] in ("pending", "responses", "held")]
+        inside = places(document["value"], ("value",))[1:]
+        vital = [p for p in inside if p[1] in ("pending", "responses", "held")]
         among_vital = bool(vital) and draw(st.booleans())
-        place = draw(st.sampled_from(vital if among_vital else places))
-        parent, last = _at(document, place[:-1]), place[-1]
+        place = draw(st.sampled_from(vital if among_vital else inside))
+        parent, last = value_at(document, place[:-1]), place[-1]
         how = draw(st.sampled_from(["replace", "replace", "borrow", "remove", "duplicate", "move", "extra"]))
         if how == "replace":
             parent[last] = copy.deepcopy(draw(st.sampled_from(_ODD_VALUES)))
         elif how == "borrow":
-            parent[last] = copy.deepcopy(_at(document, draw(st.sampled_from(places))))
+            parent[last] = copy.deepcopy(value_at(document, draw(st.sampled_from(inside))))
         elif how == "remove":
             del parent[last]
         elif how in ("duplicate", "move") and isinstance(parent, list):
+            assert isinstance(last, int)  # a list's places are its indexes
             item = parent[last]
             if how == "move":
                 del parent[last]

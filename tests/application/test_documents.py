@@ -26,12 +26,12 @@ from domain import (
 from tests.application.strategies import (
     chat_responses,
     conversations,
-    document_places,
     meeting_summaries,
     tool_runs,
     workflow_edits,
 )
 from tests.support.examples import examples
+from tests.support.json_places import places
 
 _SLOW = settings(
     max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -263,7 +263,7 @@ def _replacements(rng: random.Random, old: Any) -> Any:
 def _mutated(rng: random.Random, document: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
     """The document changed at one random place (replaced, removed, or given an extra field)."""
     mutated = copy.deepcopy(document)
-    place = rng.choice(document_places(mutated)[1:])
+    place = rng.choice(places(mutated)[1:])
     parent: Any = mutated
     for step in place[:-1]:
         parent = parent[step]

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from adapters.offline.render import stream_events
 from tests.strategies import model_outputs
 from tests.support.gateway import JSON, REQUEST_ID, SSE, response_document
+from tests.support.json_places import JsonPath, places, value_at
 
 __all__ = [
     "TRAILING",
@@ -32,7 +33,6 @@ __all__ = [
     "wrong_values",
 ]
 
-JsonPath = tuple[str | int, ...]
 
 # Spliced into a rendered body in place of a JSON value: what json.dumps cannot write.
 DEEP_OPEN: Final = b"[" * 100_000
@@ -172,23 +172,6 @@ class Fragments:
         return rendered
 
 
-def _paths(value: Any, prefix: JsonPath = ()) -> list[JsonPath]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found.extend(_paths(child, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found.extend(_paths(child, (*prefix, index)))
-    return found
-
-
-def _at(value: Any, path: JsonPath) -> Any:
-    for step in path:
-        value = value[step]
-    return value
-
-
 def _spliced(items: list[Any], key: str | int, middle: list[Any]) -> list[Any]:
     """``items`` with the element at ``key`` (a list index) replaced by the elements of ``middle``."""
     assert isinstance(key, int)
@@ -232,7 +215,7 @@ def _duplicated(container: Any, key: str | int) -> Any:
 def _path_in(draw: st.DrawFn, value: Any, *, root: bool) -> JsonPath:
     """A path into ``value``, every depth equally likely, so top-level fields are picked often."""
     by_depth: dict[int, list[JsonPath]] = {}
-    for path in _paths(value):
+    for path in places(value):
         if path or root:
             by_depth.setdefault(len(path), []).append(path)
     depth = draw(st.sampled_from(sorted(by_depth)))
@@ -269,13 +252,13 @@ def spoiled(
             notes.append(f"{list(path)} duplicated")
             value = _rebuilt(value, path, _duplicated)
         elif kind == "unknown_key":
-            parent = _at(value, path[:-1])
+            parent = value_at(value, path[:-1])
             if isinstance(parent, dict):
                 extra = draw(wrong_values)
                 notes.append(f"{list(path[:-1])} gains an unknown key")
                 value = _rebuilt(value, path, functools.partial(_with_unknown_key, extra=extra))
         else:
-            parent = _at(value, path[:-1])
+            parent = value_at(value, path[:-1])
             if isinstance(parent, list) and len(parent) > 1:
                 target = draw(st.integers(min_value=0, max_value=len(parent) - 1))
                 notes.append(f"{list(path)} moved to {target}")

@@ -14,6 +14,8 @@ Which to reach for:
   sockets show (deadlines against a stalled peer, redirects, connections closed early).
 - :mod:`tests.support.telemetry`: OpenTelemetry SDK providers in memory; for spans, events and metrics.
 - :mod:`tests.support.leaks`: every text a log record can show; for "no secret reaches a log".
+- :mod:`tests.support.json_places`: every place inside a JSON value and the value at one; for spoiling
+  a document anywhere.
 - :mod:`tests.support.runs`: leaving a run early, as a host that stops reading does.
 - :mod:`tests.support.upstreams`: the one fake server on 127.0.0.1 (it records every request) and its
   routes: a gateway that echoes the caller's key back, for "the command never shows the key"; and the
