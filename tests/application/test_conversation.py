@@ -20,7 +20,7 @@ from application import (
 )
 from domain import ChatMessage, ChatOptions, ChatTransportError, ToolSpec, Usage
 from tests.strategies import loop_scripts
-from tests.support.doubles import RecordingTools
+from tests.support.doubles import RecordingTools, meeting_time_tools
 from tests.support.examples import examples
 
 USER = (ChatMessage.user("What time is the review?"),)
@@ -38,16 +38,6 @@ def _options(chat: ScriptedChat) -> list[ChatOptions]:
     return [options for options in sent if options is not None]
 
 
-def _lookup_tools() -> tuple[ToolRegistry, ChatOptions]:
-    tools = ToolRegistry()
-
-    @tools.tool(description="The meeting's time")
-    def meeting_time() -> str:
-        return "10:00"
-
-    return tools, ChatOptions(tools=tools.specs)
-
-
 CALL = ScriptedTurn(calls=(("c1", "meeting_time", "{}"),))
 CALL_AGAIN = ScriptedTurn(calls=(("c2", "meeting_time", "{}"),))
 ANSWER = ScriptedTurn(text="At ten.")
@@ -57,7 +47,7 @@ ANSWER = ScriptedTurn(text="At ten.")
 
 
 async def test_server_state_sends_only_what_is_new_after_a_tool_round() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(CALL, ANSWER)
     run = await ToolLoop(chat, SERVER).run(USER, options, tools)
 
@@ -78,7 +68,7 @@ async def test_server_state_sends_only_what_is_new_after_a_tool_round() -> None:
 
 
 async def test_client_state_sends_the_whole_history_and_never_a_previous_response() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(CALL, ANSWER)
     run = await ToolLoop(chat).run(USER, options, tools)
     second = chat.requests[1]
@@ -87,7 +77,7 @@ async def test_client_state_sends_the_whole_history_and_never_a_previous_respons
 
 
 async def test_a_stored_response_the_provider_lost_is_answered_by_the_whole_history_once() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(CALL, NOT_FOUND, ANSWER)
     run = await ToolLoop(chat, SERVER).run(USER, options, tools)
     assert run.text == "At ten."
@@ -102,7 +92,7 @@ async def test_a_stored_response_the_provider_lost_is_answered_by_the_whole_hist
 
 
 async def test_after_a_resend_the_run_chains_again_from_the_new_response() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(CALL, NOT_FOUND, CALL_AGAIN, ANSWER)
     run = await ToolLoop(chat, SERVER).run(USER, options, tools)
     assert run.text == "At ten."
@@ -113,7 +103,7 @@ async def test_after_a_resend_the_run_chains_again_from_the_new_response() -> No
 
 
 async def test_the_whole_history_is_never_resent_twice_in_a_row() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     # Chained, refused; resent whole, answered; chained again, refused again: that one is raised.
     chat = ScriptedChat(CALL, NOT_FOUND, CALL_AGAIN, NOT_FOUND, ANSWER)
     with pytest.raises(ChatTransportError) as caught:
@@ -132,7 +122,7 @@ async def test_the_whole_history_is_never_resent_twice_in_a_row() -> None:
     ids=["another-400", "not-a-400"],
 )
 async def test_other_failures_of_a_chained_request_are_not_resent(error: ChatTransportError) -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(CALL, error, ANSWER)
     with pytest.raises(ChatTransportError):
         await ToolLoop(chat, SERVER).run(USER, options, tools)
@@ -147,7 +137,7 @@ async def test_the_first_request_is_not_resent_it_has_no_stored_response() -> No
 
 
 async def test_a_streamed_run_chains_its_requests_the_same_way() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(CALL, ANSWER)
     events = [event async for event in ToolLoop(chat, SERVER).run_events(USER, options, tools)]
     assert events
@@ -230,7 +220,7 @@ async def test_server_state_sends_exactly_what_the_stored_chain_lacks_and_runs_a
 
 
 async def test_every_request_of_a_run_carries_one_cache_key_named_by_what_the_run_starts_from() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(CALL, ANSWER, CALL, ANSWER, CALL, ANSWER)
     loop = ToolLoop(chat, LoopSettings(prompt_cache_retention="24h"))
     await loop.run(USER, options, tools)
@@ -247,7 +237,7 @@ async def test_every_request_of_a_run_carries_one_cache_key_named_by_what_the_ru
 
 
 async def test_a_hosts_own_cache_key_and_retention_win_across_runs() -> None:
-    tools, _ = _lookup_tools()
+    tools, _ = meeting_time_tools()
     options = ChatOptions(
         tools=tools.specs, prompt_cache_key="meeting-summaries", prompt_cache_retention="in_memory"
     )
@@ -290,7 +280,7 @@ def test_usage_reports_the_share_of_input_read_from_the_cache(usage: Usage, shar
 
 
 async def test_a_runs_usage_reports_the_cached_share_of_all_its_requests() -> None:
-    tools, options = _lookup_tools()
+    tools, options = meeting_time_tools()
     chat = ScriptedChat(
         attrs.evolve(CALL, usage=Usage(input_tokens=1000, cached_input_tokens=0)),
         attrs.evolve(ANSWER, usage=Usage(input_tokens=1000, cached_input_tokens=900)),

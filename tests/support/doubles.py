@@ -9,6 +9,8 @@
 - :class:`RequestLog`: the same for the chat chain: tags each request in a log shared with other decorators.
 - :class:`WholeAnswers`: a ``ChatPort`` over another that only has whole answers (it streams each one whole);
   the base of the chat doubles that change only how streaming behaves.
+- :func:`meeting_time_tools`: a registry with one tool that takes nothing and answers ``"10:00"``, and the
+  options that offer it; the smallest tool round, for what a round sends rather than what a tool does.
 - :class:`NoAclose`: a ``ChatPort`` whose streams are plain async iterators with no ``aclose``, as a
   hand-written streaming ChatPort may return; for "is a stream that cannot be closed still read and ended?".
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Generic, TypeVar
 
+from application import ToolRegistry
 from domain import (
     ChatMessage,
     ChatOptions,
@@ -43,6 +46,7 @@ __all__ = [
     "RecordingTools",
     "RequestLog",
     "WholeAnswers",
+    "meeting_time_tools",
 ]
 
 InnerChat = TypeVar("InnerChat", bound=ChatPort)
@@ -83,6 +87,18 @@ class RaisingTools:
 
     async def invoke(self, call: FunctionCallContent) -> FunctionResultContent:
         raise RuntimeError(self.message)
+
+
+def meeting_time_tools() -> tuple[ToolRegistry, ChatOptions]:
+    """A registry whose one tool, ``meeting_time``, takes nothing and answers ``"10:00"``, and the options
+    that offer it to the model."""
+    tools = ToolRegistry()
+
+    @tools.tool(description="The meeting's time")
+    def meeting_time() -> str:
+        return "10:00"
+
+    return tools, ChatOptions(tools=tools.specs)
 
 
 class CallLog:

@@ -8,8 +8,9 @@ import httpx
 import pytest
 
 from adapters.offline.render import call_item, message_item
-from application import LoopSettings, ToolLoop, ToolRegistry
+from application import LoopSettings, ToolLoop
 from domain import ChatOptions, ChatPort
+from tests.support.doubles import meeting_time_tools
 from tests.support.gateway import QUESTION, Recorder, adapters_for, answer, response_document, served
 
 # What OpenAI answers when a stored response has expired or was deleted.
@@ -21,16 +22,6 @@ NOT_FOUND = {
         "code": "previous_response_not_found",
     }
 }
-
-
-def _tools() -> tuple[ToolRegistry, ChatOptions]:
-    tools = ToolRegistry()
-
-    @tools.tool(description="The meeting's time")
-    def meeting_time() -> str:
-        return "10:00"
-
-    return tools, ChatOptions(tools=tools.specs)
 
 
 def _call(streaming: bool) -> httpx.Response:
@@ -54,7 +45,7 @@ def _wired(streaming: bool, *after: httpx.Response) -> tuple[Recorder, ChatPort]
 async def test_server_state_chains_the_requests_with_the_cache_key_on_each(which: str) -> None:
     streaming = which == "sse"
     recorder, adapter = _wired(streaming, _answer(streaming))
-    tools, options = _tools()
+    tools, options = meeting_time_tools()
     settings = LoopSettings(conversation_state="server", prompt_cache_retention="24h")
     run = await ToolLoop(adapter, settings).run(QUESTION, options, tools)
     assert run.text == "At ten."
@@ -74,7 +65,7 @@ async def test_server_state_chains_the_requests_with_the_cache_key_on_each(which
 async def test_a_lost_stored_response_is_answered_by_the_whole_history(which: str) -> None:
     streaming = which == "sse"
     recorder, adapter = _wired(streaming, answer(json.dumps(NOT_FOUND), status=400), _answer(streaming))
-    tools, options = _tools()
+    tools, options = meeting_time_tools()
     run = await ToolLoop(adapter, LoopSettings(conversation_state="server")).run(QUESTION, options, tools)
     assert run.text == "At ten."
     first, chained, whole = recorder.bodies()
@@ -88,7 +79,7 @@ async def test_a_lost_stored_response_is_answered_by_the_whole_history(which: st
 async def test_client_state_sends_the_history_and_a_hosts_cache_key(which: str) -> None:
     streaming = which == "sse"
     recorder, adapter = _wired(streaming, _answer(streaming))
-    tools, options = _tools()
+    tools, options = meeting_time_tools()
     options = ChatOptions(tools=options.tools, prompt_cache_key="summaries-v1")
     await ToolLoop(adapter).run(QUESTION, options, tools)
     bodies = recorder.bodies()
