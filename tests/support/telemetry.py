@@ -3,6 +3,7 @@
 - :class:`Otel`: an SDK tracer and meter provider of one test, keeping every span and data point in
   memory; hand ``otel.telemetry(...)`` to the decorators (or its providers to a container), so no global
   provider is touched. Use it as a context manager (or through an ``otel`` fixture) so it is shut down.
+- :func:`attributes_of`: a span's attributes as a plain dict (an empty one when it has none).
 - :func:`every_text`: every string a backend would receive from it, for "no secret reaches telemetry".
 - :func:`traced_summary_agent`: a summary agent with its chat and its tools instrumented, the run span
   over them, as the container builds it when telemetry is on.
@@ -36,7 +37,15 @@ from application import LoopSettings, SummaryAgent
 from domain import ChatPort
 from tests.support.gateway import Adapter, Recorder, mocked, sdk_over
 
-__all__ = ["MODEL", "TRANSCRIPT", "Otel", "every_text", "real_adapter", "traced_summary_agent"]
+__all__ = [
+    "MODEL",
+    "TRANSCRIPT",
+    "Otel",
+    "attributes_of",
+    "every_text",
+    "real_adapter",
+    "traced_summary_agent",
+]
 
 MODEL: Final = "gpt-test"
 TRANSCRIPT: Final = "Ana: I will send the report by Friday.\nBen: We ship on Monday."
@@ -116,6 +125,11 @@ class Otel:
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
         self.meter_provider.shutdown()
+
+
+def attributes_of(span: ReadableSpan) -> dict[str, Any]:
+    """The span's attributes as a plain dict (an empty one when it has none)."""
+    return dict(span.attributes or {})
 
 
 def every_text(otel: Otel) -> Iterator[str]:

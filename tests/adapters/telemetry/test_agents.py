@@ -3,8 +3,6 @@ run events (``summarize_events``, ``edit_events``), however the run ends or the 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
@@ -30,13 +28,9 @@ from application.grounding import transcript_lines
 from domain import ChatMessage, ChatResponse, ChatTransportError, Usage, Workflow, WorkflowStep
 from tests.application.test_chunking import ReadingChat, long_meeting
 from tests.support.runs import leave_at
-from tests.support.telemetry import MODEL, TRANSCRIPT, Otel, traced_summary_agent
+from tests.support.telemetry import MODEL, TRANSCRIPT, Otel, attributes_of, traced_summary_agent
 
 WORKFLOW = Workflow("release", (WorkflowStep("s1", "Build", "build"),))
-
-
-def attributes(span: ReadableSpan) -> dict[str, Any]:
-    return dict(span.attributes or {})
 
 
 def two_rounds() -> ScriptedChat:
@@ -84,40 +78,40 @@ async def test_a_run_with_one_malformed_and_one_valid_call_is_one_agent_span_ove
     assert agent.name == "invoke_agent meeting_summary"
     assert agent.parent is None
     assert agent.kind is SpanKind.INTERNAL
-    assert attributes(agent) | {
+    assert attributes_of(agent) | {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "meeting_summary",
         "gen_ai.provider.name": "openai",
-    } == attributes(agent)
+    } == attributes_of(agent)
     for chat in chats:
         assert chat.name == f"chat {MODEL}"
         assert chat.kind is SpanKind.CLIENT
-        found = attributes(chat)
+        found = attributes_of(chat)
         assert found["gen_ai.operation.name"] == "chat"
         assert found["gen_ai.provider.name"] == "openai"
         assert found["gen_ai.request.model"] == MODEL
         assert found["gen_ai.response.model"] == "scripted"
         assert found["server.address"] == "gateway.test"
         assert found["server.port"] == 4000
-    assert [attributes(chat)["gen_ai.response.id"] for chat in chats] == [
+    assert [attributes_of(chat)["gen_ai.response.id"] for chat in chats] == [
         "resp_scripted_1",
         "resp_scripted_2",
     ]
-    assert [attributes(chat)["gen_ai.response.finish_reasons"] for chat in chats] == [
+    assert [attributes_of(chat)["gen_ai.response.finish_reasons"] for chat in chats] == [
         ("tool_calls",),
         ("stop",),
     ]
-    by_call = {attributes(tool)["gen_ai.tool.call.id"]: tool for tool in tools}
+    by_call = {attributes_of(tool)["gen_ai.tool.call.id"]: tool for tool in tools}
     guarded, valid = by_call["c1"], by_call["c2"]
     for tool in (guarded, valid):
         assert tool.name == "execute_tool record_decision"
         assert tool.kind is SpanKind.INTERNAL
-        assert attributes(tool)["gen_ai.operation.name"] == "execute_tool"
-        assert attributes(tool)["gen_ai.tool.name"] == "record_decision"
-        assert attributes(tool)["gen_ai.tool.type"] == "function"
-    assert attributes(guarded)["error.type"] == "invalid_tool_arguments"
+        assert attributes_of(tool)["gen_ai.operation.name"] == "execute_tool"
+        assert attributes_of(tool)["gen_ai.tool.name"] == "record_decision"
+        assert attributes_of(tool)["gen_ai.tool.type"] == "function"
+    assert attributes_of(guarded)["error.type"] == "invalid_tool_arguments"
     assert guarded.status.status_code is StatusCode.ERROR
-    assert "error.type" not in attributes(valid)
+    assert "error.type" not in attributes_of(valid)
     assert valid.status.status_code is StatusCode.UNSET
 
 
@@ -136,7 +130,7 @@ async def test_the_workflow_editor_run_is_an_invoke_agent_workflow_editor_span(o
     assert isinstance(agent, WorkflowEditorAgent)
     run = assert_one_run_over(otel, chats=2, tools=1)
     assert run.name == "invoke_agent workflow_editor"
-    assert attributes(run)["gen_ai.agent.name"] == "workflow_editor"
+    assert attributes_of(run)["gen_ai.agent.name"] == "workflow_editor"
     assert [span.name for span in otel.named("execute_tool")] == ["execute_tool list_steps"]
 
 
@@ -151,8 +145,8 @@ async def test_a_failed_run_marks_its_agent_span_and_the_failed_chat_span(otel: 
     (chat,) = otel.named("chat ")
     for span in (run, chat):
         assert span.status.status_code is StatusCode.ERROR
-        assert attributes(span)["error.type"] == "ChatTransportError"
-    assert attributes(chat)["http.response.status_code"] == 503
+        assert attributes_of(span)["error.type"] == "ChatTransportError"
+    assert attributes_of(chat)["http.response.status_code"] == 503
     assert isinstance(agent, SummaryAgent)
     (duration,) = otel.points("gen_ai.client.operation.duration")
     assert dict(duration.attributes or {})["error.type"] == "ChatTransportError"
@@ -212,8 +206,8 @@ async def test_streamed_run_events_make_the_same_tree_as_a_whole_run(otel: Otel)
     assert finished.result.decisions == (Decision("Ship on Monday", (2,)),)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "We agreed to ship on Monday."
     run = assert_one_run_over(otel, chats=2, tools=2)
-    assert all("gen_ai.response.time_to_first_chunk" in attributes(span) for span in otel.named("chat "))
-    found = attributes(run)
+    assert all("gen_ai.response.time_to_first_chunk" in attributes_of(span) for span in otel.named("chat "))
+    found = attributes_of(run)
     assert (found["gen_ai.usage.input_tokens"], found["gen_ai.usage.output_tokens"]) == (30, 10)
     assert found["gen_ai.response.id"] == "resp_scripted_2"
     assert run.status.status_code is StatusCode.UNSET
@@ -255,7 +249,7 @@ async def test_a_failed_run_of_events_marks_its_span(otel: Otel) -> None:
             pass
 
     (run,) = otel.named("invoke_agent")
-    assert attributes(run)["error.type"] == "ChatTransportError"
+    assert attributes_of(run)["error.type"] == "ChatTransportError"
     assert run.status.status_code is StatusCode.ERROR
 
 
@@ -330,7 +324,7 @@ async def test_each_chunk_of_a_long_meeting_is_a_span_inside_the_run_holding_its
     for span in spans:
         assert span.parent is not None
         assert span.parent.span_id == run.context.span_id
-        found = attributes(span)
+        found = attributes_of(span)
         assert found["gen_ai.agent.name"] == "meeting_summary"
         assert (found["meeting_agents.chunk.first_line"], found["meeting_agents.chunk.last_line"]) in {
             (c.first, c.last) for c in chunks
@@ -371,7 +365,7 @@ async def test_a_denied_call_has_its_tool_span_in_the_resumed_run(otel: Otel) ->
     assert edit.workflow == WORKFLOW
     (tool,) = otel.named("execute_tool")
     assert tool.name == "execute_tool remove_step"
-    assert attributes(tool)["error.type"] == "approval_denied"
+    assert attributes_of(tool)["error.type"] == "approval_denied"
     assert tool.status.status_code is StatusCode.ERROR
     runs = otel.named("invoke_agent")
     assert len(runs) == 2

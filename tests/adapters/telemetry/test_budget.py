@@ -3,20 +3,13 @@ carries the run's cost and its stop reason."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import LoopSettings, MeetingSummary, RunBudget, RunFinished
 from domain import Usage
-from tests.support.telemetry import TRANSCRIPT, Otel, traced_summary_agent
-
-
-def attributes(span: ReadableSpan) -> dict[str, Any]:
-    return dict(span.attributes or {})
+from tests.support.telemetry import TRANSCRIPT, Otel, attributes_of, traced_summary_agent
 
 
 def three_calls() -> ScriptedChat:
@@ -54,15 +47,15 @@ async def test_calls_a_budget_stop_leaves_unrun_have_tool_spans_marked_budget_ex
 
     assert summary.stop_reason == "budget.tool_calls"
     (run,) = otel.named("invoke_agent")
-    tools = {attributes(span)["gen_ai.tool.call.id"]: span for span in otel.named("execute_tool ")}
+    tools = {attributes_of(span)["gen_ai.tool.call.id"]: span for span in otel.named("execute_tool ")}
     assert sorted(tools) == ["c1", "c2", "c3"]
-    assert "error.type" not in attributes(tools["c1"])
+    assert "error.type" not in attributes_of(tools["c1"])
     for call_id, name in (("c2", "record_decision"), ("c3", "list_participants")):
         span = tools[call_id]
         assert span.name == f"execute_tool {name}"
-        assert attributes(span)["gen_ai.tool.name"] == name
-        assert attributes(span)["gen_ai.operation.name"] == "execute_tool"
-        assert attributes(span)["error.type"] == "budget_exceeded"
+        assert attributes_of(span)["gen_ai.tool.name"] == name
+        assert attributes_of(span)["gen_ai.operation.name"] == "execute_tool"
+        assert attributes_of(span)["error.type"] == "budget_exceeded"
         assert span.status.status_code is StatusCode.ERROR
         assert span.parent is not None
         assert span.parent.span_id == run.context.span_id
@@ -80,8 +73,8 @@ async def test_a_run_within_its_budget_has_one_tool_span_per_call_and_none_more(
 
     assert summary.stop_reason is None
     spans = otel.named("execute_tool ")
-    assert sorted(attributes(span)["gen_ai.tool.call.id"] for span in spans) == ["c1", "c2"]
-    assert not any("error.type" in attributes(span) for span in spans)
+    assert sorted(attributes_of(span)["gen_ai.tool.call.id"] for span in spans) == ["c1", "c2"]
+    assert not any("error.type" in attributes_of(span) for span in spans)
 
 
 # ---------------------------------------------------------------- the agent span's cost and stop reason
@@ -97,7 +90,7 @@ async def test_a_finished_run_carries_its_summed_cost_and_no_stop_reason(otel: O
 
     assert summary.stop_reason is None
     (run,) = otel.named("invoke_agent")
-    found = attributes(run)
+    found = attributes_of(run)
     assert found["gen_ai.usage.cost"] == pytest.approx(0.00375)
     assert (found["gen_ai.usage.input_tokens"], found["gen_ai.usage.output_tokens"]) == (40, 7)
     assert "meeting_agents.run.stop_reason" not in found
@@ -114,10 +107,10 @@ async def test_the_agent_span_and_each_chat_span_say_how_much_input_the_prompt_c
     await _summarize(otel, chat, LoopSettings(), events=False)
 
     (run,) = otel.named("invoke_agent")
-    found = attributes(run)
+    found = attributes_of(run)
     assert found["gen_ai.usage.cache_read.input_tokens"] == 800
     assert found["gen_ai.usage.cache_read.share"] == pytest.approx(0.4)
-    shares = [attributes(span)["gen_ai.usage.cache_read.share"] for span in otel.named("chat ")]
+    shares = [attributes_of(span)["gen_ai.usage.cache_read.share"] for span in otel.named("chat ")]
     assert shares == [0.0, pytest.approx(0.8)]
 
 
@@ -127,7 +120,7 @@ async def test_a_run_without_a_reported_cost_has_no_cost_attribute(otel: Otel) -
     await _summarize(otel, chat, LoopSettings(), events=False)
 
     (run,) = otel.named("invoke_agent")
-    assert "gen_ai.usage.cost" not in attributes(run)
+    assert "gen_ai.usage.cost" not in attributes_of(run)
 
 
 @pytest.mark.parametrize("events", [False, True], ids=["whole", "events"])
@@ -145,7 +138,7 @@ async def test_a_budget_stopped_run_carries_its_stop_reason_and_what_it_spent(
     assert (summary.stop_reason, summary.complete) == ("budget.requests", False)
     assert chat.remaining == 1
     (run,) = otel.named("invoke_agent")
-    found = attributes(run)
+    found = attributes_of(run)
     assert found["meeting_agents.run.stop_reason"] == "budget.requests"
     assert found["gen_ai.usage.cost"] == pytest.approx(0.009)
     assert run.status.status_code is StatusCode.UNSET
