@@ -44,7 +44,7 @@ from tests.application.strategies import (
     workflow_edits,
 )
 from tests.support.examples import examples
-from tests.support.states import held_calls
+from tests.support.states import held_calls, pending_emptied, pending_renamed, raw_arguments_edited
 
 USER = (ChatMessage.user("settle the invoice"),)
 SLOW = settings(
@@ -103,19 +103,6 @@ def tampered(state: RunState, change: Callable[[dict[str, Any]], None]) -> str:
     return json.dumps(document)
 
 
-def raw_arguments_edited(document: dict[str, Any]) -> None:
-    for call in held_calls(document):
-        call["raw_arguments"] = '{"amount": 5000}'
-
-
-def pending_emptied(document: dict[str, Any]) -> None:
-    document["value"]["pending"] = []
-
-
-def pending_renamed(document: dict[str, Any]) -> None:
-    document["value"]["pending"][0]["name"] = "look_up"
-
-
 def answer_renamed(document: dict[str, Any]) -> None:
     for call in held_calls(document):
         call["name"] = "refund"
@@ -155,9 +142,9 @@ def held_answered_by_hand(document: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("change", "path"),
     [
-        (raw_arguments_edited, "value.pending[0].raw_arguments"),
+        (raw_arguments_edited('{"amount": 5000}'), "value.pending[0].raw_arguments"),
         (pending_emptied, "value.pending"),
-        (pending_renamed, "value.pending[0].name"),
+        (pending_renamed("look_up"), "value.pending[0].name"),
         (answer_renamed, "value.pending[0].name"),
         (second_call_added_half_way, "value.held"),
         (responses_emptied, "value.responses"),

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -22,7 +22,7 @@ from tests.integration.cli.support import (
     run,
     run_process,
 )
-from tests.support.states import held_calls
+from tests.support.states import held_calls, pending_emptied, pending_renamed, raw_arguments_edited
 
 QUESTION = 'Remove step step-4 "Manual QA sign-off"? [y/N] '
 
@@ -197,17 +197,7 @@ def test_resume_on_a_terminal_asks_about_the_calls_not_named(tmp_path: Path) -> 
 # ---------------------------------------------------------------- a tampered state, on a terminal
 
 
-def _raw_edited(document: dict[str, Any]) -> None:
-    for call in held_calls(document):
-        call["raw_arguments"] = '{"step_id": "step-1"}'
-
-
-def _pending_emptied(document: dict[str, Any]) -> None:
-    document["value"]["pending"] = []
-
-
-def _pending_renamed(document: dict[str, Any]) -> None:
-    document["value"]["pending"][0]["name"] = "list_steps"
+_RAW_EDITED: Final = raw_arguments_edited('{"step_id": "step-1"}')
 
 
 def _second_call_added(document: dict[str, Any]) -> None:
@@ -247,9 +237,9 @@ def test_a_state_without_the_answer_it_stopped_on_is_exit_2(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        (_raw_edited, "pending[0].raw_arguments"),
-        (_pending_emptied, "pending: empty"),
-        (_pending_renamed, "pending[0].name"),
+        (_RAW_EDITED, "pending[0].raw_arguments"),
+        (pending_emptied, "pending: empty"),
+        (pending_renamed("list_steps"), "pending[0].name"),
         (_second_call_added, "leaves out 'call_extra'"),
     ],
 )
@@ -285,7 +275,7 @@ def test_the_question_on_a_terminal_names_the_step_the_held_call_removes(tmp_pat
     paused_to(state)
 
     def both(document: dict[str, Any]) -> None:
-        _raw_edited(document)
+        _RAW_EDITED(document)
         document["value"]["pending"][0].update(
             arguments={"step_id": "step-1"}, raw_arguments='{"step_id": "step-1"}'
         )
