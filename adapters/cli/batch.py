@@ -60,6 +60,8 @@ _BUDGET_WINDOW: Final = 2
 # Without one, at most this many are submitted and not yet heard of: a long backlog is queued in pages
 # while the first results are handled, and a poll of what ended asks about a page, not the backlog.
 _PAGE: Final = 512
+# How many of a key's first characters --retry takes for the key.
+_KEY_PREFIX: Final = 8
 # How often the batch reads which of its workflows have ended (one query for all of them).
 _POLL_SECONDS: Final = 0.25
 
@@ -406,11 +408,24 @@ class Report:
     outcomes: dict[str, Outcome]
     already_done: frozenset[str]
     totals: Totals
+    retried: frozenset[str] = frozenset()
+    """With ``--retry``, the keys of the meetings run again: the only ones this run counts."""
+
+    def counted(self, sources: Sequence[Source]) -> list[Source]:
+        """The transcripts this run answers for: every one, or with ``--retry`` those it ran again."""
+        return [source for source in sources if not self.retried or source.key in self.retried]
+
+    def exit_code(self) -> int:
+        """What the meetings this run answers for ended with, as an exit code."""
+        if not self.retried:
+            return _exit_code(self.outcomes)
+        return _exit_code({key: self.outcomes[key] for key in self.retried if key in self.outcomes})
 
     def document(self, sources: Sequence[Source]) -> dict[str, Any]:
-        """The ``--format json`` document: transcripts counted by what this run did with them."""
+        """The ``--format json`` document: transcripts counted by what this run did with them (with
+        ``--retry``, those it ran again; ``outputs`` lists every index line either way)."""
         counts = {"done": 0, "failed": 0, "incomplete": 0, "already_done": 0, NOT_STARTED: 0, UNFINISHED: 0}
-        for source in sources:
+        for source in self.counted(sources):
             outcome = self.outcomes.get(source.key)
             if outcome is None:
                 counts[UNFINISHED] += 1
@@ -439,10 +454,16 @@ async def _batch(
     settings_speakers: Sequence[tuple[str, str]] = (),
     *,
     rerun: bool = False,
+    retry: frozenset[str] = frozenset(),
 ) -> Report:
-    """Run the batch; every transcript's outcome (``not_started`` for those the budget kept back)."""
+    """Run the batch; every transcript's outcome (``not_started`` for those the budget kept back).
+
+    With ``retry`` (meeting keys) only those meetings run, again from the start; the others' outcomes
+    are what the run database recorded (``unfinished`` where it recorded no end), and nothing of
+    theirs is sent, taken over or written but their index lines."""
     totals = Totals()
-    progress = _Progress(console, len(sources), terminal=console.stderr.isatty(), totals=totals)
+    shown = [source for source in sources if not retry or source.key in retry]
+    progress = _Progress(console, len(shown), terminal=console.stderr.isatty(), totals=totals)
     by_sha: dict[str, list[Source]] = {}
     for source in sources:
         by_sha.setdefault(source.key, []).append(source)
@@ -451,22 +472,27 @@ async def _batch(
     _remove_leftovers(folder, sources)
     # Without a budget a page at a time; with one, a few, so none starts once it is spent.
     window = _PAGE if not budget else _BUDGET_WINDOW * settings.agent.batch_concurrency
-    waiting = deque(by_sha)
+    waiting = deque(key for key in by_sha if not retry or key in retry)
     already: frozenset[str] = frozenset()
     try:
         async with durable_engine(settings, database_url, executor_id) as engine:
             engine.on_notice = lambda line: console.warning(f"batch: {line}")
-            if rerun:
+            if retry:
+                # These meetings from the start, whatever they ended with; the others as recorded.
+                await engine.forget(list(waiting))
+                outcomes.update(await engine.recorded([key for key in by_sha if key not in retry]))
+            elif rerun:
                 # Every meeting from the start, as if no run had recorded it.
                 await engine.forget(list(by_sha))
             else:
                 # What an earlier version left unfinished is finished by this one (else it would wait
                 # for ever); after --rerun nothing is left to take over.
                 _say_taken_over(console, await engine.take_over(list(by_sha)), "batch")
-            # What an earlier run recorded as failed is tried again, from the start.
-            await engine.forget_failed(list(by_sha))
-            # What an earlier run finished is handed back as it was recorded: not this run's work.
-            already = frozenset(await engine.ended_well(list(by_sha)))
+            if not retry:
+                # What an earlier run recorded as failed is tried again, from the start.
+                await engine.forget_failed(list(by_sha))
+                # What an earlier run finished is handed back as it was recorded: not this run's work.
+                already = frozenset(await engine.ended_well(list(by_sha)))
             # Each end costs the same however many are pending: the engine hands out only what
             # ended since it was last asked, and nothing here walks what is still pending.
             pending: set[str] = set()
@@ -497,11 +523,33 @@ async def _batch(
     finally:
         progress.close()
         _write_index(folder, sources, outcomes)
-    report = Report(outcomes, already, totals)
+    report = Report(outcomes, already, totals, retry)
     earlier = sum(source.key in already for source in sources)
     before = f", {earlier} of them finished by an earlier run" if earlier else ""
+    if retry:
+        before = f" (retried; the other {len(sources) - len(shown)} as the run database recorded them)"
     console.line(f"{PROG}: {progress.summary()}{before}; this run spent {totals.line()}")
     return report
+
+
+def retried_keys(sources: Sequence[Source], named: Sequence[str]) -> frozenset[str]:
+    """The keys of the meetings ``--retry`` names: each by its key, the first 8 or more characters of
+    it, or its source as the index shows it; an :class:`InputError` for a name that matches none of
+    ``sources``, or several."""
+    keys: set[str] = set()
+    for name in named:
+        matches = {
+            source.key
+            for source in sources
+            if name in (source.key, source.shown)
+            or (len(name) >= _KEY_PREFIX and source.key.startswith(name))
+        }
+        if not matches:
+            raise InputError(f"--retry {name!r}: no meeting of this batch has that key or source")
+        if len(matches) > 1:
+            raise InputError(f"--retry {name!r}: names {len(matches)} meetings; give more of the key")
+        keys |= matches
+    return frozenset(keys)
 
 
 def batch_command(
@@ -517,6 +565,7 @@ def batch_command(
             limit=settings.agent.max_transcript_bytes,
             basis=meeting_basis(settings),
         )
+        retry = retried_keys(sources, args.retry or ())
         folder = prepare_output(args.out)
         database_url = _database_url(args, f"sqlite:///{folder / DEFAULT_DATABASE}")
     except (ConfigurationError, InputError) as exc:
@@ -549,6 +598,7 @@ def batch_command(
                     budget,
                     args.speakers,
                     rerun=args.rerun,
+                    retry=retry,
                 )
             except ConfigurationError as exc:
                 console.error(str(exc))
@@ -558,7 +608,7 @@ def batch_command(
                 return EXIT_MODEL_FAILED
         if args.format == "json":
             console.result_json(report.document(sources))
-        return _exit_code(report.outcomes)
+        return report.exit_code()
 
     try:
         return asyncio.run(session())

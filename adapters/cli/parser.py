@@ -449,10 +449,20 @@ def _batch_arguments(batch: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the same in tokens (input and output) across the batch",
     )
-    batch.add_argument(
+    again = batch.add_mutually_exclusive_group()
+    again.add_argument(
         "--rerun",
         action="store_true",
         help="summarize every transcript again, from the start, even those a run with the same key finished",
+    )
+    again.add_argument(
+        "--retry",
+        action="append",
+        metavar="KEY",
+        help=(
+            "run only this meeting again, from the start (its key as index.jsonl and batch-status show it, "
+            "its first 8+ characters, or its source); the others stay as recorded (repeatable)"
+        ),
     )
 
 

@@ -655,6 +655,11 @@ class Engine:
             await DBOS.delete_workflows_async(failed, delete_children=True)
         return failed
 
+    async def recorded(self, ids: Sequence[str]) -> dict[str, Outcome]:
+        """Of the workflows ``ids``, those the run database records as ended, with their outcome (as
+        :meth:`finished` tells it), whichever process ran them: what earlier runs left."""
+        return await self._ended_of(ids)
+
     async def ended_well(self, ids: Sequence[str]) -> list[str]:
         """Of the workflows ``ids``, those already recorded as ended with a summary (``done`` or
         ``incomplete``): submitted again, they hand back that record and send nothing."""
