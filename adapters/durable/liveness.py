@@ -34,9 +34,19 @@ _log = logging.getLogger(__name__)
 _KEY_SEED: Final = 0x6D656574  # "meet"
 _KEY: Final = "hashtextextended(%s, %s)"
 _CONNECT_TIMEOUT_SECONDS: Final = 10
-# How long a process starting waits for its own id's lock: a survivor holds it while it recovers the
-# dead process's workflows (a query or two), so a longer wait means a live process already has that id.
+# How long a process starting waits for its own id's lock while a survivor holds it to recover the dead
+# process's workflows (a query or two): a longer hold means something is wrong, and the start is refused.
 _TAKE_SECONDS: Final = 10
+# Who holds an executor id's lock: the application name of the session holding it (pg_locks keeps a
+# bigint advisory key as its high and low 32 bits, objsubid 1).
+_HOLDER: Final = """
+    SELECT activity.application_name
+    FROM pg_locks AS locks JOIN pg_stat_activity AS activity ON activity.pid = locks.pid,
+         (SELECT hashtextextended(%s, %s) AS key) AS wanted
+    WHERE locks.locktype = 'advisory' AND locks.granted AND locks.objsubid = 1
+      AND locks.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND locks.classid = ((wanted.key >> 32) & 4294967295)::oid
+      AND locks.objid = (wanted.key & 4294967295)::oid"""
 # Every statement on the liveness connection ends within this (an unreachable server is an error).
 _STATEMENT_SECONDS: Final = 30
 _STOP_SECONDS: Final = 30
@@ -56,13 +66,18 @@ def _keepalive_seconds(interval: float) -> int:
     return max(1, round(interval))
 
 
+def _application_name(executor_id: str) -> str:
+    """What the liveness connection of ``executor_id`` calls itself (Postgres keeps 63 bytes of it)."""
+    return f"meeting-agents liveness {executor_id}".encode()[:63].decode("utf-8", "ignore")
+
+
 def _connect(url: str, executor_id: str, interval: float) -> psycopg.Connection[tuple[object, ...]]:
     keepalive = _keepalive_seconds(interval)
     return psycopg.connect(
         url,
         autocommit=True,
         connect_timeout=_CONNECT_TIMEOUT_SECONDS,
-        application_name=f"meeting-agents liveness {executor_id}"[:63],
+        application_name=_application_name(executor_id),
         keepalives=1,
         keepalives_idle=keepalive,
         keepalives_interval=keepalive,
@@ -118,17 +133,26 @@ class Liveness:
         app_version: str,
         wait_seconds: float | None = None,
     ) -> Liveness:
-        """The lock of ``executor_id``, waited for at most ``wait_seconds`` (None: ten seconds);
-        :class:`ExecutorInUseError` when a live process holds it, a ``psycopg.Error`` when the database
-        cannot be reached or ends the connection meanwhile (which is then closed)."""
+        """The lock of ``executor_id``; :class:`ExecutorInUseError` at once when a live process of that
+        id holds it (its own liveness connection does), a ``psycopg.Error`` when the database cannot be
+        reached or ends the connection meanwhile (which is then closed).
+
+        A survivor recovering that id's workflows holds the lock on a connection named for its own id,
+        for a query or two: the lock is then waited for, at most ``wait_seconds`` (None: ten seconds)."""
         wait = _TAKE_SECONDS if wait_seconds is None else wait_seconds
         connection = _connect(url, executor_id, interval)
         try:
             _configure(connection, interval)
-            connection.execute(f"SET lock_timeout = {max(1, round(wait * 1000))}")
-            connection.execute(f"SELECT pg_advisory_lock({_KEY})", (executor_id, _KEY_SEED))
-            connection.execute("RESET lock_timeout")
-        except psycopg.errors.LockNotAvailable:
+            arguments = (executor_id, _KEY_SEED)
+            row = connection.execute(f"SELECT pg_try_advisory_lock({_KEY})", arguments).fetchone()
+            if row is None or not row[0]:
+                holders = connection.execute(_HOLDER, arguments).fetchall()
+                if (_application_name(executor_id),) in holders:
+                    raise ExecutorInUseError
+                connection.execute(f"SET lock_timeout = {max(1, round(wait * 1000))}")
+                connection.execute(f"SELECT pg_advisory_lock({_KEY})", arguments)
+                connection.execute("RESET lock_timeout")
+        except (psycopg.errors.LockNotAvailable, ExecutorInUseError):
             connection.close()
             raise ExecutorInUseError(
                 f"--id {executor_id!r}: another live process runs with this id on this database; "

@@ -26,20 +26,57 @@ def _settings(database: str, executor_id: str) -> EngineSettings:
     return EngineSettings(database, executor_id, 1, traced=False, recovery_seconds=0.2)
 
 
-async def test_a_launch_with_an_id_a_live_process_holds_is_a_database_error(
+async def test_a_launch_with_an_id_a_live_process_holds_is_refused_at_once(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(liveness, "_TAKE_SECONDS", 0.2)  # how long a launch waits for its id's lock
+    # A launch that waited for the lock would outlive the test's deadline: the refusal must not wait.
+    monkeypatch.setattr(liveness, "_TAKE_SECONDS", 2 * PROCESS_TIMEOUT)
     holder = Liveness.take(database, "engine-a", 1.0, version())
     try:
         with pytest.raises(DatabaseError, match=r"^--id 'engine-a': another live process runs with this id"):
-            await Engine.launch(_settings(database, "engine-a"), runtime_over(ScriptedChat()))
+            await asyncio.wait_for(
+                Engine.launch(_settings(database, "engine-a"), runtime_over(ScriptedChat())), PROCESS_TIMEOUT
+            )
     finally:
         holder.close()
 
 
+def _survivor_holding(database: str, executor_id: str) -> psycopg.Connection[tuple[object, ...]]:
+    """A survivor's liveness connection holding ``executor_id``'s lock, as while it recovers its workflows."""
+    survivor = psycopg.connect(
+        database, autocommit=True, connect_timeout=10, application_name="meeting-agents liveness survivor"
+    )
+    survivor.execute(_LOCK, (executor_id, liveness._KEY_SEED))
+    return survivor
+
+
+_LOCK = "SELECT pg_advisory_lock(hashtextextended(%s, %s))"
+
+
+def test_an_id_whose_lock_a_survivor_holds_while_recovering_is_waited_for_not_refused(database: str) -> None:
+    survivor = _survivor_holding(database, "engine-b")
+    lock = ("engine-b", liveness._KEY_SEED)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(Liveness.take, database, "engine-b", 1.0, version(), PROCESS_TIMEOUT)
+            waiter = """SELECT 1 FROM pg_stat_activity
+                        WHERE application_name = 'meeting-agents liveness engine-b'
+                        AND wait_event_type = 'Lock'"""
+            deadline = time.monotonic() + PROCESS_TIMEOUT
+            while not selected(database, waiter):
+                assert not waiting.done(), f"refused instead of waiting: {waiting.exception()}"
+                assert time.monotonic() < deadline, "no process waited for the lock"
+                time.sleep(0.05)
+            survivor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, %s))", lock)
+            taken = waiting.result(PROCESS_TIMEOUT)
+        taken.close()
+    finally:
+        survivor.close()
+    assert taken.executor_id == "engine-b"
+
+
 def test_a_server_that_ends_the_connection_while_the_lock_is_awaited_is_an_error(database: str) -> None:
-    holder = Liveness.take(database, "worker-a", 1.0, version())
+    holder = _survivor_holding(database, "worker-a")
     try:
         with ThreadPoolExecutor(1) as pool:
             waiting = pool.submit(Liveness.take, database, "worker-a", 1.0, version(), PROCESS_TIMEOUT)
@@ -53,7 +90,7 @@ def test_a_server_that_ends_the_connection_while_the_lock_is_awaited_is_an_error
                 time.sleep(0.05)
             with pytest.raises(psycopg.OperationalError):
                 waiting.result(PROCESS_TIMEOUT)
-        # The holder still holds the lock: its id is refused to others.
+        # The holder still holds the lock: the id is refused once the wait for it runs out.
         with pytest.raises(liveness.ExecutorInUseError):
             Liveness.take(database, "worker-a", 1.0, version(), wait_seconds=0.2)
     finally:
