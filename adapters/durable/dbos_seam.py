@@ -76,8 +76,13 @@ def recover_pending_workflows(executor_ids: list[str]) -> list[Any]:
     """DBOS's own recovery of the PENDING workflows of ``executor_ids`` (what a process started again
     with one of those ids runs at launch); the handles of those it re-enqueued.
 
-    DBOS has no public call for another executor's workflows (``DBOS.resume_workflow`` moves a
-    workflow to its internal queue whatever runs it)."""
+    DBOS has no public call that does this. ``DBOS.resume_workflow(id, queue_name=...)`` (listed by
+    ``DBOS.list_workflows(status="PENDING", executor_id=...)``) would put a workflow back on its queue,
+    but it re-enqueues whatever runs the workflow (no check that it is still PENDING under the dead
+    id) and sets its recovery attempts to 0, so a transcript that kills every process that takes it
+    would be taken over for ever instead of ending ``MAX_RECOVERY_ATTEMPTS_EXCEEDED`` (a ``failed``
+    meeting). ``DBOS.fork_workflow`` gives it a new id (our key is its id) and
+    ``DBOS.rewind_workflow`` takes only a workflow that ended."""
     handles: list[Any] = DBOS._recover_pending_workflows(executor_ids)
     return handles
 
