@@ -17,9 +17,9 @@ import attrs
 import cattrs
 import yaml
 
-from application.budget import RunBudget
-from application.language import summary_language
-from application.workflow_editor import WORKFLOW_TOOLS
+from application.meetings.language import summary_language
+from application.runs.budget import RunBudget
+from application.workflows.editor import WORKFLOW_TOOLS
 from domain.options import ReasoningEffort, ReasoningSummary
 
 __all__ = [

@@ -1,18 +1,12 @@
 """Use cases: guarded tool invocation, the tool loop and the agent pipelines."""
 
-from application.approval import (
-    ApprovalDecision,
-    ApprovalPolicy,
-    ApprovalRequest,
-    Approve,
-    Approver,
-    Decisions,
-    Deny,
-)
-from application.budget import STOP_REASONS, RunBudget, StopReason, estimate_tokens
-from application.chunking import ChunkSettings
 from application.documents import DocumentError, dumps, loads
-from application.events import (
+from application.meetings.chunking import ChunkSettings
+from application.meetings.grounding import UNGROUNDED, Grounding, UngroundedError
+from application.meetings.summary import ActionItem, Decision, MeetingSummary, SummaryAgent, find_participants
+from application.meetings.transcripts import Transcript, TranscriptError, TranscriptLine
+from application.runs.budget import STOP_REASONS, RunBudget, StopReason, estimate_tokens
+from application.runs.events import (
     ApprovalRequested,
     ChunkFinished,
     RoundFinished,
@@ -22,17 +16,23 @@ from application.events import (
     TextDelta,
     ToolCallFinished,
 )
-from application.grounding import UNGROUNDED, Grounding, UngroundedError
-from application.guard import GuardedToolInvoker
-from application.loop import AnsweredByLoop, LoopSettings, ToolInvokerDecorator, ToolLoop
-from application.output import OutputRefusedError, OutputValidationError, output_schema
-from application.parameters import ParameterError, json_schema_for, not_blank
-from application.run import OutputMode, RunState, RunStatus, ToolCallRecord, ToolRun, ToolRunError
-from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent, find_participants
-from application.tools import ToolError, ToolRegistry, error_result
-from application.transcripts import Transcript, TranscriptError, TranscriptLine
-from application.workflow_editor import WorkflowEdit, WorkflowEditorAgent
-from application.workflow_json import WorkflowJsonError, workflow_from_json, workflow_to_json
+from application.runs.loop import AnsweredByLoop, LoopSettings, ToolInvokerDecorator, ToolLoop
+from application.runs.output import OutputRefusedError, OutputValidationError, output_schema
+from application.runs.run import OutputMode, RunState, RunStatus, ToolCallRecord, ToolRun, ToolRunError
+from application.tools.approval import (
+    ApprovalDecision,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Decisions,
+    Deny,
+)
+from application.tools.guard import GuardedToolInvoker
+from application.tools.parameters import ParameterError, json_schema_for, not_blank
+from application.tools.registry import ToolError, ToolRegistry, error_result
+from application.workflows.editor import WorkflowEdit, WorkflowEditorAgent
+from application.workflows.json_form import WorkflowJsonError, workflow_from_json, workflow_to_json
 
 __all__ = [
     "STOP_REASONS",

@@ -23,11 +23,11 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from application.held import StateError, held_answer
-from application.parameters import describe_type, strict_converter
-from application.run import RunState, ToolRun
-from application.summary import MeetingSummary
-from application.workflow_editor import WorkflowEdit
+from application.meetings.summary import MeetingSummary
+from application.runs.held import StateError, held_answer
+from application.runs.run import RunState, ToolRun
+from application.tools.parameters import describe_type, strict_converter
+from application.workflows.editor import WorkflowEdit
 from domain import (
     ChatMessage,
     ChatResponse,
@@ -243,7 +243,7 @@ def _function_calls(
         try:
             return quick(stored, FunctionCallContent)
         except Exception:
-            # As for every class (see application.parameters): the detailed path says where it failed.
+            # As for every class (see application.tools.parameters): the detailed path says where it failed.
             return detailed(stored, FunctionCallContent)
 
     return unstructure, structure

@@ -68,7 +68,7 @@ def frame_numbered(tag: str, lines: Sequence[str], *, first: int = 1) -> str:
 
     Every line of the frame starts with exactly one number, the line's own, counted from ``first``;
     whatever follows it (a forged ``L7 |`` included) is the line's text. A line must hold no line
-    break (:func:`application.grounding.transcript_lines` splits them so).
+    break (:func:`application.meetings.grounding.transcript_lines` splits them so).
     """
     _checked(tag)
     numbered = "\n".join(f"L{first + at} | {_escaped(line)}" for at, line in enumerate(lines))

@@ -31,8 +31,8 @@ from adapters.container import Container
 from adapters.offline import OfflineResponsesServer
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import LoopSettings, MeetingSummary, SummaryAgent
-from application.evaluation import Score, same_task
-from application.grounding import normalized
+from application.meetings.evaluation import Score, same_task
+from application.meetings.grounding import normalized
 from benchmarks.languages import (
     FRENCH,
     FRENCH_DUES,

@@ -43,20 +43,28 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
     [
         ("domain.ports", "import openai", "domain is not allowed to import openai"),
         ("domain.messages", "import httpx", "domain is not allowed to import httpx"),
-        ("application.tools", "import httpx2", "application is not allowed to import httpx2"),
+        ("application.tools.registry", "import httpx2", "application is not allowed to import httpx2"),
         (
-            "application.guard",
+            "application.tools.guard",
             "import dependency_injector",
             "application is not allowed to import dependency_injector",
         ),
         ("domain.workflow", "import cattrs", "domain is not allowed to import cattrs"),
         (
-            "application.loop",
+            "application.runs.loop",
             "from opentelemetry import trace",
             "application is not allowed to import opentelemetry",
         ),
-        ("domain.errors", "import application.guard", "Layers: adapters -> application -> domain BROKEN"),
-        ("application.loop", "import adapters.container", "Layers: adapters -> application -> domain BROKEN"),
+        (
+            "domain.errors",
+            "import application.tools.guard",
+            "Layers: adapters -> application -> domain BROKEN",
+        ),
+        (
+            "application.runs.loop",
+            "import adapters.container",
+            "Layers: adapters -> application -> domain BROKEN",
+        ),
         (
             "adapters.container",
             "from adapters.offline import OfflineResponsesServer",
@@ -69,15 +77,30 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
         ),
         (
             "adapters.offline.rules",
-            "from application.grounding import Grounding",
-            "adapters.offline is not allowed to import application.grounding",
+            "from application.meetings.grounding import Grounding",
+            "adapters.offline is not allowed to import application.meetings",
         ),
         (
             "adapters.offline.turns",
             "from application import ToolLoop",
-            "adapters.offline is not allowed to import application.loop",
+            "adapters.offline is not allowed to import application.runs",
         ),
-        ("application.summary", "import dbos", "application is not allowed to import dbos"),
+        (
+            "application.runs.pipeline",
+            "from application.meetings.chunking import Chunk",
+            "The application by capability: documents over the two pipelines, over a run, over tool calls BROKEN",
+        ),
+        (
+            "application.tools.registry",
+            "import application.runs.run",
+            "The application by capability: documents over the two pipelines, over a run, over tool calls BROKEN",
+        ),
+        (
+            "application.meetings.grounding",
+            "import application.workflows.editor",
+            "The application by capability: documents over the two pipelines, over a run, over tool calls BROKEN",
+        ),
+        ("application.meetings.summary", "import dbos", "application is not allowed to import dbos"),
         (
             "adapters.container",
             "from adapters.durable import DurableChat",

@@ -74,10 +74,10 @@ from application import (
     workflow_from_json,
     workflow_to_json,
 )
-from application.approval import checked_decisions
 from application.framing import unframe
 from application.scrubbing import scrubbed
-from application.workflow_editor import WORKFLOW_EDITOR, waiting_edits
+from application.tools.approval import checked_decisions
+from application.workflows.editor import WORKFLOW_EDITOR, waiting_edits
 from domain import (
     ChatError,
     ChatMessage,

@@ -28,8 +28,8 @@ from adapters.cli.files import STDIN, AtomicOutput, InputError, long_transcripts
 from adapters.cli.parser import PROG
 from adapters.cli.transcripts import imported
 from adapters.settings import ConfigurationError, Settings
-from application.summary import PROMPT_VERSION, summary_instructions, summary_tool_specs
-from application.transcripts import TranscriptFormat
+from application.meetings.summary import PROMPT_VERSION, summary_instructions, summary_tool_specs
+from application.meetings.transcripts import TranscriptFormat
 
 if TYPE_CHECKING:
     from adapters.durable import Outcome

@@ -11,7 +11,14 @@ from typing import Any, Final
 from adapters.cli.console import Console
 from adapters.evals import BUILTIN_NAME, DatasetError, builtin_dataset, read_dataset
 from adapters.settings import Settings
-from application.evaluation import Evaluation, Judge, LabelledMeeting, MeetingEvaluation, Score, evaluate
+from application.meetings.evaluation import (
+    Evaluation,
+    Judge,
+    LabelledMeeting,
+    MeetingEvaluation,
+    Score,
+    evaluate,
+)
 
 __all__ = ["eval_command", "evaluation_json", "evaluation_table"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from adapters.offline import SCENARIOS
-from application.language import summary_language
-from application.transcripts import FORMATS as INPUT_FORMATS
+from application.meetings.language import summary_language
+from application.meetings.transcripts import FORMATS as INPUT_FORMATS
 
 APPROVE_CHOICES: Final = ("all", "none")
 

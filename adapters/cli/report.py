@@ -16,8 +16,8 @@ from application import (
     ToolRun,
     WorkflowEdit,
 )
+from application.meetings.transcripts import clock
 from application.scrubbing import shown_json
-from application.transcripts import clock
 from domain import Usage, Workflow
 
 __all__ = [

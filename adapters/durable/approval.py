@@ -22,7 +22,7 @@ from dbos import DBOS, DBOSClient, SetWorkflowID, WorkflowHandleAsync
 from adapters.durable.engine import Engine, serializer, workflow_runtime
 from adapters.redaction import Redactor
 from application import ApprovalRequest, Decisions, WorkflowEdit
-from application.approval import checked_decisions
+from application.tools.approval import checked_decisions
 from domain import Workflow
 
 __all__ = [

@@ -38,7 +38,7 @@ from adapters.durable.steps import MODEL_REQUEST_STEP, DurableChat, to_store
 from adapters.durable.takeover import UNFINISHED, older_unfinished, take_over
 from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent, ToolRun, ToolRunError, Transcript, WorkflowEditorAgent
-from application.transcripts import TranscriptFormat
+from application.meetings.transcripts import TranscriptFormat
 from domain import ChatError, ChatMessage, ChatOptions, ChatPort, ChatResponse, FunctionCallContent
 
 __all__ = [
@@ -240,11 +240,47 @@ class _RedactingSerializer(Serializer):
             raise StoreDepthError("a value nested deeper than a durable run can store") from None
 
     def deserialize(self, serialized_data: str) -> Any:
-        return pickle.loads(base64.b64decode(serialized_data))  # noqa: S301  # our own database's records
+        return _Unpickler(io.BytesIO(base64.b64decode(serialized_data))).load()
 
     def name(self) -> str:
         # DBOS picks a record's serializer by this name; its own "py_pickle" would bypass this one.
         return "meeting_agents_pickle"
+
+
+MOVED_MODULES: Final[Mapping[str, str]] = types.MappingProxyType(
+    {
+        "application.approval": "application.tools.approval",
+        "application.budget": "application.runs.budget",
+        "application.chunking": "application.meetings.chunking",
+        "application.conversation": "application.runs.conversation",
+        "application.evaluation": "application.meetings.evaluation",
+        "application.events": "application.runs.events",
+        "application.grounding": "application.meetings.grounding",
+        "application.guard": "application.tools.guard",
+        "application.held": "application.runs.held",
+        "application.language": "application.meetings.language",
+        "application.loop": "application.runs.loop",
+        "application.output": "application.runs.output",
+        "application.parameters": "application.tools.parameters",
+        "application.pipeline": "application.runs.pipeline",
+        "application.run": "application.runs.run",
+        "application.summary": "application.meetings.summary",
+        "application.tools": "application.tools.registry",
+        "application.transcripts": "application.meetings.transcripts",
+        "application.workflow_editor": "application.workflows.editor",
+        "application.workflow_json": "application.workflows.json_form",
+    }
+)
+"""Where each module of the application's first, flat layout now stands: a record names a class by its
+module, and records written by a version of that layout (a paused edit waiting across a deploy) load
+into the same class today."""
+
+
+class _Unpickler(pickle.Unpickler):
+    """Our own database's records, each class looked up where its module stands now."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED_MODULES.get(module, module), name)
 
 
 def _pickled(data: Any, table: dict[Any, Any]) -> str:

@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from application.evaluation import DatasetError, LabelledMeeting, labelled_meeting
+from application.meetings.evaluation import DatasetError, LabelledMeeting, labelled_meeting
 
 __all__ = ["BUILTIN_NAME", "DatasetError", "builtin_dataset", "read_dataset"]
 

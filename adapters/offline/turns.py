@@ -22,7 +22,7 @@ from adapters.offline.rules import (
     summary_text,
     tagged,
 )
-from application.workflow_json import WorkflowJsonError, workflow_from_json
+from application.workflows.json_form import WorkflowJsonError, workflow_from_json
 from domain import ArgumentsParseError, Workflow, parse_arguments
 
 __all__ = ["Item", "ModelRequest", "RefusedError", "count_tokens", "digest", "respond"]

@@ -17,9 +17,9 @@ from application import (
     RunFinished,
     ToolRun,
 )
-from application.chunking import Chunk
-from application.summary import MEETING_SUMMARY
-from application.workflow_editor import WORKFLOW_EDITOR
+from application.runs.pipeline import Part
+from application.meetings.summary import MEETING_SUMMARY
+from application.workflows.editor import WORKFLOW_EDITOR
 
 __all__ = ["MEETING_SUMMARY", "WORKFLOW_EDITOR", "AgentTracing"]
 
@@ -83,7 +83,7 @@ _NESTED: Final = _NestedRun()
 
 
 class AgentTracing:
-    """A pipeline's :class:`~application.pipeline.RunHooks` that make each run an INTERNAL
+    """A pipeline's :class:`~application.runs.pipeline.RunHooks` that make each run an INTERNAL
     ``invoke_agent {agent}`` span, and each chunk of a long meeting a ``chunk L<first>-<last>`` span
     inside it: hand it as ``hooks=`` to a ``SummaryAgent`` or ``WorkflowEditorAgent`` (the container
     does when telemetry is on), with an instrumented chat and tool-invoker decorator for the run's chat
@@ -177,7 +177,7 @@ class AgentTracing:
                 run.span.end()
 
     @contextmanager
-    def chunk(self, agent: str, chunk: Chunk) -> Iterator[Callable[[bool], None]]:
+    def chunk(self, agent: str, chunk: Part) -> Iterator[Callable[[bool], None]]:
         """A long meeting's chunk as a span inside the run's, holding the chunk's chat and tool spans;
         a chunk that fails or ends incomplete marks it."""
         attributes: dict[str, AttributeValue] = {

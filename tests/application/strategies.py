@@ -314,7 +314,7 @@ def spoilt_captions(draw: st.DrawFn) -> str:
     return text
 
 
-# ---------------------------------------------------------------- typed final answers (application.output)
+# ---------------------------------------------------------------- typed final answers (runs/output.py)
 # Types a run may ask its final answer in, built at random: scalars, literals and enums at the leaves;
 # optionals, lists, tuples and attrs classes (made on the fly) around them; and a strategy for the
 # values of each type.

@@ -7,7 +7,7 @@ import pytest
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import LoopSettings, RunBudget, RunFinished, ToolLoop, ToolRun
-from application.tools import BUDGET_EXCEEDED
+from application.tools.registry import BUDGET_EXCEEDED
 from domain import ChatMessage, ChatOptions, ToolSpec, Usage
 from tests.support.doubles import RecordingTools
 

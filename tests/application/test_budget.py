@@ -1,6 +1,6 @@
-"""A run's budget and deadline (``application/budget.py``, enforced by the loop): over generated scripts of
-answers and generated budgets, a run never passes a limit, stops at the first request or call that would, with
-the right ``stop_reason``, and without a budget sends exactly what it sent before."""
+"""A run's budget and deadline (``application/runs/budget.py``, enforced by the loop): over generated
+scripts of answers and generated budgets, a run never passes a limit, stops at the first request or call
+that would, with the right ``stop_reason``, and without a budget sends exactly what it sent before."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from application import (
     ToolRun,
     estimate_tokens,
 )
-from application.budget import MIN_OUTPUT_TOKENS
-from application.run import ToolCallRecord
-from application.tools import BUDGET_EXCEEDED
+from application.runs.budget import MIN_OUTPUT_TOKENS
+from application.runs.run import ToolCallRecord
+from application.tools.registry import BUDGET_EXCEEDED
 from domain import (
     ChatMessage,
     ChatOptions,

@@ -22,10 +22,10 @@ from application import (
     SummaryAgent,
     TextDelta,
 )
-from application.chunking import OVERLAP_TURNS, chunk_transcript
 from application.framing import unframe_numbered
-from application.grounding import SPEAKER_LINE, transcript_lines
-from application.summary import PREPARE_SLICE_LINES
+from application.meetings.chunking import OVERLAP_TURNS, chunk_transcript
+from application.meetings.grounding import SPEAKER_LINE, transcript_lines
+from application.meetings.summary import PREPARE_SLICE_LINES
 from domain import (
     ChatMessage,
     ChatOptions,

@@ -8,7 +8,7 @@ import pytest
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, LoopSettings, SummaryAgent, ToolLoop
-from application.evaluation import (
+from application.meetings.evaluation import (
     DatasetError,
     ExpectedItem,
     Judge,

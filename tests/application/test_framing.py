@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from application import summary, workflow_editor
 from application.framing import FRAMING_RULE, NUMBERING_RULE, frame, frame_numbered, unframe, unframe_numbered
-from application.grounding import transcript_lines
-from application.summary import transcript_message
-from application.workflow_editor import instruction_message
+from application.meetings import summary
+from application.meetings.grounding import transcript_lines
+from application.meetings.summary import transcript_message
+from application.workflows import editor as workflow_editor
+from application.workflows.editor import instruction_message
 from domain import Workflow, WorkflowStep
 from tests.application.strategies import FRAME_TAGS, hostile_texts
 

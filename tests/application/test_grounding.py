@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, LoopSettings, SummaryAgent
-from application.grounding import Grounding, UngroundedError, transcript_lines
+from application.meetings.grounding import Grounding, UngroundedError, transcript_lines
 from tests.application.strategies import DUE_SPELLINGS, UNSAID_WORDS, Commitment, commitments
 from tests.support.examples import examples
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from application.language import (
+from application.meetings.language import (
     AUTO,
     SAMPLE_CHARS,
     language_name,

@@ -23,9 +23,9 @@ from application import (
     dumps,
     loads,
 )
-from application.chunking import chunk_transcript
-from application.grounding import transcript_lines
-from application.tools import BUDGET_EXCEEDED
+from application.meetings.chunking import chunk_transcript
+from application.meetings.grounding import transcript_lines
+from application.tools.registry import BUDGET_EXCEEDED
 from domain import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, ToolSpec, Usage, updates_of
 from tests.support.doubles import RecordingTools
 

@@ -26,7 +26,7 @@ from application import (
     loads,
     output_schema,
 )
-from application.output import output_spec
+from application.runs.output import output_spec
 from domain import ChatMessage, ChatOptions, ChatTransportError, ResponseFailedError
 from tests.application.strategies import Colour, output_classes, output_types, values_of
 from tests.support.doubles import RecordingTools

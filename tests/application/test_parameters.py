@@ -8,7 +8,7 @@ import attrs
 import pytest
 from cattrs.errors import ClassValidationError
 
-from application.parameters import describe_errors, strict_converter, supported_type
+from application.tools.parameters import describe_errors, strict_converter, supported_type
 from tests.strategies import MARKER
 
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, LoopSettings, SummaryAgent, ToolRunError, find_participants
-from application.events import RunFinished
 from application.framing import unframe_numbered
-from application.summary import transcript_message
+from application.meetings.summary import transcript_message
+from application.runs.events import RunFinished
 from domain import (
     ChatMessage,
     ChatOptions,

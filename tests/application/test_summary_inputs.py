@@ -8,8 +8,8 @@ from typing import Final
 
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, LoopSettings, SummaryAgent, Transcript
-from application.events import RunFinished
 from application.framing import unframe_numbered
+from application.runs.events import RunFinished
 
 # As Teams writes it: a display name with the company in brackets, a turn cut into two cues.
 TEAMS: Final = """\ufeffWEBVTT\r

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from application import Transcript, TranscriptError, TranscriptLine
-from application.transcripts import FORMATS, MERGE_GAP_SECONDS, TranscriptFormat, detect_format
+from application.meetings.transcripts import FORMATS, MERGE_GAP_SECONDS, TranscriptFormat, detect_format
 from tests.application.strategies import (
     CAPTION_WRITERS,
     Cue,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from application.grounding import content_words
-from application.language import transcript_language
+from application.meetings.grounding import content_words
+from application.meetings.language import transcript_language
 from benchmarks.grounding import (
     DUES,
     cross_language_figures,

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.cli.batch import collect_sources, meeting_basis
 from adapters.settings import FallbackTarget, Secret, Settings, resolve_settings
-from application import summary
+from application.meetings import summary
 
 _TEXT = "Ana: We decided to ship on Friday.\nBo: I will update the changelog.\n"
 

@@ -21,9 +21,9 @@ from adapters.offline.rules import (
     summary_text,
     tagged,
 )
-from application.grounding import transcript_lines
-from application.summary import transcript_message
-from application.workflow_editor import instruction_message
+from application.meetings.grounding import transcript_lines
+from application.meetings.summary import transcript_message
+from application.workflows.editor import instruction_message
 from domain import Workflow, WorkflowStep
 from tests.application.strategies import hostile_texts
 from tests.integration.offline.support import DECISIONS, EXAMPLES, STANDUP_ACTION_ITEMS

@@ -9,7 +9,7 @@ from hypothesis import given
 
 from adapters.offline.replies import schema_example
 from application import output_schema
-from application.output import output_spec
+from application.runs.output import output_spec
 from tests.application.strategies import output_types
 
 

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.offline.turns import Item, ModelRequest, RefusedError, count_tokens, respond
-from application.summary import transcript_message
-from application.workflow_editor import instruction_message
+from application.meetings.summary import transcript_message
+from application.workflows.editor import instruction_message
 from domain import Workflow, WorkflowStep, parse_arguments
 from domain.arguments import ArgumentsParseError
 from tests.integration.offline.support import EXAMPLES

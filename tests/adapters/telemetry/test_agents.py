@@ -23,8 +23,8 @@ from application import (
     WorkflowEdit,
     WorkflowEditorAgent,
 )
-from application.chunking import chunk_transcript
-from application.grounding import transcript_lines
+from application.meetings.chunking import chunk_transcript
+from application.meetings.grounding import transcript_lines
 from domain import ChatMessage, ChatResponse, ChatTransportError, Usage, Workflow, WorkflowStep
 from tests.application.test_chunking import ReadingChat, long_meeting
 from tests.support.runs import leave_at

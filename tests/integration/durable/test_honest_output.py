@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from application.summary import summary_instructions
+from application.meetings.summary import summary_instructions
 from tests.integration.cli.support import PROCESS_TIMEOUT, run
 from tests.integration.durable.support import (
     REQUESTS_PER_TRANSCRIPT,

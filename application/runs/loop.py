@@ -10,7 +10,29 @@ from typing import Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from application.approval import (
+from application.runs.budget import Ledger, RunBudget, Spending, StopReason
+from application.runs.conversation import CONVERSATION_STATES, Conversation, ConversationState, run_id_for
+from application.runs.events import (
+    ApprovalRequested,
+    RoundFinished,
+    RoundStarted,
+    RunEvent,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+)
+from application.runs.held import HeldAnswer, needs_approval, waiting
+from application.runs.output import (
+    Fitted,
+    Misfit,
+    OutputRefusedError,
+    OutputValidationError,
+    RunOutput,
+    output_spec,
+)
+from application.runs.run import RunState, ToolCallRecord, ToolRun, ToolRunError
+from application.scrubbing import scrubbed
+from application.tools.approval import (
     ApprovalDecision,
     ApprovalPolicy,
     ApprovalRequest,
@@ -21,30 +43,8 @@ from application.approval import (
     Deny,
     checked_decisions,
 )
-from application.budget import Ledger, RunBudget, Spending, StopReason
-from application.conversation import CONVERSATION_STATES, Conversation, ConversationState, run_id_for
-from application.events import (
-    ApprovalRequested,
-    RoundFinished,
-    RoundStarted,
-    RunEvent,
-    RunFinished,
-    TextDelta,
-    ToolCallFinished,
-)
-from application.guard import GuardedToolInvoker, parsed
-from application.held import HeldAnswer, needs_approval, waiting
-from application.output import (
-    Fitted,
-    Misfit,
-    OutputRefusedError,
-    OutputValidationError,
-    RunOutput,
-    output_spec,
-)
-from application.run import RunState, ToolCallRecord, ToolRun, ToolRunError
-from application.scrubbing import scrubbed
-from application.tools import BUDGET_EXCEEDED, DUPLICATE_CALL_ID, error_result
+from application.tools.guard import GuardedToolInvoker, parsed
+from application.tools.registry import BUDGET_EXCEEDED, DUPLICATE_CALL_ID, error_result
 from domain import (
     ChatError,
     ChatMessage,
@@ -88,7 +88,7 @@ class LoopSettings:
     ``concurrent_tool_calls`` runs the calls of one response concurrently; results keep call order.
     ``detailed_tool_errors`` adds exception type and text to ``tool_failed`` results (for debugging only).
 
-    ``run_budget`` and ``run_deadline_seconds`` bound a whole run (see :mod:`application.budget`): a
+    ``run_budget`` and ``run_deadline_seconds`` bound a whole run (see :mod:`application.runs.budget`): a
     limit the next request or tool call would pass ends the run with what it has and its
     ``stop_reason``. ``max_output_tokens`` is the output cap the chat applies to a request that sets
     none (``agent.max_output_tokens``): what a request can at most add to the run's output tokens.
@@ -116,12 +116,12 @@ class LoopSettings:
     :class:`ToolRunError` carries the run with every string in it passed through it."""
     max_output_retries: int = attrs.field(default=1, validator=attrs.validators.ge(0))
     """How many more turns a final answer that does not fit the run's ``output_type`` gets (see
-    :mod:`application.output`)."""
+    :mod:`application.runs.output`)."""
     conversation_state: ConversationState = attrs.field(
         default="client", validator=attrs.validators.in_(CONVERSATION_STATES)
     )
     """``server``: the provider stores each response and a request sends only what is new since the
-    last one (see :mod:`application.conversation`); ``client`` sends the whole history each time."""
+    last one (see :mod:`application.runs.conversation`); ``client`` sends the whole history each time."""
     prompt_cache_retention: str | None = None
     """Sent as ``prompt_cache_retention`` with every request (``"24h"`` keeps cached prefixes longer)."""
 
@@ -145,13 +145,13 @@ class ToolLoop:
     included. A decorator is any ``Callable[[ToolInvokerPort], ToolInvokerPort]``; it is applied
     once per run, so it may keep per-run state. What a decorator raises ends the run.
 
-    :meth:`run_events` is the same run reported as it goes (see :mod:`application.events`); both
+    :meth:`run_events` is the same run reported as it goes (see :mod:`application.runs.events`); both
     share one core, so a run's :class:`ToolRun` is the same whichever way it was asked for.
 
-    What each request sends is :class:`application.conversation.Conversation`'s to say: the whole
+    What each request sends is :class:`application.runs.conversation.Conversation`'s to say: the whole
     history, or (``conversation_state="server"``) what is new since the last stored answer, always with
     the run's own ``prompt_cache_key``. A typed final answer (``output_type``) is
-    :class:`application.output.RunOutput`'s to ask for and to read.
+    :class:`application.runs.output.RunOutput`'s to ask for and to read.
 
     Approval: when the tools handed in implement ``needs_approval(call)`` (an
     :class:`application.ApprovalPolicy`, as :class:`ToolRegistry` does) and an answer calls a tool

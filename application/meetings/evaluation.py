@@ -9,12 +9,12 @@ from typing import Any, Final
 import attrs
 
 from application.framing import frame
-from application.grounding import UNGROUNDED, content_words, normalized
-from application.loop import ToolLoop
-from application.parameters import not_blank
-from application.summary import ActionItem, Decision, MeetingSummary, SummaryAgent
-from application.tools import ToolRegistry
-from application.transcripts import FORMATS, Transcript, TranscriptError, detect_format
+from application.meetings.grounding import UNGROUNDED, content_words, normalized
+from application.meetings.summary import ActionItem, Decision, MeetingSummary, SummaryAgent
+from application.meetings.transcripts import FORMATS, Transcript, TranscriptError, detect_format
+from application.runs.loop import ToolLoop
+from application.tools.parameters import not_blank
+from application.tools.registry import ToolRegistry
 from domain import ChatError, ChatMessage, ChatOptions
 
 __all__ = [

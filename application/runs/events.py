@@ -6,8 +6,8 @@ from typing import Generic, TypeAlias, TypeVar
 
 import attrs
 
-from application.approval import ApprovalRequest
-from application.run import ToolCallRecord
+from application.runs.run import ToolCallRecord
+from application.tools.approval import ApprovalRequest
 from domain import ChatResponse
 
 __all__ = [

@@ -8,17 +8,17 @@ from typing import Final, Unpack
 
 import attrs
 
-from application.approval import ApprovalRequest, Decisions
-from application.budget import StopReason
-from application.events import RunEvent
 from application.framing import FRAMING_RULE, frame
-from application.held import waiting
-from application.loop import LoopSettings
-from application.parameters import not_blank
-from application.pipeline import PipelineOptions, ToolPipeline
-from application.run import RunState, RunStatus, ToolCallRecord, ToolRun
-from application.tools import ToolError, ToolRegistry
-from application.workflow_json import workflow_to_json
+from application.runs.budget import StopReason
+from application.runs.events import RunEvent
+from application.runs.held import waiting
+from application.runs.loop import LoopSettings
+from application.runs.pipeline import PipelineOptions, ToolPipeline
+from application.runs.run import RunState, RunStatus, ToolCallRecord, ToolRun
+from application.tools.approval import ApprovalRequest, Decisions
+from application.tools.parameters import not_blank
+from application.tools.registry import ToolError, ToolRegistry
+from application.workflows.json_form import workflow_to_json
 from domain import ChatPort, UnknownStepError, Usage, Workflow, WorkflowStep
 
 __all__ = ["WORKFLOW_EDITOR", "WORKFLOW_TOOLS", "WorkflowEdit", "WorkflowEditorAgent", "waiting_edits"]

@@ -9,18 +9,25 @@ from typing import Final, TypeVar, Unpack
 
 import attrs
 
-from application.budget import Ledger, StopReason
-from application.chunking import Chunk, ChunkSettings, chunk_transcript, decision_key, merged_items, task_key
-from application.events import ChunkFinished, RunEvent, RunFinished, TextDelta
 from application.framing import FRAMING_RULE, NUMBERING_RULE, frame_numbered
-from application.grounding import SPEAKER_LINE, Grounding, transcript_lines
-from application.language import AUTO, language_name, languages_differ, summary_language
-from application.loop import LoopSettings
-from application.parameters import not_blank
-from application.pipeline import PipelineOptions, ToolPipeline
-from application.run import ToolCallRecord, ToolRun
-from application.tools import ToolRegistry
-from application.transcripts import Transcript
+from application.meetings.chunking import (
+    Chunk,
+    ChunkSettings,
+    chunk_transcript,
+    decision_key,
+    merged_items,
+    task_key,
+)
+from application.meetings.grounding import SPEAKER_LINE, Grounding, transcript_lines
+from application.meetings.language import AUTO, language_name, languages_differ, summary_language
+from application.meetings.transcripts import Transcript
+from application.runs.budget import Ledger, StopReason
+from application.runs.events import ChunkFinished, RunEvent, RunFinished, TextDelta
+from application.runs.loop import LoopSettings
+from application.runs.pipeline import PipelineOptions, ToolPipeline
+from application.runs.run import ToolCallRecord, ToolRun
+from application.tools.parameters import not_blank
+from application.tools.registry import ToolRegistry
 from domain import ChatError, ChatPort, ToolSpec, Usage
 
 __all__ = [
@@ -149,7 +156,7 @@ class MeetingSummary:
     (``run``, the :class:`ToolRun`: every message, each model answer, the summed usage).
 
     Every item and decision cites the lines that show it and was checked against them before it was
-    recorded (:mod:`application.grounding`). ``complete`` is False when the model's final answer was
+    recorded (:mod:`application.meetings.grounding`). ``complete`` is False when the model's final answer was
     cut short (``status == "incomplete"``, e.g. it ran out of output tokens), when the run stopped at
     its budget or deadline (``stop_reason``), or when a part of a long meeting failed or never ran:
     ``failed_chunks`` then names the line ranges (first, last) that are not covered. A long meeting's
@@ -286,7 +293,7 @@ def summary_tool_specs() -> tuple[ToolSpec, ...]:
 
 class SummaryAgent(ToolPipeline):
     """Summarizes a transcript; every tool call goes through :class:`GuardedToolInvoker`, and every
-    item is checked against the lines it cites (:class:`application.grounding.Grounding`).
+    item is checked against the lines it cites (:class:`application.meetings.grounding.Grounding`).
 
     ``SummaryAgent(chat, settings=None, *, chunking=None, language="auto", **pipeline)``, ``pipeline``
     the :class:`PipelineOptions` of :class:`ToolPipeline`. A transcript longer than

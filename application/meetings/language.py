@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
-from application.grounding import SPEAKER_LINE, normalized
+from application.meetings.grounding import SPEAKER_LINE, normalized
 
 __all__ = ["AUTO", "language_name", "languages_differ", "summary_language", "transcript_language"]
 

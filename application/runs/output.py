@@ -12,8 +12,8 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar, Unpack
 import attrs
 import cattrs
 
-from application.parameters import describe_errors, json_schema_for, strict_converter, supported_type
-from application.run import OutputMode, ToolRun, ToolRunError
+from application.runs.run import OutputMode, ToolRun, ToolRunError
+from application.tools.parameters import describe_errors, json_schema_for, strict_converter, supported_type
 from domain import (
     ChatError,
     ChatMessage,

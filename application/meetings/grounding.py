@@ -10,7 +10,7 @@ from typing import Final, Protocol
 
 import attrs
 
-from application.tools import ToolError
+from application.tools.registry import ToolError
 
 __all__ = [
     "MAX_PASSAGE",

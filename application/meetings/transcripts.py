@@ -12,7 +12,7 @@ from typing import Final, Literal, NamedTuple
 
 import attrs
 
-from application.grounding import SPEAKER_LINE
+from application.meetings.grounding import SPEAKER_LINE
 
 __all__ = [
     "FORMATS",

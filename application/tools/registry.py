@@ -10,7 +10,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
-from application.parameters import describe_errors, json_schema_for, strict_converter, supported_type
+from application.tools.parameters import describe_errors, json_schema_for, strict_converter, supported_type
 from domain import FunctionCallContent, FunctionResultContent, JsonValue, ToolSpec
 
 __all__ = ["ToolError", "ToolRegistry", "error_result"]

@@ -8,7 +8,7 @@ from typing import Final, Protocol, TypeVar
 
 import attrs
 
-from application.grounding import SPEAKER_LINE, SpokenLine, content_words, normalized, particulars
+from application.meetings.grounding import SPEAKER_LINE, SpokenLine, content_words, normalized, particulars
 
 __all__ = [
     "OVERLAP_TURNS",

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 import attrs
 
-from application.approval import ApprovalPolicy, ApprovalRequest
-from application.guard import parsed
-from application.run import RunState, ToolCallRecord
+from application.runs.run import RunState, ToolCallRecord
+from application.tools.approval import ApprovalPolicy, ApprovalRequest
+from application.tools.guard import parsed
 from domain import ChatResponse, FunctionCallContent
 
 __all__ = ["HeldAnswer", "StateError", "held_answer", "needs_approval", "waiting"]

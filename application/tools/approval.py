@@ -7,7 +7,7 @@ from typing import Final, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from application.tools import error_result
+from application.tools.registry import error_result
 from domain import FunctionCallContent, FunctionResultContent, ToolInvokerPort
 
 __all__ = [

@@ -8,8 +8,8 @@ from typing import Any, ClassVar, Literal, TypeAlias, Unpack
 
 import attrs
 
-from application.approval import ApprovalRequest
-from application.budget import StopReason
+from application.runs.budget import StopReason
+from application.tools.approval import ApprovalRequest
 from domain import (
     ChatError,
     ChatMessage,
@@ -100,7 +100,7 @@ class ToolRun:
     ``tool_calls`` holds one record per answered call; ``iterations`` counts the rounds of calls.
     ``stop_reason`` is None for a run that went to its final answer, else the limit of its budget
     (``budget.requests``, ``budget.input_tokens``, ...) or ``deadline`` that ended it early, with
-    what it had (see :mod:`application.budget`).
+    what it had (see :mod:`application.runs.budget`).
 
     A run that stopped for approval has ``state`` (a :class:`RunState`): its ``status`` is then
     ``"awaiting_approval"`` and ``pending`` lists the calls waiting for a decision; its last

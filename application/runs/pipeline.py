@@ -9,19 +9,32 @@ from typing import ClassVar, Protocol, TypedDict, TypeVar
 
 import attrs
 
-from application.approval import Approver, Decisions
-from application.budget import Ledger
-from application.chunking import Chunk
-from application.events import RunEvent, RunFinished
-from application.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
-from application.run import RunState, ToolRun
-from application.tools import ToolRegistry
+from application.runs.budget import Ledger
+from application.runs.events import RunEvent, RunFinished
+from application.runs.loop import LoopSettings, ToolInvokerDecorator, ToolLoop
+from application.runs.run import RunState, ToolRun
+from application.tools.approval import Approver, Decisions
+from application.tools.registry import ToolRegistry
 from domain import ChatMessage, ChatOptions, ChatPort
 
-__all__ = ["UNOBSERVED", "PipelineOptions", "RunHooks", "ToolPipeline"]
+__all__ = ["UNOBSERVED", "Part", "PipelineOptions", "RunHooks", "ToolPipeline"]
 
 ResultT = TypeVar("ResultT")
 _Events = TypeVar("_Events")
+
+
+class Part(Protocol):
+    """A part of a long input run on its own (a long meeting's chunk): its place among the parts and the
+    first and last lines (1-based, inclusive) of the whole input it holds."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def first(self) -> int: ...
+
+    @property
+    def last(self) -> int: ...
 
 
 class RunHooks(Protocol):
@@ -44,7 +57,7 @@ class RunHooks(Protocol):
         the ``RunFinished`` result."""
         ...
 
-    def chunk(self, agent: str, chunk: Chunk) -> AbstractContextManager[Callable[[bool], None]]:
+    def chunk(self, agent: str, chunk: Part) -> AbstractContextManager[Callable[[bool], None]]:
         """Around one chunk of a long meeting's run, which calls what the block is handed with whether
         the chunk's summary is complete."""
         ...
@@ -65,7 +78,7 @@ class _Unobserved:
         return events
 
     @contextlib.contextmanager
-    def chunk(self, agent: str, chunk: Chunk) -> Iterator[Callable[[bool], None]]:
+    def chunk(self, agent: str, chunk: Part) -> Iterator[Callable[[bool], None]]:
         yield _ignored
 
 

@@ -8,7 +8,7 @@ from typing import Final
 
 import attrs
 
-from application.tools import INVALID_TOOL_ARGUMENTS, TOOL_FAILED, error_result
+from application.tools.registry import INVALID_TOOL_ARGUMENTS, TOOL_FAILED, error_result
 from domain import FunctionCallContent, FunctionResultContent, ParseErrorKind, ToolInvokerPort
 
 __all__ = ["GuardedToolInvoker"]

@@ -7,7 +7,7 @@ from typing import Final
 
 import attrs
 
-from application.parameters import ParameterError, describe_errors, strict_converter
+from application.tools.parameters import ParameterError, describe_errors, strict_converter
 from domain import ArgumentsParseError, Workflow, WorkflowStep, parse_arguments
 
 __all__ = ["WorkflowJsonError", "workflow_from_json", "workflow_to_json"]

@@ -1,0 +1,1 @@
+"""Meetings: transcripts as recorded, the summary pipeline, chunking, grounding, language and evaluation."""

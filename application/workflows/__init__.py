@@ -1,0 +1,1 @@
+"""Workflows: the workflow-editor pipeline and the JSON form of a workflow."""
