@@ -13,6 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+BY_CAPABILITY = (
+    "The application by capability: documents over the two pipelines, over a run, over tool calls BROKEN"
+)
 
 
 def lint_copy(tmp_path: Path, module: str | None = None, line: str = "") -> subprocess.CompletedProcess[str]:
@@ -88,17 +91,17 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
         (
             "application.runs.pipeline",
             "from application.meetings.chunking import Chunk",
-            "The application by capability: documents over the two pipelines, over a run, over tool calls BROKEN",
+            BY_CAPABILITY,
         ),
         (
             "application.tools.registry",
             "import application.runs.run",
-            "The application by capability: documents over the two pipelines, over a run, over tool calls BROKEN",
+            BY_CAPABILITY,
         ),
         (
             "application.meetings.grounding",
             "import application.workflows.editor",
-            "The application by capability: documents over the two pipelines, over a run, over tool calls BROKEN",
+            BY_CAPABILITY,
         ),
         ("application.meetings.summary", "import dbos", "application is not allowed to import dbos"),
         (

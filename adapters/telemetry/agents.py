@@ -17,8 +17,8 @@ from application import (
     RunFinished,
     ToolRun,
 )
-from application.runs.pipeline import Part
 from application.meetings.summary import MEETING_SUMMARY
+from application.runs.pipeline import Part
 from application.workflows.editor import WORKFLOW_EDITOR
 
 __all__ = ["MEETING_SUMMARY", "WORKFLOW_EDITOR", "AgentTracing"]
