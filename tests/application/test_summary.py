@@ -137,17 +137,24 @@ async def test_a_missing_due_date_means_none_was_said() -> None:
     assert summary.action_items == (ActionItem("Chen", "Fix the build", None, (3,)),)
 
 
-async def test_a_call_without_lines_does_not_match_the_tool_and_records_nothing() -> None:
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ('{"decision": "Ship on Monday"}', "Invalid tool arguments: required field is missing @ $.lines."),
+        ('{"decision": "   ", "lines": [4]}', "Invalid tool arguments: must not be empty @ $."),
+    ],
+    ids=["without lines", "blank decision"],
+)
+async def test_a_decision_with_invalid_arguments_is_refused_with_why_and_not_recorded(
+    arguments: str, message: str
+) -> None:
     chat = ScriptedChat(
-        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "Ship on Monday"}'),)),
+        ScriptedTurn(calls=(("c1", "record_decision", arguments),)),
         ScriptedTurn(text="ok"),
     )
     summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
     assert summary.decisions == ()
-    result = summary.tool_calls[0].result.result
-    assert isinstance(result, dict)
-    assert result["error"] == "invalid_tool_arguments"
-    assert "lines" in str(result["message"])
+    assert summary.tool_calls[0].result.result == {"error": "invalid_tool_arguments", "message": message}
 
 
 async def test_the_request_offers_the_three_tools_with_strict_schemas_and_the_instructions() -> None:
@@ -210,19 +217,6 @@ async def test_each_run_starts_with_empty_notes() -> None:
     second = await agent.summarize(TRANSCRIPT)
 
     assert first.decisions == second.decisions == (Decision("Ship.", (4,)),)
-
-
-async def test_a_blank_decision_is_refused_without_recording_it() -> None:
-    chat = ScriptedChat(
-        ScriptedTurn(calls=(("c1", "record_decision", '{"decision": "   ", "lines": [4]}'),)),
-        ScriptedTurn(text="ok"),
-    )
-    summary = await SummaryAgent(chat, LoopSettings()).summarize(TRANSCRIPT)
-    assert summary.decisions == ()
-    assert summary.tool_calls[0].result.result == {
-        "error": "invalid_tool_arguments",
-        "message": "Invalid tool arguments: must not be empty @ $.",
-    }
 
 
 async def test_a_failed_request_raises_with_the_run_so_far() -> None:
