@@ -54,6 +54,25 @@ _MATCH_AT_INDEX: Final = 16
 _TERMINAL_STATUS: Final = {"response.completed": "completed", "response.incomplete": "incomplete"}
 # What a _Text's pieces become in an update: message text, a reasoning summary part, reasoning text.
 _TEXT, _SUMMARY, _REASONING, _ARGUMENTS = range(4)
+# A kind of text part: the type of the item it is in, the item's map of such parts (_Item.texts, summary,
+# reasoning), what the part's pieces become, and the field of its events that gives the part's index.
+_PartPlace = tuple[str, str, int, str]
+_MESSAGE_PART: Final[_PartPlace] = ("message", "texts", _TEXT, "content_index")
+_SUMMARY_PART: Final[_PartPlace] = ("reasoning", "summary", _SUMMARY, "summary_index")
+_REASONING_PART: Final[_PartPlace] = ("reasoning", "reasoning", _REASONING, "content_index")
+# The events that add to one text part: its kind, the field holding the text, and whether that is the
+# part's whole text (a ".done", which repeats it: what it adds to the deltas is added, and one without
+# its text, a field a gateway left out, leaves the deltas as they are) or a piece of it (a ".delta").
+_PART_EVENTS: Final[dict[str, tuple[_PartPlace, str, bool]]] = {
+    "response.output_text.delta": (_MESSAGE_PART, "delta", False),
+    "response.output_text.done": (_MESSAGE_PART, "text", True),
+    "response.refusal.delta": (_MESSAGE_PART, "delta", False),
+    "response.refusal.done": (_MESSAGE_PART, "refusal", True),
+    "response.reasoning_summary_text.delta": (_SUMMARY_PART, "delta", False),
+    "response.reasoning_summary_text.done": (_SUMMARY_PART, "text", True),
+    "response.reasoning_text.delta": (_REASONING_PART, "delta", False),
+    "response.reasoning_text.done": (_REASONING_PART, "text", True),
+}
 # The events that make up the bulk of a stream, as the SDK builds them (see EventFolder.feed).
 _TEXT_DELTA: Final = ResponseTextDeltaEvent
 _ARGUMENTS_DELTA: Final = ResponseFunctionCallArgumentsDeltaEvent
@@ -583,14 +602,7 @@ class EventFolder:
             "error": self._on_error,
             "response.output_item.added": self._on_item_added,
             "response.output_item.done": self._on_item_done,
-            "response.output_text.delta": self._on_text_delta,
-            "response.output_text.done": self._on_text_done,
-            "response.refusal.delta": self._on_text_delta,
-            "response.refusal.done": self._on_refusal_done,
-            "response.reasoning_summary_text.delta": self._on_summary_delta,
-            "response.reasoning_summary_text.done": self._on_summary_done,
-            "response.reasoning_text.delta": self._on_reasoning_delta,
-            "response.reasoning_text.done": self._on_reasoning_done,
+            **dict.fromkeys(_PART_EVENTS, self._on_part_text),
             "response.function_call_arguments.delta": self._on_arguments_delta,
             "response.function_call_arguments.done": self._on_arguments_done,
             "response.content_part.done": self._on_part_done,
@@ -895,43 +907,16 @@ class EventFolder:
             return item
         return self._arriving(kind, event, shape, index)
 
-    def _on_text_delta(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event, "message")
+    def _on_part_text(self, kind: str, event: Any) -> None:
+        """A piece of a text part (``.delta``) or its whole text (``.done``), read as _PART_EVENTS says."""
+        (shape, parts, part_kind, position), value, whole = _PART_EVENTS[kind]
+        item = self._late(kind, event, shape)
         if item is not None:
-            item.part(item.texts, _TEXT, field(event, "content_index")).add(field(event, "delta"))
-
-    # A ".done" event repeats the whole text: what it adds to the deltas is added; one that arrives
-    # without its text (a gateway left the field out) leaves the deltas as they are.
-
-    def _on_text_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event, "message")
-        if item is not None:
-            item.part(item.texts, _TEXT, field(event, "content_index")).settle(field(event, "text"))
-
-    def _on_refusal_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event, "message")
-        if item is not None:
-            item.part(item.texts, _TEXT, field(event, "content_index")).settle(field(event, "refusal"))
-
-    def _on_summary_delta(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event, "reasoning")
-        if item is not None:
-            item.part(item.summary, _SUMMARY, field(event, "summary_index")).add(field(event, "delta"))
-
-    def _on_summary_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event, "reasoning")
-        if item is not None:
-            item.part(item.summary, _SUMMARY, field(event, "summary_index")).settle(field(event, "text"))
-
-    def _on_reasoning_delta(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event, "reasoning")
-        if item is not None:
-            item.part(item.reasoning, _REASONING, field(event, "content_index")).add(field(event, "delta"))
-
-    def _on_reasoning_done(self, kind: str, event: Any) -> None:
-        item = self._late(kind, event, "reasoning")
-        if item is not None:
-            item.part(item.reasoning, _REASONING, field(event, "content_index")).settle(field(event, "text"))
+            part = item.part(getattr(item, parts), part_kind, field(event, position))
+            if whole:
+                part.settle(field(event, value))
+            else:
+                part.add(field(event, value))
 
     def _on_part_done(self, kind: str, event: Any) -> None:
         """A finished part repeats its whole text once more: it changes nothing, but its string is
