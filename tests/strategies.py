@@ -227,7 +227,7 @@ def _ill_typed_action_items(draw: st.DrawFn) -> dict[str, Any]:
     return draw(_spoiled(obj, field, _not_strings | _blank))
 
 
-# The valid calls cite lines of tests/application/test_summary.py's TRANSCRIPT that show them:
+# The valid calls cite lines of tests/application/meetings/test_summary.py's TRANSCRIPT that show them:
 # line 2 "Bob Smith: The build is red again.", 3 "Chen: I will fix the build by Friday.",
 # 4 "Ann: Agreed: we ship on Monday."
 summary_calls: st.SearchStrategy[PlannedCall] = planned_calls(

@@ -26,7 +26,7 @@ from application import (
 from application.meetings.chunking import chunk_transcript
 from application.meetings.grounding import transcript_lines
 from domain import ChatMessage, ChatResponse, ChatTransportError, Usage, Workflow, WorkflowStep
-from tests.application.test_chunking import ReadingChat, long_meeting
+from tests.application.meetings.test_chunking import ReadingChat, long_meeting
 from tests.support.runs import leave_at
 from tests.support.telemetry import MODEL, TRANSCRIPT, Otel, attributes_of, traced_summary_agent
 

@@ -9,7 +9,7 @@ from typing import Final
 from adapters.cli.exit_codes import EXIT_OK, EXIT_USAGE
 from tests.integration.cli.support import OFFLINE_NOTE, ROOT, run
 
-SAMPLES: Final = ROOT / "tests" / "application" / "transcripts"
+SAMPLES: Final = ROOT / "tests" / "application" / "meetings" / "transcripts"
 PYANNOTE: Final = str(SAMPLES / "pyannote.json")
 NAMED: Final = ("--speaker", "SPEAKER_00=Priya Raman", "--speaker", "SPEAKER_01=Tom Becker")
 

@@ -15,7 +15,7 @@ from tests.integration.durable.support import CountingGateway, gateway_environme
 
 pytestmark = pytest.mark.slow
 
-SAMPLES: Final = ROOT / "tests" / "application" / "transcripts"
+SAMPLES: Final = ROOT / "tests" / "application" / "meetings" / "transcripts"
 
 
 def test_a_batch_reads_captions_and_diarized_json_with_their_speakers_named(tmp_path: Path) -> None:

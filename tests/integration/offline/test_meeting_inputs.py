@@ -13,7 +13,7 @@ from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer
 from application import ActionItem, Decision, MeetingSummary, SummaryAgent, Transcript, dumps, loads
 from tests.integration.offline.support import bounded, build_container
 
-SAMPLES: Final = Path(__file__).resolve().parents[2] / "application" / "transcripts"
+SAMPLES: Final = Path(__file__).resolve().parents[2] / "application" / "meetings" / "transcripts"
 # Each diarization service's own labels for the three people of the sample meeting.
 NAMES: Final = {
     "openai-diarized.json": {"A": "Priya Raman", "B": "Tom Becker", "C": "Maya Lind"},

@@ -620,7 +620,7 @@ async def test_edit_events_report_the_approval_request_then_the_paused_edit() ->
 RESUME_ELSEWHERE = """
 import asyncio, json, sys
 from application import Approve, Deny, ToolLoop, dumps, loads
-from tests.application.test_approval import Planned, Tools, script
+from tests.application.tools.test_approval import Planned, Tools, script
 
 state_file, job = sys.argv[1], json.loads(sys.argv[2])
 state = loads(open(state_file, encoding="utf-8").read())
