@@ -366,16 +366,7 @@ class Grounding:
         person = self._person(owner)
         numbers = [line.number for line in cited]
         found = self._quoted(quote, cited)
-        wording = task if found is None or not self.cross_language else found
-        task_words = content_words(wording, names=self._participants)
-        if not task_words:
-            if self.cross_language:
-                raise UngroundedError(
-                    "quote", "The quote says nothing of the task; quote the words that say it."
-                )
-            raise UngroundedError(
-                "object", "The task has no content word to check against the lines; describe it."
-            )
+        task_words = self._words("task", task, found, remedy="describe it")
         named = {line.number for line in cited if self._names(line, person)}
         speaks = {line.number for line in cited if self._speaks(line, person)}
         if not (named or speaks):
@@ -398,11 +389,7 @@ class Grounding:
                 f" commitment by {_shown(owner)}, no assignment such as '{_shown(owner)} will ...' or"
                 f" 'action: {_shown(owner)} to ...'.",
             )
-        if found is None or not self.cross_language:
-            self._worded("task", task, cited)
-        else:
-            _same_polarity(task, found, cited, "task")
-            _numbers_kept(task, found, "task")
+        self._said("task", task, found, cited)
         if due is not None:
             quoted = self.cross_language and found is not None
             said = found if quoted and found is not None else " ".join(line.text for line in cited)
@@ -426,22 +413,9 @@ class Grounding:
         cited = self._cited(lines)
         numbers = [line.number for line in cited]
         found = self._quoted(quote, cited)
-        wording = text if found is None or not self.cross_language else found
-        words = content_words(wording, names=self._participants)
-        if not words:
-            if self.cross_language:
-                raise UngroundedError(
-                    "quote", "The quote says nothing of the decision; quote the words that say it."
-                )
-            raise UngroundedError(
-                "object", "The decision has no content word to check against the lines; state it."
-            )
+        words = self._words("decision", text, found, remedy="state it")
         matched = {line.number for line in cited if words & content_words(line.text)}
-        if found is None or not self.cross_language:
-            self._worded("decision", text, cited)
-        else:
-            _same_polarity(text, found, cited, "decision")
-            _numbers_kept(text, found, "decision")
+        self._said("decision", text, found, cited)
         # An agreement that says nothing else ("Agreed.", "Yes, let's do that") supports what it agrees to.
         marked = {
             line.number for line in cited if _agrees(line) and (self.cross_language or _bare(line.text))
@@ -464,6 +438,31 @@ class Grounding:
         return tuple(numbers)
 
     # ------------------------------------------------------------ parts of the rule
+
+    def _words(self, kind: str, text: str, found: str | None, *, remedy: str) -> frozenset[str]:
+        """The content words the cited lines must show: those of ``text`` (the ``kind``: task or
+        decision), or across languages those of the quote ``found`` for it; raises when there are none
+        (``remedy`` says what to do about the text)."""
+        wording = text if found is None or not self.cross_language else found
+        words = content_words(wording, names=self._participants)
+        if not words:
+            if self.cross_language:
+                raise UngroundedError(
+                    "quote", f"The quote says nothing of the {kind}; quote the words that say it."
+                )
+            raise UngroundedError(
+                "object", f"The {kind} has no content word to check against the lines; {remedy}."
+            )
+        return words
+
+    def _said(self, kind: str, text: str, found: str | None, cited: Sequence[_Line]) -> None:
+        """Raises unless the cited lines say ``text`` as it words it, or across languages unless the
+        quote ``found`` for it keeps its polarity and its numbers."""
+        if found is None or not self.cross_language:
+            self._worded(kind, text, cited)
+        else:
+            _same_polarity(text, found, cited, kind)
+            _numbers_kept(text, found, kind)
 
     def _quoted(self, quote: str | None, cited: Sequence[_Line]) -> str | None:
         """The quote, when given and found in the cited lines; required across languages."""

@@ -403,6 +403,32 @@ def across() -> Grounding:
     return Grounding(transcript_lines(ENGLISH), cross_language=True)
 
 
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        (
+            lambda: grounding(STANDUP).action_item("Tom", "the", [2]),
+            "object: The task has no content word to check against the lines; describe it.",
+        ),
+        (
+            lambda: grounding(STANDUP).decision("the", [5]),
+            "object: The decision has no content word to check against the lines; state it.",
+        ),
+        (
+            lambda: across().action_item("Ben", "Corriger l'export", [2], quote="by"),
+            "quote: The quote says nothing of the task; quote the words that say it.",
+        ),
+        (
+            lambda: across().decision("Ne pas geler l'API", [4], quote="We"),
+            "quote: The quote says nothing of the decision; quote the words that say it.",
+        ),
+    ],
+    ids=["task", "decision", "task's quote", "decision's quote"],
+)
+def test_an_item_or_its_quote_without_a_content_word_is_refused_saying_which(call: object, said: str) -> None:
+    assert refused(call).startswith(said)
+
+
 def test_across_languages_the_quote_stands_for_the_wording_and_is_required() -> None:
     check = across()
     recorded = check.action_item(
