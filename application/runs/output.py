@@ -117,7 +117,8 @@ class OutputSpec(Generic[OutputT]):
         if not supported_type(as_class):
             raise TypeError(
                 f"output type {output_type!r} has no strict JSON schema: use attrs classes, str, int, float, "
-                "bool, Literal and Enum values, X | None, list[X] and tuple[X, ...]"
+                "bool, Literal and Enum values, X | None, list[X] and tuple[X, ...], and no class that holds "
+                "itself"
             )
         return cls(
             output_type,

@@ -113,8 +113,11 @@ def _choice_schema(values: tuple[object, ...]) -> dict[str, object]:
     return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": list(values)}
 
 
-def supported_type(tp: object) -> bool:
-    """True for the annotations a parameter class may use (and :func:`json_schema_for` can describe)."""
+def supported_type(tp: object, _enclosing: frozenset[type] = frozenset()) -> bool:
+    """True for the annotations a parameter class may use (and :func:`json_schema_for` can describe).
+
+    A class that holds itself, directly or through another class, is not one: its schema would never
+    end, and a value of it can nest without bound."""
     if isinstance(tp, type) and tp in _SCALARS:
         return True
     if _choices(tp) is not None:
@@ -123,9 +126,12 @@ def supported_type(tp: object) -> bool:
     if inner is None:
         inner = _sequence_item(tp)
     if inner is not None:
-        return supported_type(inner)
+        return supported_type(inner, _enclosing)
     if isinstance(tp, type) and attrs.has(tp):
-        return all(supported_type(f.type) for f in attrs.fields(attrs.resolve_types(tp)))
+        if tp in _enclosing:
+            return False
+        enclosing = _enclosing | {tp}
+        return all(supported_type(f.type, enclosing) for f in attrs.fields(attrs.resolve_types(tp)))
     return False
 
 
@@ -157,7 +163,7 @@ def _nullable(schema: dict[str, object]) -> dict[str, object]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _schema(tp: object) -> dict[str, object]:
+def _schema(tp: object, enclosing: frozenset[type]) -> dict[str, object]:
     if isinstance(tp, type) and tp in _SCALARS:
         return dict(_SCALARS[tp])
     choices = _choices(tp)
@@ -165,12 +171,12 @@ def _schema(tp: object) -> dict[str, object]:
         return _choice_schema(choices)
     inner = _optional_inner(tp)
     if inner is not None:
-        return _nullable(_schema(inner))
+        return _nullable(_schema(inner, enclosing))
     item = _sequence_item(tp)
     if item is not None:
-        return {"type": "array", "items": _schema(item)}
+        return {"type": "array", "items": _schema(item, enclosing)}
     if isinstance(tp, type) and attrs.has(tp):
-        return json_schema_for(tp)
+        return _object_schema(tp, enclosing)
     raise TypeError(f"parameter type {tp!r} has no JSON Schema here")
 
 
@@ -179,11 +185,18 @@ def json_schema_for(cls: type) -> dict[str, object]:
 
     Every property is listed in ``required`` and ``additionalProperties`` is false, as OpenAI's
     strict mode demands; an optional field (``X | None``) is expressed as a nullable type. A field's
-    ``metadata["description"]`` becomes the property's description.
+    ``metadata["description"]`` becomes the property's description. A class that holds itself,
+    directly or through another class, raises ``TypeError``.
     """
+    return _object_schema(cls, frozenset())
+
+
+def _object_schema(cls: type, enclosing: frozenset[type]) -> dict[str, object]:
+    if cls in enclosing:
+        raise TypeError(f"{cls.__qualname__} holds itself: a schema of it would have no end")
     properties: dict[str, object] = {}
     for field in attrs.fields(attrs.resolve_types(cls)):
-        prop = _schema(field.type)
+        prop = _schema(field.type, enclosing | {cls})
         description = field.metadata.get("description")
         if isinstance(description, str):
             prop = {**prop, "description": description}

@@ -80,7 +80,10 @@ def _params_class(function: Callable[..., object], params: type | None) -> type 
     if not (isinstance(params, type) and attrs.has(params)):
         raise TypeError(f"the parameter of tool {function.__name__!r} must be annotated with an attrs class")
     if not supported_type(params):
-        raise TypeError(f"the parameter class of tool {function.__name__!r} uses a type with no JSON Schema")
+        raise TypeError(
+            f"the parameter class of tool {function.__name__!r} uses a type with no JSON Schema "
+            "(or holds itself, directly or through another class)"
+        )
     return params
 
 

@@ -114,6 +114,32 @@ def test_a_type_no_strict_schema_describes_is_refused_before_any_request() -> No
     assert chat.requests == ()
 
 
+@attrs.frozen
+class Outline:
+    title: str
+    sections: tuple[Outline, ...] = ()
+
+
+@attrs.frozen
+class Speaker:
+    name: str
+    talks: list[Turn]
+
+
+@attrs.frozen
+class Turn:
+    said: str
+    replies: Speaker | None = None
+
+
+@pytest.mark.parametrize("output_type", [Outline, list[Outline], Speaker, Turn | None])
+def test_a_class_that_holds_itself_is_refused_by_name_before_any_request(output_type: object) -> None:
+    chat = ScriptedChat(ScriptedTurn(text='{"title": "x", "sections": []}'))
+    with pytest.raises(TypeError, match="holds itself"):
+        ToolLoop(chat)._start(USER, None, RecordingTools(), output_type=output_type)
+    assert chat.requests == ()
+
+
 # ---------------------------------------------------------------- the loop
 
 

@@ -370,5 +370,18 @@ class TestRegistrationErrors:
             json_schema_for(Untyped)
 
 
+@attrs.frozen
+class Folder:
+    name: str
+    inside: tuple[Folder, ...] = ()
+
+
+def test_a_parameter_class_that_holds_itself_is_refused_with_a_type_error() -> None:
+    with pytest.raises(TypeError, match="holds itself"):
+        ToolRegistry().add(lambda params: 1, name="folders", params=Folder)
+    with pytest.raises(TypeError, match="Folder holds itself"):
+        json_schema_for(Folder)
+
+
 def test_parameter_error_is_a_value_error() -> None:
     assert issubclass(ParameterError, ValueError)
