@@ -1,5 +1,6 @@
 """Starting a command in a process of its own, as a user runs it: this machine's environment without any
-``AGENT_*`` variable (the test says which it sets), stdout and stderr piped."""
+``AGENT_*`` variable (the test says which it sets, :func:`gateway_environment` those naming a gateway),
+stdout and stderr piped."""
 
 from __future__ import annotations
 
@@ -9,13 +10,21 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-__all__ = ["clean_environment", "python_module", "start"]
+__all__ = ["clean_environment", "gateway_environment", "python_module", "start"]
 
 
 def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without any AGENT_* variable, plus ``extra``."""
     environ = {name: value for name, value in os.environ.items() if not name.startswith("AGENT_")}
     return {**environ, **(extra or {})}
+
+
+def gateway_environment(
+    base_url: str, model: str = "offline", api_key: str = "sk-test", **extra: str
+) -> dict[str, str]:
+    """The ``AGENT_*`` variables that send a command's requests to the gateway at ``base_url`` with
+    ``model`` and ``api_key``, and ``extra`` (more ``AGENT_*`` settings)."""
+    return {"AGENT_BASE_URL": base_url, "AGENT_MODEL": model, "AGENT_API_KEY": api_key, **extra}
 
 
 def python_module(module: str, *argv: str) -> list[str]:

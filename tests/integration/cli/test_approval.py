@@ -22,6 +22,7 @@ from tests.integration.cli.support import (
     run,
     run_process,
 )
+from tests.support.processes import gateway_environment
 from tests.support.states import held_calls, pending_emptied, pending_renamed, raw_arguments_edited
 
 QUESTION = 'Remove step step-4 "Manual QA sign-off"? [y/N] '
@@ -164,7 +165,7 @@ def test_bad_decisions_are_refused_before_any_request(tmp_path: Path, decide: li
     state = tmp_path / "paused.json"
     call_id = paused_to(state)
     with OfflineResponsesServer() as server:
-        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "offline", "AGENT_API_KEY": "sk-test"}
+        environ = gateway_environment(server.base_url)
         ran = run("resume", str(state), *[call_id if a == "ID" else a for a in decide], environ=environ)
         assert server.requests == ()
     assert ran.code == EXIT_USAGE
@@ -251,7 +252,7 @@ def test_a_tampered_state_is_refused_on_a_terminal_before_any_question_or_reques
     _tampered(state, change)
     output = tmp_path / "edited.json"
     with OfflineResponsesServer() as server:
-        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "offline", "AGENT_API_KEY": "sk-test"}
+        environ = gateway_environment(server.base_url)
         argv = ["resume", str(state), "--output", str(output)]
         with OnTerminal(*argv, stdout=tmp_path / "out.txt", environ=environ, typing=True) as terminal:
             terminal.wait_for(lambda: b"? [y/N] " in terminal.written or b"error: " in terminal.written)

@@ -37,6 +37,7 @@ from tests.integration.cli.support import (
     edit_without_qa,
     run,
 )
+from tests.support.processes import gateway_environment
 from tests.support.upstreams import FakeServer, echo_route
 
 SUMMARY_KEYS = {
@@ -55,8 +56,9 @@ EDIT_KEYS = {"workflow", "text", "complete", "tool_calls", "stop_reason", "usage
 CALL_KEYS = {"call_id", "name", "guarded", "error"}
 
 
-def gateway_environment(server: OfflineResponsesServer, model: str = "offline") -> dict[str, str]:
-    return {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": model, "AGENT_API_KEY": PLANTED_KEY}
+def planted_environment(server: OfflineResponsesServer) -> dict[str, str]:
+    """The stand-in ``server`` as the command's gateway, with the planted key."""
+    return gateway_environment(server.base_url, api_key=PLANTED_KEY)
 
 
 def one_error_line(ran: Ran) -> str:
@@ -276,7 +278,7 @@ def test_an_unusable_transcript_is_refused_before_any_request(
 ) -> None:
     path = tmp_path / "transcript.txt"
     path.write_bytes(content)
-    ran = run("summarize", str(path), environ=gateway_environment(offline_server))
+    ran = run("summarize", str(path), environ=planted_environment(offline_server))
     assert ran.code == EXIT_USAGE
     assert f"TRANSCRIPT_FILE {str(path)!r}: {message}" in one_error_line(ran)
     assert offline_server.requests == ()
@@ -297,7 +299,7 @@ def test_an_unusable_transcript_is_refused_before_any_request(
 def test_a_number_that_is_not_finite_and_positive_is_exit_2_naming_the_key(
     offline_server: OfflineResponsesServer, key: str, value: str
 ) -> None:
-    ran = run("summarize", str(TRANSCRIPT), environ={**gateway_environment(offline_server), key: value})
+    ran = run("summarize", str(TRANSCRIPT), environ={**planted_environment(offline_server), key: value})
     assert ran.code == EXIT_USAGE
     name = key.removeprefix("AGENT_").lower()
     assert f"agent.{name}: expected a finite " in one_error_line(ran)
@@ -308,7 +310,7 @@ def test_a_number_that_is_not_finite_and_positive_is_exit_2_naming_the_key(
 def test_a_transcript_over_max_transcript_bytes_is_refused_without_reading_it_all(
     offline_server: OfflineResponsesServer, tmp_path: Path, source: str
 ) -> None:
-    environ = gateway_environment(offline_server)
+    environ = planted_environment(offline_server)
     stdin = None
     if source == "/dev/zero":
         # Endless: reading it whole would run out of memory; the limit stops it at the default 50 MiB.
@@ -334,12 +336,12 @@ def test_a_transcript_at_max_transcript_bytes_is_read(
 ) -> None:
     path = tmp_path / "exact.txt"
     path.write_bytes(TRANSCRIPT.read_bytes())
-    environ = {**gateway_environment(offline_server), "AGENT_MAX_TRANSCRIPT_BYTES": str(path.stat().st_size)}
+    environ = {**planted_environment(offline_server), "AGENT_MAX_TRANSCRIPT_BYTES": str(path.stat().st_size)}
     assert run("summarize", str(path), environ=environ).code == 0
 
 
 def test_a_missing_transcript_names_the_file(offline_server: OfflineResponsesServer) -> None:
-    ran = run("summarize", "no-such-file.txt", environ=gateway_environment(offline_server))
+    ran = run("summarize", "no-such-file.txt", environ=planted_environment(offline_server))
     assert ran.code == EXIT_USAGE
     assert "TRANSCRIPT_FILE 'no-such-file.txt': cannot be read (No such file or directory)" in one_error_line(
         ran
@@ -365,7 +367,7 @@ def test_a_missing_transcript_names_the_file(offline_server: OfflineResponsesSer
 def test_bad_arguments_are_refused_before_any_request(
     offline_server: OfflineResponsesServer, argv: list[str], message: str
 ) -> None:
-    ran = run(*argv, environ=gateway_environment(offline_server))
+    ran = run(*argv, environ=planted_environment(offline_server))
     assert ran.code == EXIT_USAGE
     assert message in one_error_line(ran)
     assert offline_server.requests == ()
@@ -458,7 +460,7 @@ def test_without_any_gateway_setting_the_stand_in_says_so_in_one_line() -> None:
 
 def test_a_scenario_flag_against_a_real_gateway_is_refused(offline_server: OfflineResponsesServer) -> None:
     ran = run(
-        "summarize", str(TRANSCRIPT), "--scenario", "http-500", environ=gateway_environment(offline_server)
+        "summarize", str(TRANSCRIPT), "--scenario", "http-500", environ=planted_environment(offline_server)
     )
     assert ran.code == EXIT_USAGE
     assert "--scenario: applies only to the offline stand-in" in one_error_line(ran)
@@ -751,7 +753,7 @@ def test_an_unusable_output_is_refused_before_any_request(
     ran = edit_without_qa(
         "--output",
         path,
-        environ=gateway_environment(offline_server),
+        environ=planted_environment(offline_server),
     )
     assert ran.code == EXIT_USAGE
     assert f"--output {path!r}: {message.format(tmp=tmp_path)}" in one_error_line(ran)
@@ -774,7 +776,7 @@ def test_a_state_file_that_cannot_be_opened_discards_every_output_opened_before_
         str(outputs / "run.json"),
         "--state",
         str(state),
-        environ=gateway_environment(offline_server),
+        environ=planted_environment(offline_server),
     )
     assert ran.code == EXIT_USAGE
     assert f"--state {str(state)!r}: the folder" in one_error_line(ran)
@@ -795,7 +797,7 @@ def test_a_planted_key_never_appears_even_when_the_gateway_echoes_it(
     verbose: list[str], model: str, code: int, output_format: str
 ) -> None:
     with FakeServer(echo_route) as echo:
-        environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": model, "AGENT_API_KEY": PLANTED_KEY}
+        environ = gateway_environment(echo.base_url, model, PLANTED_KEY)
         ran = run("summarize", str(TRANSCRIPT), "--format", output_format, *verbose, environ=environ)
     assert ran.code == code, ran.err
     assert PLANTED_KEY not in ran.out + ran.err
@@ -815,7 +817,7 @@ def test_a_key_across_a_cut_is_cut_out_before_the_cut(model: str, verbose: list[
     """The -v details cut what had arrived at 500 characters, the text report a call's arguments at
     100: the key straddles each cut, and redaction comes first, so no part of it is shown."""
     with FakeServer(echo_route) as echo:
-        environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": model, "AGENT_API_KEY": PLANTED_KEY}
+        environ = gateway_environment(echo.base_url, model, PLANTED_KEY)
         ran = run("summarize", str(TRANSCRIPT), *verbose, environ=environ)
     assert ran.code in (code, EXIT_INCOMPLETE), ran.err
     shown = ran.out + ran.err
@@ -888,7 +890,7 @@ def test_a_bug_of_ours_is_still_one_line(monkeypatch: pytest.MonkeyPatch, verbos
 
     monkeypatch.setattr(cli_app, "_work", broken)
     verbosity = ["-v"] if verbose else []
-    environ = {"AGENT_BASE_URL": "http://127.0.0.1:9/v1", "AGENT_MODEL": "m", "AGENT_API_KEY": PLANTED_KEY}
+    environ = gateway_environment("http://127.0.0.1:9/v1", "m", PLANTED_KEY)
     ran = run("summarize", str(TRANSCRIPT), *verbosity, environ=environ)
     assert ran.code == EXIT_MODEL_FAILED
     assert PLANTED_KEY not in ran.err

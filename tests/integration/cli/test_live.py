@@ -29,6 +29,7 @@ from tests.integration.cli.support import (
     run,
     screen_lines,
 )
+from tests.support.processes import gateway_environment
 from tests.support.upstreams import FakeServer, echo_route
 
 LIVE = "meeting-agents: round"
@@ -245,7 +246,7 @@ def test_streamed_text_shows_every_secret_cut_however_the_pieces_split_it(
 
 def test_a_key_the_gateway_echoes_in_streamed_text_is_cut() -> None:
     with FakeServer(echo_route) as echo:
-        environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": "echo-text", "AGENT_API_KEY": PLANTED_KEY}
+        environ = gateway_environment(echo.base_url, "echo-text", PLANTED_KEY)
         ran = run_on_terminal("--stream", "-v", "summarize", str(TRANSCRIPT), environ=environ)
     assert ran.code == EXIT_OK, ran.err
     assert PLANTED_KEY not in ran.out + ran.err

@@ -13,6 +13,7 @@ from adapters.redaction import Redactor
 from application import MeetingSummary, ToolRun, WorkflowEdit, loads, workflow_from_json
 from domain import ChatMessage, ChatResponse
 from tests.integration.cli.support import PLANTED_KEY, REMOVE_QA, TRANSCRIPT, WORKFLOW, edit_without_qa, run
+from tests.support.processes import gateway_environment
 
 
 def test_summarize_saves_the_run_it_printed(tmp_path: Path) -> None:
@@ -65,7 +66,7 @@ def test_a_failed_run_saves_what_it_had(tmp_path: Path) -> None:
 
 def test_an_unusable_save_run_is_refused_before_any_request(tmp_path: Path) -> None:
     with OfflineResponsesServer() as server:
-        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "offline", "AGENT_API_KEY": PLANTED_KEY}
+        environ = gateway_environment(server.base_url, api_key=PLANTED_KEY)
         missing = run(
             "summarize", str(TRANSCRIPT), "--save-run", str(tmp_path / "no" / "run.json"), environ=environ
         )

@@ -34,6 +34,7 @@ from application import SummaryAgent, WorkflowEditorAgent
 from domain import ChatPort
 from tests.integration.cli.support import PROCESS_TIMEOUT, Ran
 from tests.support import processes
+from tests.support.processes import gateway_environment as gateway_environment  # re-exported for the tests
 from tests.support.processes import python_module
 
 # Each offline summary of a short transcript takes two requests: one for the tool calls, one for the text.
@@ -151,10 +152,6 @@ class CountingGateway(OfflineResponsesServer):
         await super()._serve(scope, recording, send)
         with self._count_lock:
             self.completed.append(canonical(bytes(body)))
-
-
-def gateway_environment(base_url: str, **extra: str) -> dict[str, str]:
-    return {"AGENT_BASE_URL": base_url, "AGENT_API_KEY": "sk-test", "AGENT_MODEL": "offline", **extra}
 
 
 def index(folder: Path) -> list[dict[str, Any]]:
