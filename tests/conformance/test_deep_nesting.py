@@ -33,6 +33,7 @@ from domain import (
 from tests.conformance.strategies import Deep, deep_values
 from tests.integration.cli.support import run
 from tests.support.examples import examples
+from tests.support.processes import gateway_environment
 from tests.support.telemetry import Otel
 from tests.support.upstreams import Answer, FakeServer, RecordedRequest
 
@@ -230,13 +231,9 @@ def test_the_cli_exits_with_the_runs_code_when_a_call_nests_deep(
     (tmp_path / "meeting.txt").write_text(TRANSCRIPT, encoding="utf-8")
     saved = tmp_path / "run.json"
     with FakeServer(_deep_route(depth)) as gateway:
-        environ = {
-            "AGENT_BASE_URL": gateway.base_url,
-            "AGENT_MODEL": model,
-            "AGENT_API_KEY": SECRET,
-            "AGENT_MAX_RETRIES": "0",
-            "AGENT_USE_STREAMING": "false",
-        }
+        environ = gateway_environment(
+            gateway.base_url, model, SECRET, AGENT_MAX_RETRIES="0", AGENT_USE_STREAMING="false"
+        )
         ran = run(
             "summarize", str(tmp_path / "meeting.txt"), "--format", output_format, "--save-run", str(saved),
             environ=environ,

@@ -12,6 +12,7 @@ import pytest
 from adapters.cli.exit_codes import EXIT_MODEL_FAILED, EXIT_OK
 from adapters.offline import OfflineResponsesServer
 from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, run
+from tests.support.processes import gateway_environment
 from tests.support.upstreams import FakeServer, echo_route
 
 BACKUP_KEY: Final = "sk-BACKUP-cli-7733"
@@ -26,14 +27,14 @@ def refusing() -> Iterator[str]:
 
 
 def _environ(primary: str, fallback: str, model: str) -> dict[str, str]:
-    return {
-        "AGENT_BASE_URL": primary,
-        "AGENT_MODEL": "gpt-primary",
-        "AGENT_API_KEY": PLANTED_KEY,
-        "AGENT_MAX_RETRIES": "0",
-        "AGENT_FALLBACKS": json.dumps([{"base_url": fallback, "model": model, "api_key_env": "BACKUP_KEY"}]),
-        "BACKUP_KEY": BACKUP_KEY,
-    }
+    return gateway_environment(
+        primary,
+        "gpt-primary",
+        PLANTED_KEY,
+        AGENT_MAX_RETRIES="0",
+        AGENT_FALLBACKS=json.dumps([{"base_url": fallback, "model": model, "api_key_env": "BACKUP_KEY"}]),
+        BACKUP_KEY=BACKUP_KEY,
+    )
 
 
 def test_the_verbose_lines_name_the_fallbacks_and_the_target_that_answered(refusing: str) -> None:

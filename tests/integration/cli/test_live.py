@@ -194,11 +194,7 @@ def test_stream_of_an_incomplete_answer_prints_what_arrived_and_exits_3() -> Non
 def test_stream_with_json_is_refused_before_any_request(
     offline_server: OfflineResponsesServer, argv: list[str]
 ) -> None:
-    environ = {
-        "AGENT_BASE_URL": offline_server.base_url,
-        "AGENT_MODEL": "offline",
-        "AGENT_API_KEY": PLANTED_KEY,
-    }
+    environ = gateway_environment(offline_server.base_url, api_key=PLANTED_KEY)
     ran = run(*argv, str(TRANSCRIPT), environ=environ)
     assert ran.code == EXIT_USAGE
     assert ran.out == ""

@@ -12,6 +12,7 @@ from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
 from adapters.offline import OfflineResponsesServer
 from tests.integration.cli.support import PLANTED_KEY, TRANSCRIPT, run
 from tests.support.doc_blocks import section_block
+from tests.support.processes import gateway_environment
 
 HEADER = "Trace (span, duration, tokens, error):"
 DURATION = r"\d+\.\d+ m?s"
@@ -68,12 +69,7 @@ def test_a_retried_request_shows_its_attempts_and_a_failed_run_its_error() -> No
 
 def test_trace_switches_the_telemetry_on_and_never_shows_the_key() -> None:
     with OfflineResponsesServer() as server:
-        environ = {
-            "AGENT_TELEMETRY": "false",
-            "AGENT_BASE_URL": server.base_url,
-            "AGENT_MODEL": "offline",
-            "AGENT_API_KEY": PLANTED_KEY,
-        }
+        environ = gateway_environment(server.base_url, api_key=PLANTED_KEY, AGENT_TELEMETRY="false")
         ran = run("summarize", str(TRANSCRIPT), "--trace", environ=environ)
 
     assert ran.code == EXIT_OK

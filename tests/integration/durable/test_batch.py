@@ -155,7 +155,7 @@ def test_the_run_database_and_the_summaries_hold_no_api_key(
     folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
     out = tmp_path / "out"
     with FakeServer(echo_route) as echo:
-        environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": model, "AGENT_API_KEY": PLANTED_KEY}
+        environ = gateway_environment(echo.base_url, model, PLANTED_KEY)
         ran = run_batch("batch", str(folder), "--out", str(out), "-v", environ=environ)
         assert any(PLANTED_KEY in request.headers.get("authorization", "") for request in echo.requests)
     assert ran.code == code, ran.err
@@ -172,7 +172,7 @@ def test_a_second_run_tries_the_failed_transcripts_again(tmp_path: Path) -> None
     folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
     out = tmp_path / "out"
     with FakeServer(echo_route) as echo:
-        failing = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": "echo-failed", "AGENT_API_KEY": "sk-x"}
+        failing = gateway_environment(echo.base_url, "echo-failed")
         first = run_batch("batch", str(folder), "--out", str(out), environ=failing)
         first_status = index(out)[0]["status"]
         sent_first = len(echo.requests)

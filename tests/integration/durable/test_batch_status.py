@@ -43,7 +43,7 @@ def test_the_status_lists_done_running_and_failed_meetings_with_the_failure_and_
         tmp_path / "failing", {"odd.txt": "Gil: We decided to fail.\nHal: I will see.\n"}
     )
     with FakeServer(echo_route) as echo:
-        environ = {"AGENT_BASE_URL": echo.base_url, "AGENT_MODEL": "echo-failed", "AGENT_API_KEY": "sk-x"}
+        environ = gateway_environment(echo.base_url, "echo-failed")
         failed = run_batch(
             "batch",
             str(failing),

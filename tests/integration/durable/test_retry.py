@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from tests.integration.durable.support import index, run_batch, sha256, write_transcripts
+from tests.integration.durable.support import gateway_environment, index, run_batch, sha256, write_transcripts
 from tests.support.upstreams import Answer, FakeServer, RecordedRequest, echo_route
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,7 @@ def test_retry_runs_only_the_named_failed_meeting_again_and_keeps_the_others_as_
     out = tmp_path / "out"
     gateway = _Gateway()
     with FakeServer(gateway.route) as server:
-        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "echo", "AGENT_API_KEY": "sk-x"}
+        environ = gateway_environment(server.base_url, "echo")
         first = run_batch("batch", str(folder), "--out", str(out), environ=environ)
         failed = {Path(line["source"]).name: line for line in index(out)}
         sent_first = len(server.requests)
@@ -82,7 +82,7 @@ def test_retry_runs_only_the_named_failed_meeting_again_and_keeps_the_others_as_
 def test_a_retry_that_names_no_meeting_of_the_batch_exits_2_before_any_request(tmp_path: Path) -> None:
     folder = write_transcripts(tmp_path / "in", MEETINGS)
     with FakeServer(echo_route) as server:
-        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_MODEL": "echo-text", "AGENT_API_KEY": "sk-x"}
+        environ = gateway_environment(server.base_url, "echo-text")
         ran = run_batch(
             "batch",
             str(folder),
