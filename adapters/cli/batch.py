@@ -498,11 +498,16 @@ async def _batch(
             pending: set[str] = set()
             while waiting or pending:
                 engine.check_alive()
+                # On a server database each submission is a commit: a poll's time of them at most, then
+                # what ended is handled, so the first results do not wait for a whole page to go in.
+                until = time.monotonic() + _POLL_SECONDS
                 while waiting and len(pending) < window and not budget.reached(totals):
                     sha256 = waiting.popleft()
                     first = by_sha[sha256][0]
                     await engine.submit(sha256, first.text, first.input_format, speakers)
                     pending.add(sha256)
+                    if time.monotonic() >= until:
+                        break
                 if not pending:
                     break  # the budget is spent: what is still waiting is not started
                 ended = await engine.take_finished()
@@ -513,7 +518,8 @@ async def _batch(
                     for source in by_sha[sha256]:
                         progress.finished(source, outcome, _write_summary(folder, source, outcome))
                 pending -= ended.keys()
-                if pending and not ended:
+                submitting = waiting and len(pending) < window and not budget.reached(totals)
+                if pending and not ended and not submitting:
                     await engine.wait(_POLL_SECONDS)
             kept_back = _durable().Outcome(NOT_STARTED, error="not started: the batch's budget was spent")
             for sha256 in waiting:

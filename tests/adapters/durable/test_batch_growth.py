@@ -158,3 +158,39 @@ def test_a_long_backlog_is_submitted_in_pages_while_the_first_results_are_handle
     assert most <= page, "more transcripts were submitted at once than a page"
     assert submitted_before_first_end == [page], "the first results waited for the whole backlog"
     assert count > 0
+
+
+def test_the_first_results_are_handled_while_slow_submissions_of_a_page_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each submission takes a server's commit (here 50 ms): a page of 32 takes 1.6 s to go in, and the
+    # batch hears what ended after a poll's time of them (0.25 s), not after the whole page.
+    page = 32
+    monkeypatch.setattr(batch, "_PAGE", page)
+    submitted = 0
+    submitted_at_first_end: list[int] = []
+
+    class _SlowSubmissions(Engine):
+        async def submit(self, sha256: str, *meeting: Any) -> None:
+            nonlocal submitted
+            await asyncio.sleep(0.05)
+            submitted += 1
+            await super().submit(sha256, *meeting)
+
+        async def take_finished(self) -> dict[str, Outcome]:
+            ended = await super().take_finished()
+            if ended and not submitted_at_first_end:
+                submitted_at_first_end.append(submitted)
+            return ended
+
+    @contextlib.asynccontextmanager
+    async def slow(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
+        yield _SlowSubmissions(
+            EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False)
+        )
+
+    _, outcomes = _operations(40, tmp_path / "slow", monkeypatch, engine=slow)
+    assert len(outcomes) == 40
+    assert {outcome.status for outcome in outcomes.values()} == {"done"}
+    [first] = submitted_at_first_end
+    assert first < page, "the first results waited for the whole page to be submitted"
