@@ -37,12 +37,15 @@ _PROCESS_TIMEOUT: Final = 300.0
 
 
 class SlowModel:
-    """A ChatPort answering a summary in two requests of ``LATENCY`` s: the tool calls, then the text."""
+    """A ChatPort answering a summary in two requests of ``latency`` s: the tool calls, then the text."""
+
+    def __init__(self, latency: float = LATENCY) -> None:
+        self.latency = latency
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
-        await asyncio.sleep(LATENCY)
+        await asyncio.sleep(self.latency)
         if any(message.role == "tool" for message in messages):
             contents: tuple[Any, ...] = (TextContent("The team agreed to ship on Friday."),)
             finish: Literal["stop", "tool_calls"] = "stop"
@@ -111,11 +114,11 @@ async def _all_done(engine: Engine, workflows: Iterable[str]) -> None:
     assert all(outcome.status == "done" for outcome in ended.values()), ended
 
 
-def bench_runtime() -> Runtime:
-    """The durable runtime the batch benchmarks run: the summary pipeline on a :class:`SlowModel`, each
-    request and tool call a step."""
+def bench_runtime(latency: float = LATENCY) -> Runtime:
+    """The durable runtime the batch benchmarks run: the summary pipeline on a :class:`SlowModel` of
+    ``latency`` s a request, each request and tool call a step."""
     redactor = Redactor(["sk-bench"])
-    model = SlowModel()
+    model = SlowModel(latency)
     decorators = [DurableToolInvoker.decorator(redactor, rebuild=True)]
     return Runtime(
         summary_agent=lambda: SummaryAgent(DurableChat(model, redactor), decorators=decorators),

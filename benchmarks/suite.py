@@ -10,7 +10,7 @@ import attrs
 
 from adapters.responses import ResponsesSettings, ResponsesSseAdapter
 from application import GuardedToolInvoker, ToolRegistry
-from benchmarks.backlog import backlog_first_result
+from benchmarks.backlog import backlog_first_result, batch_start
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
 from benchmarks.cpu import cpu_bounds, large_lines, parse_off_the_loop
@@ -148,6 +148,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         durable_overhead,
         worker_throughput,
         backlog_first_result,
+        batch_start,
     ):
         checks.extend(await benchmark(sizes, timings))
     timings["wall_s"] = time.perf_counter() - started

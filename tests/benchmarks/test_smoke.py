@@ -47,6 +47,7 @@ TINY = Sizes(
     body_cap=64 * 1024,
     cpu_items=40,
     batch=4,
+    backlog=40,
     memory_body=16 * 1024,
 )
 WORKLOADS = (
@@ -141,6 +142,9 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "ours alone, large text: get_response",
         "ours alone, many calls: get_streaming_response",
         "the SDK typing by tag, many calls",
+        "batch: first result of a long backlog",
+        "batch: idle CPU with a long backlog waiting",
+        "batch: spawn to first request",
     ):
         assert sum(name.startswith(expected) or expected in name for name in names) >= 1, expected
     workloads = [check for check in checks if check["name"].startswith(WORKLOADS)]
