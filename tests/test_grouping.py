@@ -11,7 +11,6 @@ So this runs the project's own hook in a small pytest session of its own, on two
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.processes import checkout_first
+
 LINE = re.compile(r"^\[(gw\d+)\] .*?PASSED (\S+)", re.MULTILINE)
 
 CONFTEST = """
@@ -68,11 +68,10 @@ def test_each_shared_server_tier_runs_on_one_worker(tmp_path: Path) -> None:
     (tmp_path / "test_gateway.py").write_text(GATEWAY, encoding="utf-8")
     (tmp_path / "test_database.py").write_text(DATABASE, encoding="utf-8")
     (tmp_path / "test_plain.py").write_text(PLAIN, encoding="utf-8")
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(  # this interpreter's pytest on a few files of our own
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
         cwd=tmp_path,
-        env=environment,
+        env=checkout_first(),
         capture_output=True,
         text=True,
         timeout=120,

@@ -9,7 +9,6 @@ the test sets it (:func:`environment`).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -18,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from tests.support.processes import clean_environment
+from tests.support.processes import CHECKOUT, checkout_first, clean_environment
 
 __all__ = [
     "ROOT",
@@ -32,7 +31,7 @@ __all__ = [
     "section_block",
 ]
 
-ROOT: Final = Path(__file__).resolve().parents[2]
+ROOT: Final = CHECKOUT
 # Bounds a hung block only: each takes a few seconds, most of it importing the SDK.
 TIMEOUT_SECONDS: Final = 180.0
 _BLOCK: Final = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -88,13 +87,12 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def run_python(body: str, environ: Mapping[str, str], folder: Path) -> subprocess.CompletedProcess[str]:
     """``body`` in a fresh interpreter working in ``folder`` (a block may write files), this checkout's
     packages first on its path."""
-    path = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
     return subprocess.run(  # noqa: S603  # this interpreter running the document's own code
         [sys.executable, "-c", body],
         capture_output=True,
         text=True,
         cwd=folder,
-        env={**environ, "PYTHONPATH": path},
+        env=checkout_first(environ),
         timeout=TIMEOUT_SECONDS,
         check=False,
     )

@@ -1,6 +1,6 @@
 """Starting a command in a process of its own, as a user runs it: this machine's environment without any
 ``AGENT_*`` variable (the test says which it sets, :func:`gateway_environment` those naming a gateway),
-stdout and stderr piped."""
+stdout and stderr piped; :func:`checkout_first` puts this checkout first on a child interpreter's path."""
 
 from __future__ import annotations
 
@@ -8,15 +8,33 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO
+from pathlib import Path
+from typing import IO, Final
 
-__all__ = ["clean_environment", "gateway_environment", "python_module", "start"]
+__all__ = [
+    "CHECKOUT",
+    "checkout_first",
+    "clean_environment",
+    "gateway_environment",
+    "python_module",
+    "start",
+]
+
+CHECKOUT: Final = Path(__file__).resolve().parents[2]
+"""The root of this checkout: its packages are what the tests run."""
 
 
 def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without any AGENT_* variable, plus ``extra``."""
     environ = {name: value for name, value in os.environ.items() if not name.startswith("AGENT_")}
     return {**environ, **(extra or {})}
+
+
+def checkout_first(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (this process's environment by default) with this checkout first on ``PYTHONPATH``, so
+    a child interpreter imports this checkout's packages whatever else is installed."""
+    source = os.environ if environ is None else environ
+    return {**source, "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), source.get("PYTHONPATH")]))}
 
 
 def gateway_environment(

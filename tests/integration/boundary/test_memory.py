@@ -3,29 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Final
 
 import pytest
 
+from tests.support.processes import CHECKOUT, checkout_first
+
 MIB: Final = 1 << 20
-ROOT: Final = Path(__file__).resolve().parents[3]
 # Starting Python, importing the SDK and building the bomb take a while on a busy shared machine.
 PROBE_SECONDS: Final = 300
 
 
 def _probe(case: str, adapter: str) -> dict[str, object]:
-    environ = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
     done = subprocess.run(  # noqa: S603  # our own interpreter running our own probe module
         [sys.executable, "-m", "tests.integration.boundary.memory_probe", case, adapter],
-        cwd=ROOT,
-        env=environ,
+        cwd=CHECKOUT,
+        env=checkout_first(),
         capture_output=True,
         text=True,
         timeout=PROBE_SECONDS,

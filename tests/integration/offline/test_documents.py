@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,9 +16,8 @@ from tests.integration.offline.support import ContainerFactory
 from tests.integration.offline.test_pipelines import ADAPTERS, edit_example, summarize
 from tests.support.doc_blocks import section_block
 from tests.support.gateway import JSON, Recorder, adapters_for, answer, response_document
-from tests.support.processes import clean_environment
+from tests.support.processes import CHECKOUT, checkout_first, clean_environment
 
-_REPO = Path(__file__).resolve().parents[3]
 FOLLOW_UP = ChatMessage.user("And what comes next?")
 
 # Loads the document named on the command line, prints it dumped again, then the bytes of the next request
@@ -85,8 +83,8 @@ async def test_a_run_stored_here_loads_equal_in_another_process_and_sends_the_sa
             str(stored),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            cwd=_REPO,
-            env={**os.environ, "PYTHONPATH": str(_REPO)},
+            cwd=CHECKOUT,
+            env=checkout_first(),
         )
         out, err = await asyncio.wait_for(process.communicate(), timeout=120)
 
@@ -118,14 +116,13 @@ async def test_the_documented_example_of_storing_a_run_runs_as_written(tmp_path:
     code = section_block("docs/host-integration.md", "## Storing a run and loading it again")
     script = tmp_path / "stored.py"
     script.write_text(code, encoding="utf-8")
-    environment = clean_environment()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(script),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=tmp_path,
-        env={**environment, "PYTHONPATH": str(_REPO)},
+        env=checkout_first(clean_environment()),
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)
 
