@@ -17,10 +17,20 @@ Which to reach for:
 - :mod:`tests.support.json_places`: every place inside a JSON value and the value at one; for spoiling
   a document anywhere.
 - :mod:`tests.support.runs`: leaving a run early, as a host that stops reading does.
+- :mod:`tests.support.states`: a stored paused run tampered with (its held calls, its pending list), as
+  an attacker who can write the file would.
+- :mod:`tests.support.processes`: a command in a process of its own with no ``AGENT_*`` variable but
+  those the test sets (``clean_environment``, ``gateway_environment``), and a child interpreter that
+  imports this checkout (``checkout_first``).
+- :mod:`tests.support.doc_blocks`: the docs' and README's code blocks, read and run as a reader would.
+- :mod:`tests.support.examples`: how many examples a property tries under the Hypothesis profile.
+- :mod:`tests.support.bombs`, :mod:`tests.support.otlp`, :mod:`tests.support.postgres`: compression
+  bombs, an OTLP receiver on 127.0.0.1, a real Postgres on 127.0.0.1.
 - :mod:`tests.support.upstreams`: the one fake server on 127.0.0.1 (it records every request) and its
   routes: a gateway that echoes the caller's key back, for "the command never shows the key"; and the
   upstreams behind a real LiteLLM proxy (a chat-completions provider, a Codex-style endpoint, a
   tripwire), only for the gateway tier.
 
-The offline stand-in itself (:mod:`adapters.offline`) is the fake gateway of the integration tiers.
+The offline stand-in itself (:mod:`adapters.offline`) is the fake gateway of the integration tiers; the
+``offline_server`` fixture of ``tests/conftest.py`` serves it on 127.0.0.1 for one test.
 """
