@@ -39,6 +39,7 @@ QUICK = Sizes(
     backlog=600,
     cpu_items=500,
     memory_body=64 * 1024,
+    paused_state=200_000,
 )
 
 

@@ -3,7 +3,7 @@
 ``python -m benchmarks.documents [--runs N] [--quick]`` prints one line per value: a 200-call tool run (a
 real ``ToolLoop`` run over the JSON adapter) and the 20k-delta answer, each as a ratio (target <= 3);
 then what a paused run of many small values costs to take up again: ``loads`` + ``resume`` of a 45 MB
-state in seconds (target: seconds, not minutes: <= 15 s), and the peak memory of its ``loads`` as a
+state in seconds (target <= 10 s, issue 41's), and the peak memory of its ``loads`` as a
 multiple of the document (target <= 10).
 """
 
@@ -29,6 +29,7 @@ __all__ = ["document_costs", "main", "paused_state", "resume_costs"]
 
 QUESTION = (ChatMessage.user("Record every action item of the meeting."),)
 TARGET = 3.0
+RESUME_TARGET_SECONDS = 10.0
 
 
 async def _answer(body: bytes) -> ChatResponse:
@@ -175,8 +176,8 @@ async def resume_costs(size_bytes: int = 45_000_000) -> list[Check]:
             name=f"loads+resume of a {size / 1e6:.0f} MB paused state of small messages",
             value=seconds,
             unit="s",
-            target="<= 15",
-            met=seconds <= 15,
+            target=f"<= {RESUME_TARGET_SECONDS:g}",
+            met=seconds <= RESUME_TARGET_SECONDS,
             detail=f"loads {loaded:.1f} s of it, json.loads alone {parse:.1f} s (CPU)",
         ),
         Check(

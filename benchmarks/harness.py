@@ -155,6 +155,8 @@ class Sizes:
     """Output items of the CPU-heavy bodies (``benchmarks/cpu.py``): the attacker's 10,000."""
     memory_body: int = 4 * 1024 * 1024
     """Bytes of each body shape whose peak memory ``benchmarks/memory.py`` measures."""
+    paused_state: int = 45_000_000
+    """Bytes of the paused run whose ``loads`` + ``resume`` ``benchmarks/documents.py`` times."""
 
 
 @attrs.frozen

@@ -14,9 +14,11 @@ from benchmarks.backlog import backlog_first_result, batch_start
 from benchmarks.bodies import Body, make_body
 from benchmarks.boundary import body_cap, deadline_overshoot
 from benchmarks.cpu import cpu_bounds, large_lines, parse_off_the_loop
+from benchmarks.documents import resume_costs
 from benchmarks.durable import durable_overhead, worker_throughput
 from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, serve
 from benchmarks.memory import body_memory
+from benchmarks.startup import startup
 from benchmarks.streaming import first_update
 from benchmarks.telemetry import telemetry_overhead
 from benchmarks.workloads import workloads
@@ -128,6 +130,11 @@ async def body_memory_in_processes(sizes: Sizes, timings: dict[str, Any]) -> lis
     return body_memory(sizes, timings)
 
 
+async def paused_run(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """``benchmarks.documents``: ``loads`` + ``resume`` of a large paused run, and its peak memory."""
+    return await resume_costs(sizes.paused_state)
+
+
 async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
     """Every benchmark, in order; returns the checks and the raw timings behind them."""
     checks: list[Check] = []
@@ -149,6 +156,8 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
         worker_throughput,
         backlog_first_result,
         batch_start,
+        startup,
+        paused_run,
     ):
         checks.extend(await benchmark(sizes, timings))
     timings["wall_s"] = time.perf_counter() - started
