@@ -28,7 +28,7 @@ from adapters.cli.exit_codes import (
 from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
 from adapters.cli.files import AtomicOutput, InputError, long_transcripts, read_text
 from adapters.cli.instruction import why_not_carried_out
-from adapters.cli.parser import PROG, CommandLineError, parse_arguments
+from adapters.cli.parser import PROG
 from adapters.cli.progress import LiveRun
 from adapters.cli.report import (
     edit_details,
@@ -41,7 +41,7 @@ from adapters.cli.report import (
 )
 from adapters.cli.run_document import save_run
 from adapters.cli.transcripts import imported
-from adapters.offline import OFFLINE_MODEL, OfflineResponsesServer, UnknownScenarioError, uvicorn_missing
+from adapters.offline import OFFLINE_MODEL, UnknownScenarioError
 from adapters.offline.scenarios import parse_model
 from adapters.redaction import Redactor
 from adapters.settings import (
@@ -92,7 +92,7 @@ from domain import (
 if TYPE_CHECKING:
     from adapters.telemetry.console import SpanTreeRecorder
 
-__all__ = ["main"]
+__all__ = ["run"]
 
 
 # The offline stand-in accepts any key; the SDK insists on one.
@@ -169,7 +169,7 @@ def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     settings = resolve_settings(config, environ, _overrides(args))
     agent = settings.agent
     given = _gateway_keys_given(config, environ)
-    if not agent.base_url and not given and (missing := uvicorn_missing()) is not None:
+    if not agent.base_url and not given and (missing := _uvicorn_missing()) is not None:
         # A plain `pip install` has no stand-in server: say what to install, before anything starts.
         raise ConfigurationError(
             f"the offline stand-in (no agent.base_url is set) cannot start: {missing}; "
@@ -206,6 +206,12 @@ def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
                 f"the gateway at {shown_url(agent.base_url)} needs its key"
             )
     return settings
+
+
+def _uvicorn_missing() -> str | None:
+    from adapters.offline import uvicorn_missing
+
+    return uvicorn_missing()
 
 
 def _stdin() -> BinaryIO:
@@ -380,6 +386,9 @@ def _endpoint(settings: Settings, console: Console) -> Iterator[Settings]:
             console.info(f"Fallback {name}: {shown_url(fallback.base_url)} (model {fallback.model})")
         yield settings
         return
+    # The stand-in's server and model are imported only when it answers.
+    from adapters.offline import OfflineResponsesServer
+
     with OfflineResponsesServer(dialect=agent.offline_dialect) as server:
         if not console.chatty:
             # Even a script is told, in one line, that no language model answers (the banner says more).
@@ -701,20 +710,9 @@ def _replay_mismatch(error: ChatError) -> bool:
     return isinstance(error, ReplayMismatchError)
 
 
-def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int:
-    """Run the command and return its exit code (see ``meeting-agents --help``).
-
-    ``environ`` replaces ``os.environ`` (tests); stdin, stdout and stderr are the ``sys`` streams.
-    """
-    environ = os.environ if environ is None else environ
+def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Run the parsed command and return its exit code; stdin, stdout and stderr are the ``sys`` streams."""
     stdout, stderr = sys.stdout, sys.stderr
-    try:
-        args = parse_arguments(argv)
-    except CommandLineError as exc:
-        stderr.write(f"{PROG}: error: {exc}\n")
-        return EXIT_USAGE
-    except SystemExit as done:  # --help and --version print and stop
-        return done.code if isinstance(done.code, int) else EXIT_OK
     chatty = args.verbose or stderr.isatty()
     console = Console(stdout, stderr, verbose=args.verbose, chatty=chatty, environ=environ)
     with logging_to(console.line, verbose=args.verbose):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, NoReturn
 
 from adapters.offline import SCENARIOS
-from application.meetings.language import summary_language
-from application.meetings.transcripts import FORMATS as INPUT_FORMATS
 
 APPROVE_CHOICES: Final = ("all", "none")
 
@@ -64,6 +62,26 @@ class _Parser(argparse.ArgumentParser):
         # argparse prints the whole usage first; one line that says what is wrong and where help is
         # keeps "one line per failure" true for the command line itself.
         raise CommandLineError(f"{message} (see {PROG} --help)")
+
+
+class _OnDemand:
+    """An option's ``choices``, loaded each time argparse reads them (a subcommand's help, a value to
+    check): building the parser, which every run and ``--version`` do, imports none of the application."""
+
+    def __init__(self, load: Callable[[], Sequence[str]]) -> None:
+        self._load = load
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._load()
+
+
+def _input_formats() -> Sequence[str]:
+    from application.meetings.transcripts import FORMATS
+
+    return FORMATS
 
 
 def program_version() -> str:
@@ -357,11 +375,12 @@ def _speaker(text: str) -> tuple[str, str]:
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
     """How a transcript file is read: its format (found from its content unless forced) and its speakers."""
-    parser.add_argument(
-        "--input-format",
-        choices=INPUT_FORMATS,
-        help="read the transcript as this format instead of the one its content shows",
+    input_format = parser.add_argument(
+        "--input-format", help="read the transcript as this format instead of the one its content shows"
     )
+    # Given after add_argument, which formats the option once to check it: the formats are then read
+    # only by the help that shows them and by a value to check.
+    input_format.choices = _OnDemand(_input_formats)
     parser.add_argument(
         "--speaker",
         dest="speakers",
@@ -374,6 +393,8 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _language(text: str) -> str:
+    from application.meetings.language import summary_language
+
     try:
         return summary_language(text)
     except ValueError as exc:

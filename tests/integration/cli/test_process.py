@@ -167,7 +167,7 @@ def test_the_sdk_is_imported_before_the_run_s_clock_starts() -> None:
     probe = f"""
 import sys
 from adapters.cli import progress
-from adapters.cli.app import main
+from adapters.cli import main
 imported = []
 built = progress.LiveRun.__init__
 def noting(self, *args, **kwargs):

@@ -1,0 +1,98 @@
+"""What the command imports, in a fresh process as a user runs it: only what its command line needs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from adapters.offline import OfflineResponsesServer
+from tests.integration.cli.support import PROCESS_TIMEOUT, ROOT, TRANSCRIPT
+from tests.support.processes import clean_environment
+
+# The run's machinery: the SDK and its HTTP clients, the container, telemetry, the durable engine and the
+# stand-in's server. Reading the command line needs none of it.
+RUNTIME = (
+    "openai",
+    "httpx",
+    "httpx2",
+    "pydantic",
+    "dependency_injector",
+    "opentelemetry",
+    "dbos",
+    "sqlalchemy",
+    "uvicorn",
+    "adapters.container",
+    "adapters.responses",
+    "adapters.telemetry",
+    "adapters.durable",
+    "adapters.offline.server",
+)
+# The use cases and their values, which a run needs and the command line only to check --input-format
+# and --language.
+USE_CASES = ("application", "domain", "cattrs")
+
+_PROBE = """
+import contextlib, io, json, sys
+from adapters.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+    code = main(json.loads(sys.argv[1]), environ=json.loads(sys.argv[2]))
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "stderr": err.getvalue()}))
+"""
+
+
+def _imported(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tuple[int, set[str], str]:
+    """``main(argv)`` in a new interpreter: its exit code, every module it imported, and its stderr."""
+    done = subprocess.run(  # noqa: S603  # our own interpreter and probe
+        [sys.executable, "-c", _PROBE, json.dumps(list(argv)), json.dumps(dict(environ or {}))],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+        cwd=ROOT,
+        env=clean_environment(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    return report["code"], set(report["modules"]), report["stderr"]
+
+
+def _of(modules: set[str], packages: Sequence[str]) -> list[str]:
+    """The ``modules`` that are one of ``packages`` or inside one."""
+    return sorted(name for name in modules if any(name == p or name.startswith(p + ".") for p in packages))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["--version"], ["summarize", "--no-such-option"], ["frobnicate"]],
+    ids=["help", "version", "unknown-option", "unknown-command"],
+)
+def test_reading_the_command_line_imports_neither_the_runtime_nor_the_use_cases(argv: list[str]) -> None:
+    code, modules, _ = _imported(argv)
+
+    assert code in (0, 2)
+    assert "adapters.cli.parser" in modules
+    assert _of(modules, RUNTIME + USE_CASES) == []
+
+
+@pytest.mark.parametrize("command", ["summarize", "edit-workflow", "resume", "batch", "eval"])
+def test_a_subcommand_s_help_imports_no_runtime(command: str) -> None:
+    code, modules, _ = _imported([command, "--help"])
+
+    assert code == 0
+    assert _of(modules, RUNTIME) == []
+
+
+def test_a_summary_from_a_gateway_imports_neither_the_stand_in_s_server_nor_the_durable_engine() -> None:
+    with OfflineResponsesServer() as server:
+        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_API_KEY": "sk-imports", "AGENT_MODEL": "offline"}
+        code, modules, stderr = _imported(["summarize", str(TRANSCRIPT)], environ)
+        asked = len(server.requests)
+
+    assert (code, asked > 0) == (0, True), stderr
+    assert {"openai", "adapters.container"} <= modules
+    unneeded = ("adapters.offline.server", "uvicorn", "dbos", "sqlalchemy", "adapters.durable")
+    assert _of(modules, unneeded) == []
