@@ -22,6 +22,7 @@ from benchmarks.suite import Check, Sizes, run_suite
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
 QUICK = Sizes(
     fold=400,
+    medium=100,
     scaling=(50, 200, 800),
     calls=10,
     call_chars=200,

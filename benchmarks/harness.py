@@ -124,15 +124,16 @@ def spread(values: Sequence[float]) -> str:
 class Sizes:
     """How big and how often: the size of each workload's body, and runs per variant.
 
-    ``fold``: text deltas of the large answer. ``memory_deltas`` of ``memory_delta_chars``
-    characters: the answer whose peak memory is measured on each text kind (tracemalloc slows
-    every allocation, so a long text in fewer events).
+    ``fold``: text deltas of the large answer; ``medium``: of the shorter one. ``memory_deltas`` of
+    ``memory_delta_chars`` characters: the answer whose peak memory is measured on each text kind
+    (tracemalloc slows every allocation, so a long text in fewer events).
     ``calls``/``call_chars``: the many-calls answer. ``small_requests``: requests per run of small
     answers of ``small_deltas`` deltas. ``json_calls``/``json_call_chars``: the JSON body, read
     ``json_repeats`` times a run. ``scaling``: answers whose per-event time is compared.
     """
 
     fold: int = 20_000
+    medium: int = 5_000
     scaling: tuple[int, int, int] = (5_000, 20_000, 80_000)
     calls: int = 200
     call_chars: int = 600

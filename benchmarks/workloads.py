@@ -39,8 +39,10 @@ from benchmarks.harness import (
 from domain import ChatMessage, ChatOptions, ChatPort, ChatResponse, ChatResponseUpdate
 
 __all__ = [
+    "FLOOR_LIMIT",
     "PROMPT",
     "Scenario",
+    "floor_read",
     "memory_ratios",
     "raw_create",
     "raw_iteration",
@@ -145,6 +147,49 @@ async def raw_tagged_iteration(scenario: Scenario, times: int) -> Run:
     SDK type them: its union told which field names the class (``adapters.responses.event_types``).
     Against this floor a ratio shows what is ours alone; against the SDK as shipped, what a user gains."""
     return await raw_iteration(scenario, times, by_tag=True)
+
+
+def _floor_events(body: bytes, pieces: dict[int, list[str]], arguments: dict[int, list[str]]) -> bytes:
+    """Fold the whole events at the start of ``body`` into ``pieces`` (text deltas) and ``arguments``
+    (argument deltas), by output index; what is left (an event not yet whole) is returned."""
+    *events, rest = body.split(b"\n\n")
+    for event in events:
+        for line in event.split(b"\n"):
+            if line.startswith(b"data:"):
+                data = json.loads(line[5:])
+                kind = data["type"]
+                if kind == "response.output_text.delta":
+                    pieces.setdefault(data["output_index"], []).append(data["delta"])
+                elif kind == "response.function_call_arguments.delta":
+                    arguments.setdefault(data["output_index"], []).append(data["delta"])
+    return rest
+
+
+async def floor_read(scenario: Scenario, times: int) -> Run:
+    """The physical floor of a streamed answer: what any reader of these bytes must at least do. The
+    request written (``json.dumps``) and sent through httpx, the same answer read through httpx as it
+    comes, split into events by hand, ``json.loads`` of each event's data, the text deltas joined and
+    every call's argument deltas kept: no SDK, no types, no checks."""
+    _, http_client = serve(scenario.body.sse, _SSE)
+    keywords = scenario.request_keywords()
+    headers = keywords.pop("extra_headers")
+
+    async def once() -> tuple[str, tuple[str, ...]]:
+        pieces: dict[int, list[str]] = {}
+        arguments: dict[int, list[str]] = {}
+        content = json.dumps({**keywords, "stream": True}, default=str).encode()
+        async with http_client.stream(
+            "POST", "http://bench.invalid/v1/responses", content=content, headers=headers
+        ) as response:
+            rest = b""
+            async for chunk in response.aiter_bytes():
+                rest = _floor_events(rest + chunk, pieces, arguments)
+        text = "".join(piece for index in sorted(pieces) for piece in pieces[index])
+        return text, tuple("".join(arguments[index]) for index in sorted(arguments))
+
+    if await once() != (scenario.body.text, scenario.body.arguments):
+        raise WrongOutputError("the floor did not read the body's text and arguments")
+    return _repeat(once, times)
 
 
 async def raw_keeping_text(scenario: Scenario, times: int) -> Run:
@@ -263,11 +308,12 @@ def _ours(workload: str, samples: Mapping[str, Samples]) -> list[Check]:
     ]
 
 
-async def _one_body_read_four_ways(scenario: Scenario, runs: int) -> dict[str, Samples]:
-    """The scenario's body read once a run by the SDK (as shipped and typed by tag), folded by the
-    adapter, and streamed by it to a caller: ``runs`` times each, interleaved."""
+async def _one_body_read_five_ways(scenario: Scenario, runs: int) -> dict[str, Samples]:
+    """The scenario's body read once a run by the physical floor, by the SDK (as shipped and typed by
+    tag), folded by the adapter, and streamed by it to a caller: ``runs`` times each, interleaved."""
     return await interleaved(
         {
+            "floor": await floor_read(scenario, 1),
             "raw": await raw_iteration(scenario, 1),
             "raw_tagged": await raw_tagged_iteration(scenario, 1),
             "get_response": await whole(scenario, scenario.adapter(), 1),
@@ -277,35 +323,75 @@ async def _one_body_read_four_ways(scenario: Scenario, runs: int) -> dict[str, S
     )
 
 
-async def large_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
-    """A long answer (``sizes.fold`` word deltas): folded, and streamed to a caller."""
-    scenario = Scenario(PROMPT, None, make_body(sizes.fold))
-    samples = await _one_body_read_four_ways(scenario, sizes.runs)
-    events = scenario.body.events
-    timings["large_text"] = {name: s.as_json() | {"events": events} for name, s in samples.items()}
+FLOOR_LIMIT: Final = 2.5
+"""The most a streamed workload may cost over the physical floor (``floor_read``), read either way."""
+
+
+def _over_floor(workload: str, samples: Mapping[str, Samples], unit: str = "") -> list[Check]:
+    """Both ways of reading against the physical floor (the target), and the SDK as shipped against it."""
     return [
         _ratio(
-            f"large text: get_response / raw SDK iteration ({events} events)",
+            f"over the floor, {workload}: get_response / floor",
+            samples,
+            "get_response",
+            "floor",
+            FLOOR_LIMIT,
+            unit,
+        ),
+        _ratio(
+            f"over the floor, {workload}: get_streaming_response / floor",
+            samples,
+            "streaming",
+            "floor",
+            FLOOR_LIMIT,
+            unit,
+        ),
+        _ratio(f"over the floor, {workload}: raw SDK iteration / floor", samples, "raw", "floor", None, unit),
+    ]
+
+
+async def _text_answer(
+    deltas: int, label: str, key: str, sizes: Sizes, timings: dict[str, Any]
+) -> list[Check]:
+    """A text answer of ``deltas`` word deltas (rows named ``label``): folded, and streamed to a caller."""
+    scenario = Scenario(PROMPT, None, make_body(deltas))
+    samples = await _one_body_read_five_ways(scenario, sizes.runs)
+    events = scenario.body.events
+    timings[key] = {name: s.as_json() | {"events": events} for name, s in samples.items()}
+    return [
+        _ratio(
+            f"{label}: get_response / raw SDK iteration ({events} events)",
             samples,
             "get_response",
             "raw",
             1.02,
         ),
         _ratio(
-            f"caller streaming, large text: get_streaming_response / raw SDK iteration ({events} events)",
+            f"caller streaming, {label}: get_streaming_response / raw SDK iteration ({events} events)",
             samples,
             "streaming",
             "raw",
             1.05,
         ),
-        *_ours("large text", samples),
+        *_over_floor(label, samples),
+        *_ours(label, samples),
     ]
+
+
+async def large_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """A long answer (``sizes.fold`` word deltas): folded, and streamed to a caller."""
+    return await _text_answer(sizes.fold, "large text", "large_text", sizes, timings)
+
+
+async def medium_text(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """A shorter answer (``sizes.medium`` word deltas), read the same ways as the long one."""
+    return await _text_answer(sizes.medium, f"{sizes.medium} deltas", "medium_text", sizes, timings)
 
 
 async def many_calls(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     """An answer of ``sizes.calls`` function calls whose arguments stream in small slices."""
     scenario = Scenario(PROMPT, None, make_calls_body(sizes.calls, sizes.call_chars))
-    samples = await _one_body_read_four_ways(scenario, sizes.runs)
+    samples = await _one_body_read_five_ways(scenario, sizes.runs)
     events, calls = scenario.body.events, sizes.calls
     timings["many_calls"] = {name: s.as_json() | {"events": events} for name, s in samples.items()}
     return [
@@ -323,6 +409,7 @@ async def many_calls(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
             "raw",
             1.05,
         ),
+        *_over_floor("many calls", samples),
         *_ours("many calls", samples),
     ]
 
@@ -336,6 +423,7 @@ async def small_answers(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     telemetry = recording_telemetry()
     samples = await interleaved(
         {
+            "floor": await floor_read(scenario, n),
             "raw": await raw_iteration(scenario, n),
             "get_response": await whole(scenario, scenario.adapter(), n),
             "streaming": await streamed(scenario, scenario.adapter(), n),
@@ -367,6 +455,7 @@ async def small_answers(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
             1.10,
             per_request,
         ),
+        *_over_floor("small answers", samples, per_request),
         _ratio(
             "telemetry on / off, small answers, get_response (SDK recording)",
             samples,
@@ -484,6 +573,6 @@ async def memory_ratios(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
 async def workloads(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     """Every workload, in the order of the report."""
     checks: list[Check] = []
-    for workload in (large_text, many_calls, small_answers, json_body, memory_ratios):
+    for workload in (large_text, medium_text, many_calls, small_answers, json_body, memory_ratios):
         checks.extend(await workload(sizes, timings))
     return checks

@@ -32,6 +32,7 @@ from domain import ChatMessage, ChatResponse, TextContent
 
 TINY = Sizes(
     fold=20,
+    medium=10,
     scaling=(10, 20, 40),
     calls=3,
     call_chars=60,
@@ -151,6 +152,12 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
         "meeting-agents --version",
         "meeting-agents --help",
         "loads+resume of a ",
+        *(
+            f"over the floor, {workload}: {variant} / floor"
+            for workload in ("large text", "10 deltas", "many calls", "small answers")
+            for variant in ("get_response", "get_streaming_response", "raw SDK iteration")
+        ),
+        "10 deltas: get_response / raw SDK iteration",
     ):
         assert sum(name.startswith(expected) or expected in name for name in names) >= 1, expected
     workloads = [check for check in checks if check["name"].startswith(WORKLOADS)]
