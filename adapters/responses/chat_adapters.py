@@ -26,7 +26,7 @@ from adapters.responses.error_mapping import (
     map_error,
     scrubbed_cause,
 )
-from adapters.responses.event_types import STREAM_EVENT
+from adapters.responses.event_types import STREAM_EVENT, typed
 from adapters.responses.folding import EventFolder
 from adapters.responses.http_front import (
     LISTENER,
@@ -159,18 +159,24 @@ async def _parsed_in_steps(text: str, cap: int) -> Any:
 
 
 class _Decoding:
-    """The SDK's own SSE decoder, noting whether the event it handed over last is heavy; an event
-    that would take more than three times ``max_response_bytes`` once parsed is refused before it is.
-    A heavy event is handed over as the mapping it is (the folder reads mappings too); every other
-    event is built by the SDK itself."""
+    """The SDK's own SSE decoder, each event it frames typed as it is handed over.
+
+    An event that would take more than three times ``max_response_bytes`` once parsed is refused
+    before it is. A heavy event is handed over as the mapping it is (the folder reads mappings too).
+    Every other event is typed from its JSON text as the SDK's class its ``type`` names
+    (``event_types.typed``) and handed over built; one that this refuses goes to the SDK, which
+    parses and builds it its own way."""
 
     def __init__(self, inner: Any, cap: int) -> None:
         self._inner = inner
         self._cap = cap
+        # Whether the event handed over last is to go to the caller as it is: a heavy event's mapping
+        # (parsed here, or by the SDK), or an event typed here.
         self.heavy = False
+        self.built = False
 
     def keeps(self, data: object) -> bool:
-        return self.heavy and isinstance(data, dict)
+        return self.built or (self.heavy and isinstance(data, dict))
 
     async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[ServerSentEvent]:
         cap = self._cap
@@ -181,7 +187,7 @@ class _Decoding:
                 # json.loads would parse it in one step the loop could not break into, and the SDK
                 # would build its model in another: parsed in steps, and handed over as the mapping
                 # it is.
-                self.heavy = True
+                self.heavy, self.built = True, True
                 yield parsed_event(sse, await _parsed_in_steps(data, cap))
                 continue
             if size > _HEAVY_BRACKETS:
@@ -189,10 +195,20 @@ class _Decoding:
                 # (a few per answer) is scanned, never the deltas that make up the stream.
                 if size > _LARGE_EVENT:
                     _refuse_if_bloating(data, cap)
-                self.heavy = _brackets(data) > _HEAVY_BRACKETS
+                if _brackets(data) > _HEAVY_BRACKETS:
+                    self.heavy, self.built = True, False
+                    yield sse
+                    continue
+            self.heavy = False
+            name = sse.event
+            # The SDK's stream reader wraps a "thread." event's data before it builds it: left to it.
+            event = typed(data) if name is None or not name.startswith("thread.") else None
+            if event is None:
+                self.built = False
+                yield sse
             else:
-                self.heavy = False
-            yield sse
+                self.built = True
+                yield parsed_event(sse, event)
 
 
 def _too_many(limit: int, partial: ChatResponse | None) -> UnreadableResponseError:

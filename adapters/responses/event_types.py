@@ -13,21 +13,29 @@ no other class could have fitted: each class holds its own required literal ``ty
 class by class, or the SDK's union is used as it is). An event that fits no class is built the SDK's
 own way: it reads its own mark and constructs the class the ``type`` names, or its first class for a
 ``type`` it does not know. A test types every recorded and many spoilt events both ways and finds them equal.
+
+:func:`typed` builds an event straight from its JSON text with the same union (pydantic parses and
+validates in one pass, without the dict ``json.loads`` would build first), every union of models
+inside an event (an output item, a content part, an annotation) told the same way which field names
+its class: what the SDK's own first step, validating the parsed data against the alias, returns for
+it, since there too no other class could have fitted. Whatever that pass refuses is left to the SDK's
+own way, which parses and builds it as it always does.
 """
 
 from __future__ import annotations
 
 import types
 import typing
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, cast
 
 import pydantic
+import pydantic_core
 from openai.types.responses import ResponseStreamEvent
 from typing_extensions import TypeAliasType
 
 from adapters.responses.sdk_seam import discriminator_of
 
-__all__ = ["STREAM_EVENT", "tagged"]
+__all__ = ["STREAM_EVENT", "tagged", "typed"]
 
 
 def _tags(variant: object, name: str) -> tuple[object, ...] | None:
@@ -69,3 +77,70 @@ def tagged(event_type: Any) -> Any:
 
 
 STREAM_EVENT: Final[Any] = tagged(ResponseStreamEvent)
+
+
+def _model_tags(choice: Any, definitions: dict[str, Any], name: str) -> tuple[object, ...] | None:
+    """The literal values a union choice's field ``name`` must hold, when the choice is a model whose
+    field is a required literal under its own name (as :func:`_tags`, read off the core schema)."""
+    if choice.get("type") == "definition-ref":
+        choice = definitions.get(choice.get("schema_ref"), {})
+    if choice.get("type") != "model" or choice.get("schema", {}).get("type") != "model-fields":
+        return None
+    field = choice["schema"]["fields"].get(name)
+    if field is None or field.get("validation_alias") is not None or field.get("serialization_alias"):
+        return None
+    literal = field.get("schema", {})
+    if literal.get("type") != "literal":
+        return None
+    return tuple(literal["expected"])
+
+
+def _by_tag(schema: Any, definitions: dict[str, Any], name: str) -> Any:
+    """``schema`` with every union of models pydantic can tell apart by field ``name`` validated by it."""
+    if isinstance(schema, list):
+        return [_by_tag(value, definitions, name) for value in schema]
+    if not isinstance(schema, dict):
+        return schema
+    schema = {key: _by_tag(value, definitions, name) for key, value in schema.items()}
+    if schema.get("type") != "union" or schema.get("mode", "smart") != "smart":
+        return schema
+    choices: dict[object, Any] = {}
+    for choice in schema["choices"]:
+        if isinstance(choice, tuple | list):
+            return schema
+        tags = _model_tags(choice, definitions, name)
+        if not tags or choices.keys() & set(tags):
+            return schema
+        choices.update(dict.fromkeys(tags, choice))
+    tagged_union = {"type": "tagged-union", "choices": choices, "discriminator": name}
+    return tagged_union | {key: schema[key] for key in ("ref", "metadata", "serialization") if key in schema}
+
+
+def _validator(event_type: Any) -> pydantic_core.SchemaValidator:
+    """Pydantic's validator of ``event_type`` with every union of models below it told the field that
+    names the class too (the one the SDK's mark names), as :data:`STREAM_EVENT` tells the top one."""
+    schema = pydantic.TypeAdapter(event_type).core_schema
+    name = discriminator_of(typing.get_args(ResponseStreamEvent)[1:]) or "type"
+    definitions = {
+        definition["ref"]: definition for definition in schema.get("definitions", ()) if "ref" in definition
+    }
+    return pydantic_core.SchemaValidator(cast(Any, _by_tag(schema, definitions, name)))
+
+
+_BY_TAG: Final = _validator(STREAM_EVENT)
+_REFUSED: Final = (ValueError, RecursionError)
+
+
+def typed(data: str) -> pydantic.BaseModel | None:
+    """The event ``data`` (one event's JSON text) holds, as the SDK's class its ``type`` names, validated
+    whole; None when pydantic refuses it (not JSON it reads as ``json.loads`` does, not an object, no
+    class fits), or when it carries an ``error`` beside its fields, on which the SDK's stream reader
+    raises: the SDK's own way then reads it."""
+    try:
+        event = _BY_TAG.validate_json(data)
+    except _REFUSED:
+        return None
+    extra = event.__pydantic_extra__
+    if extra and "error" in extra:
+        return None
+    return cast(pydantic.BaseModel, event)

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from openai.types.responses import ResponseStreamEvent
 
 from adapters.offline.render import stream_events
-from adapters.responses.event_types import STREAM_EVENT, tagged
+from adapters.responses.chat_adapters import _Decoding
+from adapters.responses.event_types import STREAM_EVENT, tagged, typed
+from adapters.responses.sdk_seam import event_stream
 from tests.conformance.hostile import Fragments, base_documents, render_stream, spoiled, wrong_values
 from tests.conformance.test_corpus import ABSENT, CORPUS, ENTRIES
 from tests.support.gateway import SSE
@@ -31,15 +33,19 @@ def _client() -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1", max_retries=0)
 
 
-def _typed(body: bytes, event_type: Any) -> tuple[list[Any], str | None]:
+def _typed(body: bytes, event_type: Any, *, as_the_adapter: bool = False) -> tuple[list[Any], str | None]:
     """The events of ``body`` as the SDK's stream reader types them as ``event_type`` (the adapter's
     own reader, ``openai.AsyncStream``, with a client that is never asked to send anything), and the
-    error that ended the reading, if one did."""
+    error that ended the reading, if one did. With ``as_the_adapter``, read as the adapter reads them:
+    through its decoder, which types each event from its text (``typed``) and leaves the SDK what that
+    refuses."""
 
     async def read() -> tuple[list[Any], str | None]:
         response = httpx.Response(200, content=body, headers={"content-type": SSE})
-        stream: openai.AsyncStream[Any] = openai.AsyncStream(
-            cast_to=event_type, response=typing.cast(Any, response), client=_client()
+        stream: openai.AsyncStream[Any] = (
+            event_stream(_client(), response, event_type, lambda inner: _Decoding(inner, 2**30))
+            if as_the_adapter
+            else openai.AsyncStream(cast_to=event_type, response=typing.cast(Any, response), client=_client())
         )
         events: list[Any] = []
         try:
@@ -83,14 +89,16 @@ def _differences(left: object, right: object, at: str = "event") -> Iterator[str
 
 
 def assert_typed_alike(body: bytes) -> int:
-    """Every event of ``body`` the same typed either way, and the reading ended alike; returns how many
-    events there were."""
-    (by_sdk, sdk_ended), (by_tag, tag_ended) = _typed(body, ResponseStreamEvent), _typed(body, STREAM_EVENT)
-    assert sdk_ended == tag_ended
-    assert len(by_sdk) == len(by_tag)
-    for position, (one, other) in enumerate(zip(by_sdk, by_tag, strict=True)):
-        differences = list(_differences(one, other, f"event {position}"))
-        assert not differences, differences
+    """Every event of ``body`` the same typed every way (the SDK's union as shipped, by its tag, and as
+    the adapter reads the stream), and the reading ended alike; returns how many events there were."""
+    by_sdk, sdk_ended = _typed(body, ResponseStreamEvent)
+    for other_way in (_typed(body, STREAM_EVENT), _typed(body, STREAM_EVENT, as_the_adapter=True)):
+        by_tag, tag_ended = other_way
+        assert sdk_ended == tag_ended
+        assert len(by_sdk) == len(by_tag)
+        for position, (one, other) in enumerate(zip(by_sdk, by_tag, strict=True)):
+            differences = list(_differences(one, other, f"event {position}"))
+            assert not differences, differences
     return len(by_sdk)
 
 
@@ -203,3 +211,40 @@ def _spoilt_streams(draw: st.DrawFn) -> bytes:
 @given(_spoilt_streams())
 def test_spoilt_events_are_typed_alike(body: bytes) -> None:
     assert_typed_alike(body)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"type": "response.output_text.delta", "delta": "\\ud800"}',  # a lone surrogate: json.loads reads it
+        '{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, '
+        '"delta": "a", "logprobs": [], "sequence_number": 1, "error": {"message": "no"}}',  # the SDK raises
+        '{"type": "no.such.event"}',
+        "[DONE]",
+        "[1, 2]",
+        '{"type": "response.output_text.delta", "delta": "a"',
+    ],
+)
+def test_what_typing_from_the_text_refuses_is_left_to_the_sdk(data: str) -> None:
+    assert typed(data) is None
+
+
+def test_an_event_typed_from_its_text_is_the_sdks_class() -> None:
+    data = (
+        '{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, '
+        '"delta": "a", "logprobs": [], "sequence_number": 1, "obfuscation": "xyz"}'
+    )
+    event = typed(data)
+    built = openai.types.responses.ResponseTextDeltaEvent.model_validate(json.loads(data))
+    assert type(event) is type(built)
+    assert not list(_differences(event, built))
+
+
+@pytest.mark.parametrize("name", ["thread.message.delta", "response.output_text.delta", "error", None])
+def test_an_event_named_as_the_sdk_reads_it_apart_is_typed_alike(name: str | None) -> None:
+    data = (
+        '{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, '
+        '"delta": "a", "logprobs": [], "sequence_number": 1}'
+    )
+    named = "" if name is None else f"event: {name}\n"
+    assert assert_typed_alike(f"{named}data: {data}\n\n".encode()) == 1
