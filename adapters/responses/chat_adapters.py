@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Final, cast
 
@@ -43,6 +43,7 @@ from adapters.responses.sdk_seam import (
     bearer_auth_options,
     close_reader,
     event_stream,
+    framer,
     parsed_event,
 )
 from adapters.responses.settings import ResponsesSettings
@@ -71,7 +72,7 @@ from domain import (
     ResponseFailedError,
 )
 
-__all__ = ["ResponsesJsonAdapter", "ResponsesSseAdapter"]
+__all__ = ["ResponsesJsonAdapter", "ResponsesSseAdapter", "TypedEvents"]
 
 _LOGGER: Final = logging.getLogger("adapters.responses")
 REQUEST_ID_HEADER: Final = "x-request-id"
@@ -80,12 +81,16 @@ _BOM: Final = b"\xef\xbb\xbf"
 # The replayed body is already decoded: these headers described the bytes as they came over the wire.
 _WIRE_HEADERS: Final = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 _MAX_LOGGED_ID: Final = 200
+# What a list of events typed together is handed over as (the list is its parsed data).
+_NO_EVENT: Final = ServerSentEvent()
 # An event or document that opens more JSON objects and arrays than this is heavy: the SDK would build
 # it in one synchronous step (a millisecond or more per output item), so it is read as the mapping it
 # is, and folded a few hundred output items at a time with the event loop given control in between.
 _HEAVY_BRACKETS: Final = 1024
 # An event's data longer than this (characters) is checked for what it would take once parsed.
 _LARGE_EVENT: Final = 64 * 1024
+# Characters of event data typed before the events are handed over together (see _Decoding).
+_BATCH_CHARS: Final = 64 * 1024
 # Output items mapped between two pauses of a JSON document.
 _ITEMS_PER_STEP: Final = 256
 # Events folded between two looks at the clock; the loop gets control once a stretch passes _SLICE s.
@@ -158,57 +163,106 @@ async def _parsed_in_steps(text: str, cap: int) -> Any:
         raise _bloating(exc.size, cap) from None
 
 
+class TypedEvents(list[Any]):
+    """Events typed together by the adapters' decoder, handed over as one (an SDK event whose data is a
+    JSON array comes out of the SDK's reader as a plain list, which is one event)."""
+
+    __slots__ = ()
+
+
 class _Decoding:
     """The SDK's own SSE decoder, each event it frames typed as it is handed over.
 
     An event that would take more than three times ``max_response_bytes`` once parsed is refused
     before it is. A heavy event is handed over as the mapping it is (the folder reads mappings too).
     Every other event is typed from its JSON text as the SDK's class its ``type`` names
-    (``event_types.typed``) and handed over built; one that this refuses goes to the SDK, which
-    parses and builds it its own way."""
+    (``event_types.typed``); one that this refuses goes to the SDK alone, which parses and builds it
+    its own way (and raises on what it raises on). The events typed here that one read of the body
+    completes go over together, as one list (a long body read in one piece, about 64 KiB of it at a
+    time): the SDK's stream reader then takes one step per read rather than one per event."""
 
     def __init__(self, inner: Any, cap: int) -> None:
         self._inner = inner
+        self._framer = framer(inner)
         self._cap = cap
-        # Whether the event handed over last is to go to the caller as it is: a heavy event's mapping
-        # (parsed here, or by the SDK), or an event typed here.
+        # Whether what was handed over last goes to the caller as it is: a heavy event's mapping (parsed
+        # here, or by the SDK), or a list of events typed here.
         self.heavy = False
         self.built = False
 
     def keeps(self, data: object) -> bool:
         return self.built or (self.heavy and isinstance(data, dict))
 
+    async def _frames(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[Iterable[ServerSentEvent]]:
+        """The events the SDK's decoder frames, those of one read at a time."""
+        framing = self._framer
+        if framing is None:
+            async for sse in self._inner.aiter_bytes(iterator):
+                yield (sse,)
+            return
+        async for chunk in iterator:
+            yield framing.feed(chunk)
+        yield framing.finish()
+
+    def _typed(self, events: list[Any]) -> ServerSentEvent:
+        self.heavy, self.built = False, True
+        return parsed_event(_NO_EVENT, TypedEvents(events))
+
+    def _heavy(self, data: str) -> bool:
+        """Whether a long event (more characters than a heavy one opens brackets) is heavy; refused when
+        it would take more than three times ``max_response_bytes`` once parsed."""
+        size = len(data)
+        if size > LARGE:
+            return True
+        if size > _LARGE_EVENT:
+            _refuse_if_bloating(data, self._cap)
+        return _brackets(data) > _HEAVY_BRACKETS
+
     async def aiter_bytes(self, iterator: AsyncIterator[bytes]) -> AsyncIterator[ServerSentEvent]:
-        cap = self._cap
-        async for sse in self._inner.aiter_bytes(iterator):
-            data = sse.data
-            size = len(data)
-            if size > LARGE:
-                # json.loads would parse it in one step the loop could not break into, and the SDK
-                # would build its model in another: parsed in steps, and handed over as the mapping
-                # it is.
-                self.heavy, self.built = True, True
-                yield parsed_event(sse, await _parsed_in_steps(data, cap))
-                continue
-            if size > _HEAVY_BRACKETS:
-                # Shorter data cannot open more brackets than it has characters: only a long event
-                # (a few per answer) is scanned, never the deltas that make up the stream.
-                if size > _LARGE_EVENT:
-                    _refuse_if_bloating(data, cap)
-                if _brackets(data) > _HEAVY_BRACKETS:
-                    self.heavy, self.built = True, False
+        async for frames in self._frames(iterator):
+            events: list[Any] = []
+            held = 0
+            try:
+                for sse in frames:
+                    data = sse.data
+                    size = len(data)
+                    if events and (size > _HEAVY_BRACKETS or held > _BATCH_CHARS):
+                        # A long event is looked at once the events before it are folded (the answer may
+                        # have ended there); and a body read in one piece is typed a batch at a time.
+                        yield self._typed(events)
+                        events, held = [], 0
+                    # Shorter data cannot open more brackets than it has characters: only a long event
+                    # (a few per answer) is scanned, never the deltas that make up the stream.
+                    heavy = size > _HEAVY_BRACKETS and self._heavy(data)
+                    if not heavy:
+                        name = sse.event
+                        # The SDK's stream reader wraps a "thread." event's data before it builds it.
+                        event = typed(data) if name is None or not name.startswith("thread.") else None
+                        if event is not None:
+                            events.append(event)
+                            held += size
+                            continue
+                    # Handed over alone, after the events typed before it.
+                    if events:
+                        yield self._typed(events)
+                        events, held = [], 0
+                    if size > LARGE:
+                        # json.loads would parse it in one step the loop could not break into, and the
+                        # SDK would build its model in another: parsed in steps, and handed over as the
+                        # mapping it is.
+                        self.heavy, self.built = True, True
+                        yield parsed_event(sse, await _parsed_in_steps(data, self._cap))
+                        continue
+                    self.heavy, self.built = heavy, False
                     yield sse
-                    continue
-            self.heavy = False
-            name = sse.event
-            # The SDK's stream reader wraps a "thread." event's data before it builds it: left to it.
-            event = typed(data) if name is None or not name.startswith("thread.") else None
-            if event is None:
-                self.built = False
-                yield sse
-            else:
-                self.built = True
-                yield parsed_event(sse, event)
+            except Exception:
+                # A line the SDK cannot frame (not UTF-8), or an event refused here: what came before it
+                # goes over first, as it would have one event at a time.
+                if events:
+                    yield self._typed(events)
+                raise
+            if events:
+                yield self._typed(events)
 
 
 def _too_many(limit: int, partial: ChatResponse | None) -> UnreadableResponseError:
@@ -849,33 +903,38 @@ class _ResponsesAdapter(abc.ABC):
         count = 0
         mark = time.monotonic()
         try:
-            async for event in stream:
-                if type(event) is dict:
-                    # A heavy event, as the mapping it is: folded in steps, the loop running between.
-                    output = items_of(field(field(event, "response"), "output"))
-                    if len(output) > limit:
-                        raise _too_many(limit, exchange.partial())
-                    for _ in folder.feed_in_steps(event):
-                        await asyncio.sleep(0)
-                    mark = time.monotonic()
-                else:
-                    feed(event)
+            async for handed in stream:
+                # The events one read completed, typed together; or one event, built by the SDK.
+                for event in handed if type(handed) is TypedEvents else (handed,):
+                    if type(event) is dict:
+                        # A heavy event, as the mapping it is: folded in steps, the loop running between.
+                        output = items_of(field(field(event, "response"), "output"))
+                        if len(output) > limit:
+                            raise _too_many(limit, exchange.partial())
+                        for _ in folder.feed_in_steps(event):
+                            await asyncio.sleep(0)
+                        mark = time.monotonic()
+                    else:
+                        feed(event)
+                    if folder.ended:
+                        break
+                    count += 1
+                    if count % _EVENTS_PER_LOOK == 0:
+                        if folder.item_count > limit:
+                            raise _too_many(limit, exchange.partial())
+                        if time.monotonic() - mark > _SLICE:
+                            # A body already in memory never suspends the reader: the loop's other work
+                            # runs now.
+                            await asyncio.sleep(0)
+                            mark = time.monotonic()
                 if folder.ended:
-                    # The answer is whole: what follows (a stream left open, a bad line) is not parsed;
+                    # The answer is whole: what follows (a stream left open, a bad line) is not folded;
                     # a body that has already ended is read to its end, so its connection is kept.
                     body = http.stream
                     if isinstance(body, _Rest):
                         left = exchange.seconds_left()
                         await body.drain(_DRAIN_SECONDS if left is None else min(_DRAIN_SECONDS, left / 2))
                     break
-                count += 1
-                if count % _EVENTS_PER_LOOK == 0:
-                    if folder.item_count > limit:
-                        raise _too_many(limit, exchange.partial())
-                    if time.monotonic() - mark > _SLICE:
-                        # A body already in memory never suspends the reader: the loop's other work runs now.
-                        await asyncio.sleep(0)
-                        mark = time.monotonic()
         finally:
             await stream.close()
             await close_reader(stream)

@@ -24,6 +24,8 @@ parsed_event             data through its ``json()``
 event_stream             ``AsyncStream`` asks its client for ``_make_sse_decoder()`` once and calls
                          ``_process_response_data(data=, cast_to=, response=)`` per event
 close_reader             ``AsyncStream._iterator``: the generator that reads the stream
+framer                   ``SSEDecoder.aiter_bytes`` frames each chunk as ``_decode_lines(
+                         _SSELineDecoder.feed(chunk))``, then ``_decode_lines(finish())``
 discriminator_of         ``ResponseStreamEvent`` is ``Annotated[Union[...], PropertyInfo(
                          discriminator="type")]``, the mark's field read by its attribute
 json_default             the SDK's request encoder (``openai._utils._json``): a datetime as ISO
@@ -34,12 +36,13 @@ json_default             the SDK's request encoder (``openai._utils._json``): a 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Protocol, cast
 
 import httpx
 import openai
+from openai import _streaming
 from openai._streaming import ServerSentEvent
 
 __all__ = [
@@ -50,11 +53,13 @@ __all__ = [
     "RAW_RESPONSE_HEADER",
     "RETRY_COUNT_HEADER",
     "Decoder",
+    "Framer",
     "ServerSentEvent",
     "bearer_auth_options",
     "close_reader",
     "discriminator_of",
     "event_stream",
+    "framer",
     "http_client_of",
     "json_default",
     "parsed_event",
@@ -110,6 +115,34 @@ class Decoder(Protocol):
 def sse_decoder(client: openai.AsyncOpenAI) -> Any:
     """The SSE decoder ``client``'s streams read with (it has ``aiter_bytes(chunks)``)."""
     return client._make_sse_decoder()
+
+
+class Framer:
+    """The SDK's SSE decoder driven one chunk at a time, as its ``aiter_bytes`` drives it: the events
+    each chunk completes come out together, without a step of an async generator per event."""
+
+    def __init__(self, decoder: Any, lines: Any) -> None:
+        self._decoder = decoder
+        self._lines = lines
+
+    def feed(self, chunk: bytes) -> Iterator[ServerSentEvent]:
+        """The events ``chunk`` completes (an event split across chunks comes out with the last)."""
+        frames: Iterator[ServerSentEvent] = self._decoder._decode_lines(self._lines.feed(chunk))
+        return frames
+
+    def finish(self) -> Iterator[ServerSentEvent]:
+        """The event the body's last line ends, when no line break follows it."""
+        frames: Iterator[ServerSentEvent] = self._decoder._decode_lines(self._lines.finish())
+        return frames
+
+
+def framer(decoder: Any) -> Framer | None:
+    """A :class:`Framer` over the SDK's SSE ``decoder`` (one a stream asks its client for); None when
+    the decoder or the SDK no longer frames that way (events then come one by one from ``aiter_bytes``)."""
+    lines = getattr(_streaming, "_SSELineDecoder", None)
+    if lines is None or not callable(getattr(decoder, "_decode_lines", None)):
+        return None
+    return Framer(decoder, lines())
 
 
 class _StreamHooks:

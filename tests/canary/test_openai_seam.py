@@ -7,6 +7,7 @@ import importlib
 import json
 import logging
 import typing
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -183,3 +184,29 @@ def test_values_json_has_no_form_for_are_written_as_the_sdks_encoder_writes_them
         value, default=sdk_seam.json_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False
     ).encode()
     assert ours == encoder.openapi_dumps(value), "openai._utils._json writes these values otherwise now"
+
+
+def _frames(events: list[Any]) -> list[tuple[object, ...]]:
+    return [(sse.event, sse.data, sse.id, sse.retry) for sse in events]
+
+
+async def test_the_decoder_frames_chunk_by_chunk_as_its_aiter_bytes_does() -> None:
+    body = (
+        b'event: response.output_text.delta\r\ndata: {"a": 1}\r\n\r\n: a comment\n'
+        b"id: 7\rretry: 30\rdata: one\rdata: two\r\r"
+        b'data: {"b": 2}\n\ndata: [DONE]\n\ndata: left without a line break'
+    )
+    for size in (1, 2, 3, 7, len(body)):
+        chunks = [body[start : start + size] for start in range(0, len(body), size)]
+
+        async def read(chunks: list[bytes] = chunks) -> AsyncIterator[bytes]:
+            for chunk in chunks:
+                yield chunk
+
+        client = client_for(Recorder([answer("{}")]))
+        shipped = [sse async for sse in sdk_seam.sse_decoder(client).aiter_bytes(read())]
+        framing = sdk_seam.framer(sdk_seam.sse_decoder(client))
+        assert framing is not None, "openai._streaming: SSEDecoder._decode_lines or _SSELineDecoder is gone"
+        framed = [sse for chunk in chunks for sse in framing.feed(chunk)] + list(framing.finish())
+        assert _frames(framed) == _frames(shipped), "the SDK's decoder no longer frames a chunk this way"
+        assert len(shipped) == 4

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from openai.types.responses import ResponseStreamEvent
 
 from adapters.offline.render import stream_events
-from adapters.responses.chat_adapters import _Decoding
+from adapters.responses.chat_adapters import TypedEvents, _Decoding
 from adapters.responses.event_types import STREAM_EVENT, tagged, typed
 from adapters.responses.sdk_seam import event_stream
 from tests.conformance.hostile import Fragments, base_documents, render_stream, spoiled, wrong_values
@@ -50,7 +50,8 @@ def _typed(body: bytes, event_type: Any, *, as_the_adapter: bool = False) -> tup
         events: list[Any] = []
         try:
             async for event in stream:
-                events.append(event)
+                # The adapter's decoder hands the events it typed over a read at a time, as a list.
+                events.extend(event if as_the_adapter and type(event) is TypedEvents else [event])
         except Exception as error:  # what ended the reading is compared, whatever it is
             return events, f"{type(error).__name__}: {error}"
         return events, None
