@@ -194,3 +194,39 @@ def test_the_first_results_are_handled_while_slow_submissions_of_a_page_go_on(
     assert {outcome.status for outcome in outcomes.values()} == {"done"}
     [first] = submitted_at_first_end
     assert first < page, "the first results waited for the whole page to be submitted"
+
+
+def test_polls_that_hear_of_nothing_space_out_to_a_second_and_an_end_brings_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+    calls = 0
+    held: dict[str, Outcome] = {}
+
+    class _Quiet(Engine):
+        """Hears of nothing for five polls, then of one end, then of nothing once, then of the rest."""
+
+        async def take_finished(self) -> dict[str, Outcome]:
+            nonlocal calls
+            calls += 1
+            held.update(await super().take_finished())
+            if calls <= 5 or calls == 7 or not held:
+                return {}
+            if calls == 6:
+                first = min(held)
+                return {first: held.pop(first)}
+            released = dict(held)
+            held.clear()
+            return released
+
+        async def wait(self, seconds: float) -> None:
+            waits.append(seconds)
+            await asyncio.sleep(0)
+
+    @contextlib.asynccontextmanager
+    async def quiet(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
+        yield _Quiet(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
+
+    _, outcomes = _operations(8, tmp_path / "quiet", monkeypatch, engine=quiet)
+    assert len(outcomes) == 8
+    assert waits[:6] == [0.25, 0.5, 1.0, 1.0, 1.0, 0.25], waits
