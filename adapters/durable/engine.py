@@ -63,8 +63,11 @@ REQUESTS_QUEUE: Final = "meeting-agents-requests"
 SUMMARIZE_WORKFLOW: Final = "meeting_agents.summarize"
 REQUEST_WORKFLOW: Final = "meeting_agents.model_request"
 # How often each process looks for queued work (a query each time): a transcript or a rate-limited
-# request waits about half of it for its slot.
+# request waits about half of it for its slot. A transcript takes a second or more of requests, so its
+# queue is looked at less often: on Postgres each look costs CPU, which a process pays for as long as a
+# backlog waits.
 _POLLING_SECONDS: Final = 0.05
+_TRANSCRIPTS_POLLING_SECONDS: Final = 0.1
 _IDLE_POLLING_SECONDS: Final = 1.0
 _ENDED_IN_ERROR: Final = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 # How long a transaction waits for this process's one SQLite connection, or for another process's lock.
@@ -519,7 +522,9 @@ class Engine:
             _queues[TRANSCRIPTS_QUEUE] = await DBOS.register_queue_async(
                 TRANSCRIPTS_QUEUE,
                 worker_concurrency=settings.concurrency,
-                polling_interval_sec=_POLLING_SECONDS if settings.queued else _IDLE_POLLING_SECONDS,
+                polling_interval_sec=_TRANSCRIPTS_POLLING_SECONDS
+                if settings.queued
+                else _IDLE_POLLING_SECONDS,
                 on_conflict="always_update",
             )
             if limit is not None:
