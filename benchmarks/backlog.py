@@ -102,7 +102,7 @@ def _sources(count: int) -> list[Source]:
 def _batch_on(latency: float, page: int) -> Any:
     """The batch command's loop on a model of ``latency`` s a request, submitting ``page`` at a time."""
     saved: dict[str, Any] = {"page": batch._PAGE, "engine": batch.durable_engine}
-    batch._PAGE = page  # type: ignore[misc]  # the old behaviour, side by side: every transcript at once
+    batch._PAGE = page  # type: ignore[misc]  # side by side: no page, every transcript let in
     batch.durable_engine = _queued(latency)  # type: ignore[assignment]  # the slow model, no gateway
     _Counted.most_polled = 0
     dbos_logger = logging.getLogger("dbos")
@@ -166,9 +166,10 @@ async def _idle_cpu(folder: Path, count: int, database: str | None = None) -> fl
 
 async def backlog_first_result(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
     """``sizes.backlog`` tiny transcripts queued on SQLite (as on Postgres), two requests of
-    ``REQUEST_SECONDS`` each: seconds to the first result handled, in pages (the batch) and all at once
-    (side by side); the most transcripts one poll of what ended asked about, at the whole backlog and
-    at a tenth of it; the process's CPU while they wait and the slots' requests hang."""
+    ``REQUEST_SECONDS`` each: seconds to the first result handled, in pages (the batch) and with no
+    page, every transcript let in (side by side); the most transcripts one poll of what ended asked
+    about, at the whole backlog and at a tenth of it; the process's CPU while they wait and the
+    slots' requests hang; the same first result and CPU on a local Postgres."""
     count = sizes.backlog
     with tempfile.TemporaryDirectory(prefix="bench-backlog-") as folder:
         for variant in ("paged", "whole", "tenth", "idle"):
@@ -193,12 +194,12 @@ async def backlog_first_result(sizes: Sizes, timings: dict[str, Any]) -> list[Ch
     work = f"{count} transcripts, 2 requests of {REQUEST_SECONDS * 1000:.0f} ms each, {CONCURRENCY} at once"
     detail = (
         f"{work}, queued on SQLite: in pages of {batch._PAGE} {paged:.2f} s (a poll asked about at most "
-        f"{paged_polled}); all at once {whole:.2f} s (at most {whole_polled}); the process's start and "
-        "the reading of files not counted"
+        f"{paged_polled}); with no page {whole:.2f} s (a poll asked about {whole_polled} by then); "
+        "the process's start and the reading of files not counted"
     )
     polled = (
         f"{work}: one poll asks about at most {paged_polled} at {count} queued, {tenth_polled} at "
-        f"{count // 10} (all at once: {whole_polled})"
+        f"{count // 10} (with no page: {whole_polled} by the first result, and growing)"
     )
     cpu = (
         f"{count} transcripts waiting, {CONCURRENCY} running requests that hang: process CPU over "
