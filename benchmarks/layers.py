@@ -34,16 +34,16 @@ import openai
 
 from adapters.responses import ResponsesSseAdapter
 from adapters.responses.chat_adapters import TypedEvents, _Decoding, _head, _plain_headers, _Rest
-from adapters.responses.event_types import STREAM_EVENT
+from adapters.responses.event_types import STREAM_EVENT, typed
 from adapters.responses.folding import EventFolder
 from adapters.responses.http_front import observed
-from adapters.responses.sdk_seam import event_stream, sse_decoder
+from adapters.responses.sdk_seam import event_stream, framer, sse_decoder
 from benchmarks.bodies import TextKind, make_body, make_calls_body, tool_loop_round
-from benchmarks.harness import Sizes, WrongOutputError, interleaved, paired_ratios, serve, spread
-from benchmarks.workloads import PROMPT, Scenario
+from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, paired_ratios, serve, spread
+from benchmarks.workloads import PROMPT, Scenario, floor_read, whole
 from domain import ChatResponse
 
-__all__ = ["LAYERS", "layers_report"]
+__all__ = ["LAYERS", "layer_shares", "layers_report"]
 
 LAYERS: Final = (
     "sdk",
@@ -311,3 +311,79 @@ async def layers_report(workload: str, sizes: Sizes, kind: TextKind = "mixed") -
             f"   ({apart[without].median * 1e3:.1f} -> {apart[with_it].median * 1e3:.1f} ms)"
         )
     return "\n".join(lines)
+
+
+async def _shares_of(label: str, scenario: Scenario, runs: int) -> tuple[list[Check], dict[str, Any]]:
+    """Where ``get_response``'s time on ``scenario``'s answer goes, layer by layer over the same bytes
+    (each variant adds one layer to the one before; interleaved runs, medians of CPU time)."""
+    client, http_client = serve(scenario.body.sse, _SSE)
+
+    def through(*, typing: bool, folding: bool) -> Run:
+        async def once() -> int:
+            framing = framer(sse_decoder(client))
+            assert framing is not None  # the canary holds the SDK to it
+            folder = EventFolder() if folding else None
+            count = 0
+            async with http_client.stream("POST", "http://bench.invalid/v1/responses", content=b"{}") as http:
+                async for chunk in http.aiter_bytes():
+                    for sse in framing.feed(chunk):
+                        count += 1
+                        if typing:
+                            event = typed(sse.data)
+                            if folder is not None and event is not None:
+                                folder.feed(event)
+            if folder is not None and folder.result().text != scenario.body.text:
+                raise WrongOutputError("the folder alone folded the wrong text")
+            return count
+
+        return once
+
+    samples = await interleaved(
+        {
+            "floor": await floor_read(scenario, 1),
+            "framing": through(typing=False, folding=False),
+            "typing": through(typing=True, folding=False),
+            "folding": through(typing=True, folding=True),
+            "get_response": await whole(scenario, scenario.adapter(), 1),
+        },
+        runs=runs,
+    )
+    medians = {name: s.median for name, s in samples.items()}
+    whole_time = medians["get_response"]
+    layers = {
+        "reading the body through httpx and the SDK's SSE framing": medians["framing"],
+        "typing each event (pydantic, the SDK's classes)": medians["typing"] - medians["framing"],
+        "the event folder": medians["folding"] - medians["typing"],
+        "the rest: the request through the SDK, its stream reader, the adapter's per-read layers": (
+            whole_time - medians["folding"]
+        ),
+    }
+    detail = ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in layers.items())
+    checks = [
+        Check(
+            f"layers, {label}: {name} / get_response",
+            seconds / whole_time,
+            "share",
+            "report",
+            None,
+            f"of {whole_time * 1e3:.1f} ms CPU (the floor {medians['floor'] * 1e3:.1f} ms); {detail}",
+        )
+        for name, seconds in layers.items()
+    ]
+    return checks, {name: s.as_json() for name, s in samples.items()}
+
+
+async def layer_shares(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """Each layer's share of ``get_response`` on the large text and the many calls (``make bench``)."""
+    checks: list[Check] = []
+    for label, key, scenario in (
+        ("large text", "layers_large", Scenario(PROMPT, None, make_body(sizes.fold))),
+        (
+            "many calls",
+            "layers_calls",
+            Scenario(PROMPT, None, make_calls_body(sizes.calls, sizes.call_chars)),
+        ),
+    ):
+        rows, timings[key] = await _shares_of(label, scenario, sizes.runs)
+        checks.extend(rows)
+    return checks

@@ -17,6 +17,7 @@ from benchmarks.cpu import cpu_bounds, large_lines, parse_off_the_loop
 from benchmarks.documents import resume_costs
 from benchmarks.durable import durable_overhead, worker_throughput
 from benchmarks.harness import Check, Sizes, WrongOutputError, interleaved, serve
+from benchmarks.layers import layer_shares
 from benchmarks.memory import body_memory
 from benchmarks.startup import startup
 from benchmarks.streaming import first_update
@@ -142,6 +143,7 @@ async def run_suite(sizes: Sizes) -> tuple[list[Check], dict[str, Any]]:
     started = time.perf_counter()
     for benchmark in (
         workloads,
+        layer_shares,
         scaling,
         first_update,
         tool_call_overhead,

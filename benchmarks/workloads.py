@@ -567,6 +567,39 @@ async def memory_ratios(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
                 spread(per_run) if len(per_run) > 1 else "",
             )
         )
+    checks.extend(await _word_delta_memory(sizes, timings))
+    return checks
+
+
+async def _word_delta_memory(sizes: Sizes, timings: dict[str, Any]) -> list[Check]:
+    """tracemalloc peaks on the large answer itself (``sizes.fold`` word deltas of mixed text): many
+    small events, where the texts above are few long ones."""
+    scenario = Scenario(PROMPT, None, make_body(sizes.fold))
+    peaks = await _peaks(
+        {
+            "raw": await raw_iteration(scenario, 1),
+            "get_response": await whole(scenario, scenario.adapter(), 1),
+            "streaming": await streamed(scenario, scenario.adapter(), 1),
+        },
+        sizes.memory_runs,
+    )
+    timings["memory_word_deltas"] = peaks | {"deltas": scenario.body.deltas}
+    raw = statistics.median(peaks["raw"])
+    checks = []
+    for variant in ("get_response", "streaming"):
+        ours = statistics.median(peaks[variant])
+        per_run = [a / b for a, b in zip(peaks[variant], peaks["raw"], strict=True)]
+        checks.append(
+            Check(
+                f"memory, {scenario.body.deltas} word deltas: peak of {variant} / raw SDK iteration",
+                ours / raw,
+                "ratio",
+                "<= 1.1",
+                ours / raw <= 1.10,
+                f"{ours / 2**20:.2f} vs {raw / 2**20:.2f} MiB",
+                spread(per_run) if len(per_run) > 1 else "",
+            )
+        )
     return checks
 
 

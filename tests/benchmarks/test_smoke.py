@@ -158,6 +158,11 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
             for variant in ("get_response", "get_streaming_response", "raw SDK iteration")
         ),
         "10 deltas: get_response / raw SDK iteration",
+        "memory, 20 word deltas: peak of get_response",
+        *(
+            f"layers, {workload}: the event folder / get_response"
+            for workload in ("large text", "many calls")
+        ),
     ):
         assert sum(name.startswith(expected) or expected in name for name in names) >= 1, expected
     workloads = [check for check in checks if check["name"].startswith(WORKLOADS)]
