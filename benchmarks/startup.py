@@ -8,7 +8,8 @@ the process's CPU seconds (at the first request read from ``/proc``: Linux), whi
 busy machine does not inflate. Beside them, as floors no command line can go under, the same times of
 ``python -c "import openai"`` (the SDK's own import, which the first request cannot do without) and of
 importing the libraries the first request goes through (:data:`LIBRARIES`), each up to the end of its
-imports. The commands run in turn
+imports; and the first request once more in a process that finds none of :data:`GATEWAY_EXTRA`, the test
+tier's packages that those libraries import when installed. The commands run in turn
 (A B C D E A B C D E ...) after a warm-up round, so drift on the machine hits them all alike; each figure is
 a median.
 """
@@ -41,6 +42,18 @@ TARGET_SECONDS: Final = 0.6
 LIBRARIES: Final = ("openai", "httpx", "dependency_injector.containers")
 """What the first request goes through that is not ours: the SDK, the HTTP client, the container's library."""
 
+GATEWAY_EXTRA: Final = ("fastapi", "starlette", "pydantic_settings", "aiohttp", "rich")
+"""What the gateway extra (``litellm[proxy]``, the gateway test tier's) installs that the libraries of a run
+import whenever they find it: dependency-injector's FastAPI, Starlette and pydantic-settings integrations, the
+SDK's aiohttp transport, httpx's own command line. A plain install (the cli and offline extras) has none."""
+# Run as the command in a process that finds none of GATEWAY_EXTRA, as when it is not installed.
+_PLAIN: Final = (
+    "import sys\n"
+    "sys.modules.update(dict.fromkeys({hidden!r}))\n"
+    "from adapters.cli import main\n"
+    "sys.exit(main())\n"
+)
+
 # A meeting of a few lines: what is timed is the way to the first request, not the model's work.
 TRANSCRIPT: Final = """\
 Ana: Let's keep the stand-up short. Ben, the changelog?
@@ -61,10 +74,21 @@ def _command_line() -> Path:
     return Path(sys.executable).with_name("meeting-agents")
 
 
-def _environment(base_url: str) -> dict[str, str]:
-    """This process's environment without any ``AGENT_*``/``OTEL_*`` variable, pointed at ``base_url``."""
-    environ = {key: value for key, value in os.environ.items() if not key.startswith(("AGENT_", "OTEL_"))}
-    return environ | {"AGENT_BASE_URL": base_url, "AGENT_API_KEY": "sk-benchmark", "AGENT_MODEL": "offline"}
+def _environment(base_url: str, bytecode: Path) -> dict[str, str]:
+    """This process's environment without any ``AGENT_*``/``OTEL_*`` variable, pointed at ``base_url``, and
+    with compiled modules kept under ``bytecode``: a user's second run reads its modules compiled, whatever
+    ``PYTHONDONTWRITEBYTECODE`` says here, and the warm-up round writes them there, not into the tree."""
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AGENT_", "OTEL_")) and key != "PYTHONDONTWRITEBYTECODE"
+    }
+    return environ | {
+        "AGENT_BASE_URL": base_url,
+        "AGENT_API_KEY": "sk-benchmark",
+        "AGENT_MODEL": "offline",
+        "PYTHONPYCACHEPREFIX": str(bytecode),
+    }
 
 
 @attrs.frozen
@@ -157,10 +181,15 @@ def measure(runs: int) -> dict[str, list[Timed]]:
     with tempfile.TemporaryDirectory() as folder, OfflineResponsesServer() as server:
         transcript = Path(folder) / "standup.txt"
         transcript.write_text(TRANSCRIPT, encoding="utf-8")
-        environ = _environment(server.base_url)
+        environ = _environment(server.base_url, Path(folder) / "bytecode")
         variants: dict[str, Callable[[], Timed]] = {
             "first_request": lambda: _until_first_request(
                 [command, "summarize", str(transcript)], environ, server
+            ),
+            "first_request_plain": lambda: _until_first_request(
+                [sys.executable, "-c", _PLAIN.format(hidden=GATEWAY_EXTRA), "summarize", str(transcript)],
+                environ,
+                server,
             ),
             "version": lambda: _until_exit([command, "--version"], environ),
             "help": lambda: _until_exit([command, "--help"], environ),
@@ -218,6 +247,14 @@ def checks_of(timed: Mapping[str, Sequence[Timed]]) -> list[Check]:
             f"<= {TARGET_SECONDS:g}",
             over <= 0,
             f", from its spawn to the stand-in's first POST /v1/responses; {verdict}; {floors}",
+        ),
+        row(
+            "first_request_plain",
+            "meeting-agents summarize: start to first request, without the gateway extra",
+            "report",
+            None,
+            f", the same with none of {', '.join(GATEWAY_EXTRA)} to import, as in a plain install: "
+            f"{wall['first_request'] - wall['first_request_plain']:.3f} s of the row above is their import",
         ),
         row("version", "meeting-agents --version", "report", None, ", from spawn to exit"),
         row("help", "meeting-agents --help", "report", None, ", from spawn to exit"),
