@@ -86,7 +86,7 @@ def test_a_subcommand_s_help_imports_no_runtime(command: str) -> None:
     assert _of(modules, RUNTIME) == []
 
 
-def test_a_summary_from_a_gateway_imports_neither_the_stand_in_s_server_nor_the_durable_engine() -> None:
+def test_a_summary_from_a_gateway_imports_no_stand_in_server_no_dbos_and_no_tracing_sdk() -> None:
     with OfflineResponsesServer() as server:
         environ = {"AGENT_BASE_URL": server.base_url, "AGENT_API_KEY": "sk-imports", "AGENT_MODEL": "offline"}
         code, modules, stderr = _imported(["summarize", str(TRANSCRIPT)], environ)
@@ -94,5 +94,12 @@ def test_a_summary_from_a_gateway_imports_neither_the_stand_in_s_server_nor_the_
 
     assert (code, asked > 0) == (0, True), stderr
     assert {"openai", "adapters.container"} <= modules
-    unneeded = ("adapters.offline.server", "uvicorn", "dbos", "sqlalchemy", "adapters.durable")
+    unneeded = (
+        "adapters.offline.server",
+        "uvicorn",
+        "dbos",
+        "sqlalchemy",
+        "adapters.durable",
+        "opentelemetry.sdk",
+    )
     assert _of(modules, unneeded) == []
