@@ -222,11 +222,13 @@ def _path_in(draw: st.DrawFn, value: Any, *, root: bool) -> JsonPath:
     return draw(st.sampled_from(by_depth[depth]))
 
 
-@st.composite
-def spoiled(
+def spoil(
     draw: st.DrawFn, value: Any, fragments: Fragments, notes: list[str], *, max_changes: int = 3
 ) -> Any:
-    """``value`` with up to ``max_changes`` changes at any depth.
+    """``value`` with up to ``max_changes`` changes at any depth, drawn with ``draw``.
+
+    A function of a composite's ``draw`` rather than a strategy of its own: a strategy built with the value
+    as its argument would carry the whole value in its repr, which Hypothesis refuses to build when large.
 
     A change replaces a value by one of the wrong type (or by raw bytes json cannot write), removes
     it, duplicates it, adds an unknown key beside it, or moves a list element elsewhere.
@@ -412,7 +414,7 @@ def hostile_streams(draw: st.DrawFn) -> HostileBody:
         f"{'' if terminal else ', no terminal event'}{'' if terminal_output else ', terminal output empty'}"
     ]
     fragments = Fragments()
-    events = draw(spoiled(events, fragments, notes, max_changes=4))
+    events = spoil(draw, events, fragments, notes, max_changes=4)
     if not isinstance(events, list):
         events = [events]
     if terminal and draw(st.integers(min_value=0, max_value=3)) == 3:
@@ -451,7 +453,7 @@ def hostile_json_bodies(draw: st.DrawFn) -> HostileBody:
         document = {"error": {"message": "Bad gateway", "type": "server_error", "param": None, "code": "502"}}
         notes[0] = "JSON error document"
     fragments = Fragments()
-    document = draw(spoiled(document, fragments, notes, max_changes=4))
+    document = spoil(draw, document, fragments, notes, max_changes=4)
     content = render_json(document, fragments, ascii_only=draw(st.booleans()))
     return draw(_on_the_wire(content, JSON, notes))
 
