@@ -62,6 +62,12 @@ def write_transcripts(folder: Path, transcripts: Mapping[str, str] = TRANSCRIPTS
     return folder
 
 
+def write_numbered_meetings(folder: Path, count: int) -> tuple[dict[str, str], Path]:
+    """``count`` meetings of :func:`numbered_meetings` written to ``folder``: the meetings, and the folder."""
+    meetings = numbered_meetings(count)
+    return meetings, write_transcripts(folder, meetings)
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

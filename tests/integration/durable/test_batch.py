@@ -22,6 +22,7 @@ from tests.integration.durable.support import (
     sha256,
     start,
     stored_values,
+    write_numbered_meetings,
     write_transcripts,
 )
 from tests.support.upstreams import FakeServer, echo_route
@@ -105,8 +106,7 @@ def test_killed_during_requests_the_same_command_finishes_and_no_completed_reque
 
 
 def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path) -> None:
-    transcripts = numbered_meetings(8)
-    folder = write_transcripts(tmp_path / "in", transcripts)
+    transcripts, folder = write_numbered_meetings(tmp_path / "in", 8)
     out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="8")
@@ -128,8 +128,7 @@ def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path) 
 
 
 def test_a_batch_budget_starts_no_transcript_once_it_is_spent(tmp_path: Path) -> None:
-    meetings = numbered_meetings(5)
-    folder = write_transcripts(tmp_path / "in", meetings)
+    folder = write_transcripts(tmp_path / "in", numbered_meetings(5))
     out = tmp_path / "out"
     with CountingGateway() as gateway:
         # One at a time, two queued at a time: the first to finish spends the budget, the second still runs.

@@ -15,10 +15,10 @@ from tests.integration.durable.support import (
     finish,
     gateway_environment,
     index,
-    numbered_meetings,
     start,
     start_worker,
     until_selected,
+    write_numbered_meetings,
     write_transcripts,
 )
 
@@ -71,8 +71,7 @@ _SUMMARIES = """SELECT status, application_version FROM dbos.workflow_status
 def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_one_left(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = numbered_meetings(3)
-    folder = write_transcripts(tmp_path / "in", meetings)
+    meetings, folder = write_numbered_meetings(tmp_path / "in", 3)
     limits = {"AGENT_BATCH_CONCURRENCY": "1", "AGENT_BATCH_RECOVERY_SECONDS": "0.5"}
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, **limits)
@@ -112,8 +111,7 @@ def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_o
 def test_a_batch_on_postgres_killed_and_run_again_after_an_upgrade_finishes(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = numbered_meetings(3)
-    folder = write_transcripts(tmp_path / "in", meetings)
+    meetings, folder = write_numbered_meetings(tmp_path / "in", 3)
     out = tmp_path / "out"
     new, gateway = _killed_then_run_again_upgraded(
         "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch"

@@ -28,6 +28,7 @@ from tests.integration.durable.support import (
     start_worker,
     stored_outcomes,
     until_selected,
+    write_numbered_meetings,
     write_transcripts,
 )
 
@@ -72,8 +73,7 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> list[int]:
 def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = numbered_meetings(6)
-    folder = write_transcripts(tmp_path / "in", meetings)
+    meetings, folder = write_numbered_meetings(tmp_path / "in", 6)
     out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
@@ -154,8 +154,7 @@ def _outputs(out: Path) -> dict[str, dict[str, Any]]:
 def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts_finished_by_the_others(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = numbered_meetings(4)
-    folder = write_transcripts(tmp_path / "in", meetings)
+    meetings, folder = write_numbered_meetings(tmp_path / "in", 4)
     out = tmp_path / "out"
     limits = _TAKEOVER_LIMITS
     # The doomed worker has a gateway of its own, which answers its first request and kills it on the
@@ -241,8 +240,7 @@ _SUMMARIES: Final = """SELECT workflow_uuid, status, executor_id FROM dbos.workf
 def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_finished_by_a_worker(
     tmp_path: Path, database: str
 ) -> None:
-    meetings = numbered_meetings(3)
-    folder = write_transcripts(tmp_path / "in", meetings)
+    meetings, folder = write_numbered_meetings(tmp_path / "in", 3)
     limits = _TAKEOVER_LIMITS
     # The batch has a gateway of its own, which answers its first request and kills it on the second; the
     # worker's gateway holds its requests until then, so the batch surely holds a transcript.
