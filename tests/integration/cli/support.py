@@ -94,6 +94,20 @@ def run_process(*argv: str, environ: Mapping[str, str] | None = None, stdin: byt
     return Ran(done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8"))
 
 
+def run_probe(code: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code argv...`` in a new interpreter working at the checkout's root, its environment
+    without any AGENT_* variable: how a probe sees what a fresh process imports. Its output as text."""
+    return subprocess.run(  # noqa: S603  # our own interpreter and probe
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+        cwd=ROOT,
+        env=clean_environment(),
+        check=False,
+    )
+
+
 # What the live line writes: a carriage return and an erase to the end of the line.
 _ERASE_LINE: Final = re.compile("(\r\x1b\\[K|\n)")
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 
 import pytest
 
 from adapters.offline import OfflineResponsesServer
-from tests.integration.cli.support import PROCESS_TIMEOUT, ROOT, TRANSCRIPT
-from tests.support.processes import clean_environment
+from tests.integration.cli.support import TRANSCRIPT, run_probe
 
 # The run's machinery: the SDK and its HTTP clients, the container, telemetry, the durable engine and the
 # stand-in's server. Reading the command line needs none of it.
@@ -46,15 +43,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules), "stderr": err.ge
 
 def _imported(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tuple[int, set[str], str]:
     """``main(argv)`` in a new interpreter: its exit code, every module it imported, and its stderr."""
-    done = subprocess.run(  # noqa: S603  # our own interpreter and probe
-        [sys.executable, "-c", _PROBE, json.dumps(list(argv)), json.dumps(dict(environ or {}))],
-        capture_output=True,
-        text=True,
-        timeout=PROCESS_TIMEOUT,
-        cwd=ROOT,
-        env=clean_environment(),
-        check=False,
-    )
+    done = run_probe(_PROBE, json.dumps(list(argv)), json.dumps(dict(environ or {})))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
     return report["code"], set(report["modules"]), report["stderr"]

@@ -16,11 +16,11 @@ from tests.integration.cli.support import (
     OFFLINE_NOTE,
     PLANTED_KEY,
     PROCESS_TIMEOUT,
-    ROOT,
     SCRIPT,
     TRANSCRIPT,
     WORKFLOW,
     OnTerminal,
+    run_probe,
     run_process,
     screen_lines,
 )
@@ -177,13 +177,5 @@ progress.LiveRun.__init__ = noting
 code = main(["summarize", {str(TRANSCRIPT)!r}, "--format", "json"], environ={{}})
 print(code, imported)
 """
-    done = subprocess.run(  # noqa: S603  # our own interpreter and probe
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=PROCESS_TIMEOUT,
-        cwd=ROOT,
-        env=clean_environment(),
-        check=False,
-    )
+    done = run_probe(probe)
     assert done.stdout.strip().splitlines()[-1] == "0 [True]", done.stderr
