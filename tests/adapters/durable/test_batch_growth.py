@@ -82,7 +82,7 @@ def _settings() -> Settings:
 
 
 def _operations(
-    count: int, folder: Path, monkeypatch: pytest.MonkeyPatch, *, engine: Callable[..., Any] | None = None
+    count: int, folder: Path, monkeypatch: pytest.MonkeyPatch, *, engine: type[Engine] = Engine
 ) -> tuple[int, dict[str, Outcome]]:
     turns = itertools.cycle([1, 3, 2, 1, 5])
     monkeypatch.setattr(_WorkflowsAtOnce, "turns", lambda: next(turns), raising=False)
@@ -90,9 +90,9 @@ def _operations(
 
     @contextlib.asynccontextmanager
     async def started_here(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
-        yield Engine(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
+        yield engine(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
 
-    monkeypatch.setattr(batch, "durable_engine", engine or started_here)
+    monkeypatch.setattr(batch, "durable_engine", started_here)
     sources = []
     for number in range(count):
         text = f"Ana: item {number}.\n"
@@ -122,41 +122,52 @@ def test_each_finished_transcript_costs_the_loop_and_the_engine_the_same_however
     assert long / 400 < 60, f"{long / 400:.1f} operations a transcript"
 
 
+class _Submissions:
+    """What a batch submitted to the engine: in all, the most outstanding at once, and how many when the
+    first results were heard of."""
+
+    def __init__(self) -> None:
+        self.submitted = 0
+        self.outstanding = 0
+        self.most = 0
+        self.at_first_end: list[int] = []
+
+
+def _counting(submissions: _Submissions, *, delay: float = 0.0) -> type[Engine]:
+    """An engine that counts its submissions in ``submissions``; each takes ``delay`` seconds (a
+    server's commit) before it counts."""
+
+    class _Counting(Engine):
+        async def submit(self, sha256: str, *meeting: Any) -> None:
+            if delay:
+                await asyncio.sleep(delay)
+            submissions.outstanding += 1
+            submissions.submitted += 1
+            submissions.most = max(submissions.most, submissions.outstanding)
+            await super().submit(sha256, *meeting)
+
+        async def take_finished(self) -> dict[str, Outcome]:
+            ended = await super().take_finished()
+            if ended and not submissions.at_first_end:
+                submissions.at_first_end.append(submissions.submitted)
+            submissions.outstanding -= len(ended)
+            return ended
+
+    return _Counting
+
+
 def test_a_long_backlog_is_submitted_in_pages_while_the_first_results_are_handled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     page = 8
     monkeypatch.setattr(batch, "_PAGE", page)
-    outstanding = 0
-    most = 0
-    submitted_before_first_end: list[int] = []
-    submitted = 0
+    submissions = _Submissions()
 
-    class _Paged(Engine):
-        async def submit(self, sha256: str, *meeting: Any) -> None:
-            nonlocal outstanding, most, submitted
-            outstanding += 1
-            submitted += 1
-            most = max(most, outstanding)
-            await super().submit(sha256, *meeting)
-
-        async def take_finished(self) -> dict[str, Outcome]:
-            nonlocal outstanding
-            ended = await super().take_finished()
-            if ended and not submitted_before_first_end:
-                submitted_before_first_end.append(submitted)
-            outstanding -= len(ended)
-            return ended
-
-    @contextlib.asynccontextmanager
-    async def paged(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
-        yield _Paged(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
-
-    count, outcomes = _operations(100, tmp_path / "paged", monkeypatch, engine=paged)
+    count, outcomes = _operations(100, tmp_path / "paged", monkeypatch, engine=_counting(submissions))
     assert len(outcomes) == 100
     assert {outcome.status for outcome in outcomes.values()} == {"done"}
-    assert most <= page, "more transcripts were submitted at once than a page"
-    assert submitted_before_first_end == [page], "the first results waited for the whole backlog"
+    assert submissions.most <= page, "more transcripts were submitted at once than a page"
+    assert submissions.at_first_end == [page], "the first results waited for the whole backlog"
     assert count > 0
 
 
@@ -167,32 +178,12 @@ def test_the_first_results_are_handled_while_slow_submissions_of_a_page_go_on(
     # batch hears what ended after a poll's time of them (0.25 s), not after the whole page.
     page = 32
     monkeypatch.setattr(batch, "_PAGE", page)
-    submitted = 0
-    submitted_at_first_end: list[int] = []
+    submissions = _Submissions()
 
-    class _SlowSubmissions(Engine):
-        async def submit(self, sha256: str, *meeting: Any) -> None:
-            nonlocal submitted
-            await asyncio.sleep(0.05)
-            submitted += 1
-            await super().submit(sha256, *meeting)
-
-        async def take_finished(self) -> dict[str, Outcome]:
-            ended = await super().take_finished()
-            if ended and not submitted_at_first_end:
-                submitted_at_first_end.append(submitted)
-            return ended
-
-    @contextlib.asynccontextmanager
-    async def slow(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
-        yield _SlowSubmissions(
-            EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False)
-        )
-
-    _, outcomes = _operations(40, tmp_path / "slow", monkeypatch, engine=slow)
+    _, outcomes = _operations(40, tmp_path / "slow", monkeypatch, engine=_counting(submissions, delay=0.05))
     assert len(outcomes) == 40
     assert {outcome.status for outcome in outcomes.values()} == {"done"}
-    [first] = submitted_at_first_end
+    [first] = submissions.at_first_end
     assert first < page, "the first results waited for the whole page to be submitted"
 
 
@@ -223,10 +214,6 @@ def test_polls_that_hear_of_nothing_space_out_to_a_second_and_an_end_brings_them
             waits.append(seconds)
             await asyncio.sleep(0)
 
-    @contextlib.asynccontextmanager
-    async def quiet(settings: Settings, url: str, executor_id: str) -> AsyncIterator[Engine]:
-        yield _Quiet(EngineSettings(url, executor_id, settings.agent.batch_concurrency, shared_queue=False))
-
-    _, outcomes = _operations(8, tmp_path / "quiet", monkeypatch, engine=quiet)
+    _, outcomes = _operations(8, tmp_path / "quiet", monkeypatch, engine=_Quiet)
     assert len(outcomes) == 8
     assert waits[:6] == [0.25, 0.5, 1.0, 1.0, 1.0, 0.25], waits
