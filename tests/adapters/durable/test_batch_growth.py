@@ -156,16 +156,24 @@ def _counting(submissions: _Submissions, *, delay: float = 0.0) -> type[Engine]:
     return _Counting
 
 
+def _paged(
+    count: int, page: int, folder: Path, monkeypatch: pytest.MonkeyPatch, *, delay: float = 0.0
+) -> tuple[int, _Submissions]:
+    """``count`` transcripts run in pages of ``page`` on the counting engine, every one of them done: the
+    operations counted, and what was submitted."""
+    monkeypatch.setattr(batch, "_PAGE", page)
+    submissions = _Submissions()
+    operations, outcomes = _operations(count, folder, monkeypatch, engine=_counting(submissions, delay=delay))
+    assert len(outcomes) == count
+    assert {outcome.status for outcome in outcomes.values()} == {"done"}
+    return operations, submissions
+
+
 def test_a_long_backlog_is_submitted_in_pages_while_the_first_results_are_handled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     page = 8
-    monkeypatch.setattr(batch, "_PAGE", page)
-    submissions = _Submissions()
-
-    count, outcomes = _operations(100, tmp_path / "paged", monkeypatch, engine=_counting(submissions))
-    assert len(outcomes) == 100
-    assert {outcome.status for outcome in outcomes.values()} == {"done"}
+    count, submissions = _paged(100, page, tmp_path / "paged", monkeypatch)
     assert submissions.most <= page, "more transcripts were submitted at once than a page"
     assert submissions.at_first_end == [page], "the first results waited for the whole backlog"
     assert count > 0
@@ -177,12 +185,7 @@ def test_the_first_results_are_handled_while_slow_submissions_of_a_page_go_on(
     # Each submission takes a server's commit (here 50 ms): a page of 32 takes 1.6 s to go in, and the
     # batch hears what ended after a poll's time of them (0.25 s), not after the whole page.
     page = 32
-    monkeypatch.setattr(batch, "_PAGE", page)
-    submissions = _Submissions()
-
-    _, outcomes = _operations(40, tmp_path / "slow", monkeypatch, engine=_counting(submissions, delay=0.05))
-    assert len(outcomes) == 40
-    assert {outcome.status for outcome in outcomes.values()} == {"done"}
+    _, submissions = _paged(40, page, tmp_path / "slow", monkeypatch, delay=0.05)
     [first] = submissions.at_first_end
     assert first < page, "the first results waited for the whole page to be submitted"
 
