@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.offline.render import message_item
 from adapters.responses import ResponsesJsonAdapter, ResponsesSettings, ResponsesSseAdapter
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionResultContent
 from tests.conformance.test_corpus import ABSENT, CORPUS, ENTRIES
@@ -215,14 +216,7 @@ async def test_text_a_host_wrote_goes_out_as_a_plain_message() -> None:
 
 
 async def test_a_streamed_answer_goes_back_like_the_same_answer_read_whole() -> None:
-    message = {
-        "type": "message",
-        "id": "msg_1",
-        "role": "assistant",
-        "status": "completed",
-        "phase": "commentary",
-        "content": [{"type": "output_text", "text": "Checking.", "annotations": [], "logprobs": []}],
-    }
+    message = {**message_item("msg_1", "Checking."), "phase": "commentary"}
     document = response_document([message])
     sse, _ = adapters_for(Recorder([served(document, streaming=True, chunk=2)]))
     updates = [update async for update in sse.get_streaming_response(QUESTION)]
