@@ -100,8 +100,9 @@ def fold(monkeypatch: pytest.MonkeyPatch) -> Fold:
 
 
 @pytest.fixture
-def scopes(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.Timeout]:
-    """The deadline scopes of the requests made with ``DEADLINE``, as the adapters open them."""
+def pass_the_deadline(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Makes the deadline of the latest request made with ``DEADLINE`` pass now: its scope, as the adapter
+    opened it, is rescheduled to the loop's present time."""
     found: list[asyncio.Timeout] = []
     real = asyncio.timeout
 
@@ -111,8 +112,11 @@ def scopes(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.Timeout]:
             found.append(scope)
         return scope
 
+    def passes() -> None:
+        found[-1].reschedule(asyncio.get_running_loop().time())
+
     monkeypatch.setattr(asyncio, "timeout", timeout)
-    return found
+    return passes
 
 
 WARM_DOCUMENT: Final = response_document([message_item("msg_0", "warm")])
@@ -211,7 +215,7 @@ async def test_ten_thousand_untyped_items_are_folded_with_the_loop_running_every
 @ADAPTERS
 @pytest.mark.parametrize("shape", ["stream", "json"])
 async def test_a_deadline_that_passes_in_the_middle_of_a_fold_ends_the_request_there_with_what_arrived(
-    adapter_type: AdapterType, shape: str, fold: Fold, scopes: list[asyncio.Timeout]
+    adapter_type: AdapterType, shape: str, fold: Fold, pass_the_deadline: Callable[[], None]
 ) -> None:
     """The deadline fires only when the loop gets control: it must get it within a few hundred items
     of the moment the deadline passes, so that the request ends there rather than after the fold."""
@@ -220,12 +224,7 @@ async def test_a_deadline_that_passes_in_the_middle_of_a_fold_ends_the_request_t
     ]
     body, content_type = _body(calls, shape)
     passes_at = ITEMS // 4
-
-    def deadline_passes() -> None:
-        scope = scopes[-1]
-        scope.reschedule(asyncio.get_running_loop().time())
-
-    fold.at(passes_at, deadline_passes)
+    fold.at(passes_at, pass_the_deadline)
 
     outcome = await _asked(_served(body, content_type), adapter_type, fold, deadline=DEADLINE)
 
@@ -372,15 +371,11 @@ async def test_a_line_of_megabytes_is_parsed_with_the_loop_running_every_few_pie
 @ADAPTERS
 @pytest.mark.parametrize("shape", ["stream", "json"])
 async def test_a_deadline_that_passes_in_the_middle_of_a_parse_ends_the_request_there(
-    adapter_type: AdapterType, shape: str, parses: Parses, scopes: list[asyncio.Timeout]
+    adapter_type: AdapterType, shape: str, parses: Parses, pass_the_deadline: Callable[[], None]
 ) -> None:
     body, content_type = _body(_long_bodies()["calls"], shape)
     passes_at = len(body) // 4
-
-    def deadline_passes() -> None:
-        scopes[-1].reschedule(asyncio.get_running_loop().time())
-
-    parses.at(passes_at, deadline_passes)
+    parses.at(passes_at, pass_the_deadline)
 
     outcome = await _asked(_served(body, content_type), adapter_type, parses, deadline=DEADLINE)
 

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Final
 
 from adapters.offline.render import event_frame, message_item, stream_events
-from domain import ChatMessage
+from domain import ChatMessage, ChatPort
 from tests.support.gateway import response_document
-from tests.support.local_server import ADAPTERS, AdapterType, Received, Sender, adapter_on, serve
+from tests.support.local_server import (
+    ADAPTERS,
+    AdapterType,
+    LocalServer,
+    Received,
+    Sender,
+    adapter_on,
+    serve,
+)
 
 # The peer holds the stream open this long at most: far longer than an answer may take to return.
 PEER_LIMIT: Final = 20.0
@@ -34,6 +44,15 @@ class HeldOpen:
             self.left.append(True)
 
 
+@asynccontextmanager
+async def _held_open(adapter_type: AdapterType) -> AsyncIterator[tuple[HeldOpen, LocalServer, ChatPort]]:
+    """An adapter of ``adapter_type`` on a server that holds every stream open after its whole answer, with
+    a deadline far past the peer's limit: the handler, the server and the adapter."""
+    held = HeldOpen()
+    async with serve(held) as server, adapter_on(server.base_url, adapter_type, deadline=60) as chat:
+        yield held, server, chat
+
+
 async def _then_garbage(_: Received, sender: Sender) -> None:
     await sender.start(200, {"content-type": "text/event-stream"})
     await sender.body(COMPLETE + b"data: {this is not json\n\n" + event_frame({"type": "error"}).encode())
@@ -44,8 +63,7 @@ async def _then_garbage(_: Received, sender: Sender) -> None:
 async def test_a_stream_left_open_after_response_completed_returns_its_answer_at_once(
     adapter_type: AdapterType,
 ) -> None:
-    held = HeldOpen()
-    async with serve(held) as server, adapter_on(server.base_url, adapter_type, deadline=60) as chat:
+    async with _held_open(adapter_type) as (held, _, chat):
         response = await chat.get_response([ChatMessage.user("hello")])
 
     assert (response.text, response.response_id, response.status) == (
@@ -74,8 +92,7 @@ async def test_a_bad_line_after_response_completed_does_not_cost_the_answer(
 async def test_the_streaming_caller_gets_its_answer_while_the_peer_still_holds_the_stream(
     adapter_type: AdapterType,
 ) -> None:
-    held = HeldOpen()
-    async with serve(held) as server, adapter_on(server.base_url, adapter_type, deadline=60) as chat:
+    async with _held_open(adapter_type) as (held, _, chat):
         updates = [update async for update in chat.get_streaming_response([ChatMessage.user("hello")])]
 
     assert "".join(update.text for update in updates) == "The whole answer."
@@ -107,8 +124,7 @@ async def test_a_stream_that_ended_at_response_completed_leaves_its_connection_t
 async def test_a_stream_held_open_after_response_completed_is_not_kept_for_the_next_request(
     adapter_type: AdapterType,
 ) -> None:
-    held = HeldOpen()
-    async with serve(held) as server, adapter_on(server.base_url, adapter_type, deadline=60) as chat:
+    async with _held_open(adapter_type) as (held, server, chat):
         first = await chat.get_response([ChatMessage.user("hello")])
         second = await chat.get_response([ChatMessage.user("again")])
 
