@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import adapters.durable.engine as engine_module
-from adapters.cli import batch
-from adapters.cli.batch import Budget, Source
-from adapters.cli.console import Console
+from adapters.cli.display.console import Console
+from adapters.cli.meetings import batch
+from adapters.cli.meetings.batch import Budget, Source
 from adapters.durable import Engine, EngineSettings, Outcome
 from adapters.offline import OfflineResponsesServer
 from adapters.offline.threaded import Receive, Scope, Send

@@ -111,12 +111,12 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
         ),
         (
             "adapters.durable.engine",
-            "from adapters.cli.report import summary_json",
+            "from adapters.cli.display.report import summary_json",
             "adapters.durable is not allowed to import adapters.cli",
         ),
         (
             "adapters.durable_composition",
-            "import adapters.cli.batch",
+            "import adapters.cli.meetings.batch",
             "adapters.durable_composition is not allowed to import adapters.cli",
         ),
         (

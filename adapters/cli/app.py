@@ -14,8 +14,18 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import attrs
 
-from adapters.cli.approval import TerminalApprover, fixed_approver, question
-from adapters.cli.console import Console
+from adapters.cli.display.console import Console
+from adapters.cli.display.failures import describe_failure, failure_details, logging_to, shown_url
+from adapters.cli.display.progress import LiveRun
+from adapters.cli.display.report import (
+    edit_details,
+    edit_json,
+    edit_text,
+    summary_details,
+    summary_json,
+    summary_text,
+    usage_line,
+)
 from adapters.cli.exit_codes import (
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
@@ -25,22 +35,12 @@ from adapters.cli.exit_codes import (
     EXIT_USAGE,
     EXIT_WAITING,
 )
-from adapters.cli.failures import describe_failure, failure_details, logging_to, shown_url
 from adapters.cli.files import AtomicOutput, InputError, long_transcripts, read_text
-from adapters.cli.instruction import why_not_carried_out
+from adapters.cli.meetings.transcripts import imported
 from adapters.cli.parser import PROG
-from adapters.cli.progress import LiveRun
-from adapters.cli.report import (
-    edit_details,
-    edit_json,
-    edit_text,
-    summary_details,
-    summary_json,
-    summary_text,
-    usage_line,
-)
 from adapters.cli.run_document import save_run
-from adapters.cli.transcripts import imported
+from adapters.cli.workflows.approval import TerminalApprover, fixed_approver, question
+from adapters.cli.workflows.instruction import why_not_carried_out
 from adapters.offline import OFFLINE_MODEL, UnknownScenarioError
 from adapters.offline.scenarios import parse_model
 from adapters.redaction import Redactor
@@ -629,7 +629,7 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
         if args.command in ("batch", "worker", "batch-status"):
             return _batch_commands(args, console, settings)
         if args.command == "eval":
-            from adapters.cli.evaluation import eval_command
+            from adapters.cli.meetings.evaluation import eval_command
 
             return eval_command(args, console, settings, _endpoint)
         work = _work(args, settings, console)
@@ -651,8 +651,8 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
 
 
 def _batch_commands(args: argparse.Namespace, console: Console, settings: Settings) -> int:
-    """``batch`` and ``worker`` (adapters/cli/batch.py): durable runs on DBOS, which only they import."""
-    from adapters.cli.batch import batch_command, status_command, worker_command
+    """``batch``, ``worker``, ``batch-status`` (meetings/batch.py): durable runs; only they import DBOS."""
+    from adapters.cli.meetings.batch import batch_command, status_command, worker_command
 
     if args.command == "batch":
         return batch_command(args, console, settings, _stdin(), _endpoint)

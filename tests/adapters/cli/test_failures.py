@@ -1,10 +1,10 @@
-"""Failure lines and details (adapters/cli/failures.py): what failed and where, never a credential."""
+"""Failure lines and details (adapters/cli/display/failures.py): what failed and where, never a credential."""
 
 from __future__ import annotations
 
 import pytest
 
-from adapters.cli.failures import describe_failure, failure_details, shown_url
+from adapters.cli.display.failures import describe_failure, failure_details, shown_url
 from adapters.settings import AgentSettings
 from application import ToolRun, ToolRunError
 from domain import (

@@ -1,4 +1,4 @@
-"""Was a workflow instruction carried out (adapters/cli/instruction.py), and why not."""
+"""Was a workflow instruction carried out (adapters/cli/workflows/instruction.py), and why not."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli.instruction import why_not_carried_out
-from adapters.cli.report import edit_text
+from adapters.cli.display.report import edit_text
+from adapters.cli.workflows.instruction import why_not_carried_out
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import WorkflowEdit, WorkflowEditorAgent, workflow_from_json
 

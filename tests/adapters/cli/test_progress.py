@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.cli.progress import Progress
+from adapters.cli.display.progress import Progress
 from application import ChunkFinished, ToolCallRecord
 from domain import FunctionCallContent, FunctionResultContent
 

@@ -1,8 +1,15 @@
-"""How a result reads (adapters/cli/report.py): guarded and refused calls, error codes, usage."""
+"""How a result reads (adapters/cli/display/report.py): guarded and refused calls, error codes, usage."""
 
 from __future__ import annotations
 
-from adapters.cli.report import error_code, line_label, summary_details, summary_text, usage_json, usage_line
+from adapters.cli.display.report import (
+    error_code,
+    line_label,
+    summary_details,
+    summary_text,
+    usage_json,
+    usage_line,
+)
 from adapters.scripted import ScriptedChat, ScriptedTurn
 from application import ActionItem, Decision, MeetingSummary, SummaryAgent, ToolCallRecord, ToolRun
 from domain import ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, Usage

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import pytest
 
 import adapters.durable.engine as engine_module
-from adapters.cli import batch
-from adapters.cli.batch import Budget, Source
-from adapters.cli.console import Console
+from adapters.cli.display.console import Console
+from adapters.cli.meetings import batch
+from adapters.cli.meetings.batch import Budget, Source
 from adapters.durable import Engine, EngineSettings, Outcome
 from adapters.settings import Settings, resolve_settings
 

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.cli.batch import collect_sources, meeting_basis
+from adapters.cli.meetings.batch import collect_sources, meeting_basis
 from adapters.settings import FallbackTarget, Secret, Settings, resolve_settings
 from application.meetings import summary
 
@@ -68,16 +68,16 @@ def test_a_new_prompt_version_instructions_or_tools_change_the_key(
     settings = resolve_settings(environ={})
     before = _key(tmp_path, settings)
     if part == "PROMPT_VERSION":
-        monkeypatch.setattr("adapters.cli.batch.PROMPT_VERSION", summary.PROMPT_VERSION + 1)
+        monkeypatch.setattr("adapters.cli.meetings.batch.PROMPT_VERSION", summary.PROMPT_VERSION + 1)
     elif part == "instructions":
         monkeypatch.setattr(
-            "adapters.cli.batch.summary_instructions",
+            "adapters.cli.meetings.batch.summary_instructions",
             lambda language: summary.summary_instructions(language) + "!",
         )
     else:
         specs = summary.summary_tool_specs()
         renamed = (attrs.evolve(specs[0], description=specs[0].description + " (v2)"), *specs[1:])
-        monkeypatch.setattr("adapters.cli.batch.summary_tool_specs", lambda: renamed)
+        monkeypatch.setattr("adapters.cli.meetings.batch.summary_tool_specs", lambda: renamed)
     assert _key(tmp_path, settings) != before
 
 

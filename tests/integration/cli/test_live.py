@@ -13,9 +13,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from adapters.cli import EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
-from adapters.cli.console import Console, printable
-from adapters.cli.failures import logging_to
-from adapters.cli.progress import LiveRun, Progress, TextStream
+from adapters.cli.display.console import Console, printable
+from adapters.cli.display.failures import logging_to
+from adapters.cli.display.progress import LiveRun, Progress, TextStream
 from adapters.offline import OfflineResponsesServer
 from adapters.redaction import Redactor
 from application import RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished, ToolCallRecord

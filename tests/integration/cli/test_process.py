@@ -166,7 +166,7 @@ def test_the_sdk_is_imported_before_the_run_s_clock_starts() -> None:
     # In a fresh process, as a user's first run: the live line's clock starts when LiveRun is built.
     probe = f"""
 import sys
-from adapters.cli import progress
+from adapters.cli.display import progress
 from adapters.cli import main
 imported = []
 built = progress.LiveRun.__init__

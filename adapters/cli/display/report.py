@@ -5,11 +5,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 
-from adapters.cli.approval import describe_request
 from adapters.rendering import edit_json, error_code, summary_json, usage_json
 from application import (
     UNGROUNDED,
     ActionItem,
+    ApprovalRequest,
     Decision,
     MeetingSummary,
     ToolCallRecord,
@@ -21,6 +21,7 @@ from application.scrubbing import shown_json
 from domain import Usage, Workflow
 
 __all__ = [
+    "describe_request",
     "edit_details",
     "edit_json",
     "edit_text",
@@ -243,6 +244,38 @@ def summary_details(summary: MeetingSummary, transcript: Sequence[str] | None = 
 
 def _step_lines(workflow: Workflow) -> list[str]:
     return [f"name: {workflow.name}"] + [f"{step.id}: {step.name} ({step.kind})" for step in workflow.steps]
+
+
+def _step(workflow: Workflow | None, step_id: object) -> str:
+    """``s3 "Deploy"`` for a step of ``workflow``; the id alone for a step it does not have."""
+    shown = str(step_id)
+    if workflow is not None:
+        for step in workflow.steps:
+            if step.id == shown:
+                return f'{shown} "{step.name}"'
+    return shown
+
+
+def describe_request(request: ApprovalRequest, workflow: Workflow | None) -> str:
+    """What a held workflow call would do, in words: ``Remove step s3 "Deploy"``.
+
+    Steps are named as ``workflow`` has them (the workflow as it was when the call was held).
+    """
+    arguments: Mapping[str, object] = request.arguments
+    step = _step(workflow, arguments.get("step_id"))
+    if request.name == "remove_step":
+        return f"Remove step {step}"
+    if request.name == "rename_step":
+        return f'Rename step {step} to "{arguments.get("name")}"'
+    if request.name == "move_step":
+        return f"Move step {step} to position {arguments.get('position')}"
+    if request.name == "add_step":
+        after = arguments.get("after")
+        where = "at the end" if after is None else f"after {_step(workflow, after)}"
+        return f'Add step "{arguments.get("name")}" ({arguments.get("kind")}) {where}'
+    if request.name == "list_steps":
+        return "List the steps"
+    return f"Call {request.name}"
 
 
 def edit_text(before: Workflow, edit: WorkflowEdit) -> str:

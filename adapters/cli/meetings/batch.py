@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 import attrs
 
-from adapters.cli.console import Console
+from adapters.cli.display.console import Console
 from adapters.cli.exit_codes import EXIT_INCOMPLETE, EXIT_MODEL_FAILED, EXIT_OK, EXIT_USAGE
 from adapters.cli.files import STDIN, AtomicOutput, InputError, long_transcripts, read_text
+from adapters.cli.meetings.transcripts import imported
 from adapters.cli.parser import PROG
-from adapters.cli.transcripts import imported
 from adapters.settings import ConfigurationError, Settings
 from application.meetings.summary import PROMPT_VERSION, summary_instructions, summary_tool_specs
 from application.meetings.transcripts import TranscriptFormat

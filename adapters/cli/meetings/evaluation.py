@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
-from adapters.cli.console import Console
+from adapters.cli.display.console import Console
 from adapters.evals import BUILTIN_NAME, DatasetError, builtin_dataset, read_dataset
 from adapters.settings import Settings
 from application.meetings.evaluation import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from adapters.cli.console import Console
+from adapters.cli.display.console import Console
 from adapters.cli.files import InputError
 from application import Transcript, TranscriptError
 

@@ -3,49 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import Final, TextIO
 
-from adapters.cli.console import Console
-from adapters.cli.progress import LiveRun
+from adapters.cli.display.console import Console
+from adapters.cli.display.progress import LiveRun
+from adapters.cli.display.report import describe_request
 from application import ApprovalDecision, ApprovalRequest, Approve, Approver, Deny
 from domain import Workflow
 
-__all__ = ["TerminalApprover", "describe_request", "fixed_approver", "question"]
+__all__ = ["TerminalApprover", "fixed_approver", "question"]
 
 _YES: Final = frozenset({"y", "yes"})
-
-
-def _step(workflow: Workflow | None, step_id: object) -> str:
-    """``s3 "Deploy"`` for a step of ``workflow``; the id alone for a step it does not have."""
-    shown = str(step_id)
-    if workflow is not None:
-        for step in workflow.steps:
-            if step.id == shown:
-                return f'{shown} "{step.name}"'
-    return shown
-
-
-def describe_request(request: ApprovalRequest, workflow: Workflow | None) -> str:
-    """What a held workflow call would do, in words: ``Remove step s3 "Deploy"``.
-
-    Steps are named as ``workflow`` has them (the workflow as it was when the call was held).
-    """
-    arguments: Mapping[str, object] = request.arguments
-    step = _step(workflow, arguments.get("step_id"))
-    if request.name == "remove_step":
-        return f"Remove step {step}"
-    if request.name == "rename_step":
-        return f'Rename step {step} to "{arguments.get("name")}"'
-    if request.name == "move_step":
-        return f"Move step {step} to position {arguments.get('position')}"
-    if request.name == "add_step":
-        after = arguments.get("after")
-        where = "at the end" if after is None else f"after {_step(workflow, after)}"
-        return f'Add step "{arguments.get("name")}" ({arguments.get("kind")}) {where}'
-    if request.name == "list_steps":
-        return "List the steps"
-    return f"Call {request.name}"
 
 
 def question(request: ApprovalRequest, workflow: Workflow | None) -> str:

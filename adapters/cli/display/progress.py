@@ -12,7 +12,7 @@ from typing import Final
 
 import attrs
 
-from adapters.cli.console import Console, printable, printable_settled
+from adapters.cli.display.console import Console, printable, printable_settled
 from adapters.cli.parser import PROG
 from application import ChunkFinished, RoundFinished, RoundStarted, RunEvent, TextDelta, ToolCallFinished
 

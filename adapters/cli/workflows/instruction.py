@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-from adapters.cli.report import error_code
+from adapters.cli.display.report import error_code
 from application import WorkflowEdit
 from domain import Workflow, WorkflowStep
 

@@ -1,0 +1,1 @@
+"""Summarizing meetings beyond one run: a transcript as recorded, batches of them, and evals."""
