@@ -31,15 +31,18 @@ class _Gateway:
         return echo_route(attrs.evolve(request, body={**request.body, "model": model}))
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_retry_runs_only_the_named_failed_meeting_again_and_keeps_the_others_as_recorded(
-    tmp_path: Path,
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
     folder = write_transcripts(tmp_path / "in", MEETINGS)
     out = tmp_path / "out"
+    # SQLite: the run database the batch keeps in its output folder; Postgres: a database of the test's own.
+    database = [] if backend == "sqlite" else ["--db", request.getfixturevalue("database")]
     gateway = _Gateway()
     with FakeServer(gateway.route) as server:
         environ = gateway_environment(server.base_url, "echo")
-        first = run_batch("batch", str(folder), "--out", str(out), environ=environ)
+        first = run_batch("batch", str(folder), "--out", str(out), *database, environ=environ)
         failed = {Path(line["source"]).name: line for line in index(out)}
         sent_first = len(server.requests)
         gateway.answering = True
@@ -53,6 +56,7 @@ def test_retry_runs_only_the_named_failed_meeting_again_and_keeps_the_others_as_
             failed["two.txt"]["key"][:12],
             "--format",
             "json",
+            *database,
             environ=environ,
         )
         sent_again = server.requests[sent_first:]
