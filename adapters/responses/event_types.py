@@ -127,7 +127,8 @@ def _validator(event_type: Any) -> pydantic_core.SchemaValidator:
     return pydantic_core.SchemaValidator(cast(Any, _by_tag(schema, definitions, name)))
 
 
-_BY_TAG: Final = _validator(STREAM_EVENT)
+# Built on the first event typed, not on import: a run sends its first request before any event comes.
+_by_tag_validator: pydantic_core.SchemaValidator | None = None
 _REFUSED: Final = (ValueError, RecursionError)
 
 
@@ -136,8 +137,11 @@ def typed(data: str) -> pydantic.BaseModel | None:
     whole; None when pydantic refuses it (not JSON it reads as ``json.loads`` does, not an object, no
     class fits), or when it carries an ``error`` beside its fields, on which the SDK's stream reader
     raises: the SDK's own way then reads it."""
+    global _by_tag_validator
+    if _by_tag_validator is None:
+        _by_tag_validator = _validator(STREAM_EVENT)
     try:
-        event = _BY_TAG.validate_json(data)
+        event = _by_tag_validator.validate_json(data)
     except _REFUSED:
         return None
     extra = event.__pydantic_extra__
