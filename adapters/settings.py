@@ -6,7 +6,6 @@ import difflib
 import json
 import math
 import os
-import tomllib
 import typing
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -15,7 +14,6 @@ from typing import Any, Final, Literal
 
 import attrs
 import cattrs
-import yaml
 
 from application.meetings.language import summary_language
 from application.runs.budget import RunBudget
@@ -604,14 +602,22 @@ def load_config_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigurationError(f"config file {str(path)!r}: cannot be read ({exc.strerror})") from None
+    # Each parser is imported only for a file that needs it: most runs read no config file.
+    parse: Callable[[str], object]
+    refused: type[Exception]
+    if path.suffix == ".toml":
+        import tomllib
+
+        parse, refused = tomllib.loads, tomllib.TOMLDecodeError
+    elif path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        parse, refused = yaml.safe_load, yaml.YAMLError
+    else:
+        raise ConfigurationError(f"config file {str(path)!r}: expected a .yaml, .yml or .toml file")
     try:
-        if path.suffix == ".toml":
-            data: object = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
-        else:
-            raise ConfigurationError(f"config file {str(path)!r}: expected a .yaml, .yml or .toml file")
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        data = parse(text)
+    except refused as exc:
         # The parser's own message may quote the offending line (an API key, say): say only where it is.
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else getattr(exc, "lineno", None)
