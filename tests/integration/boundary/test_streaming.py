@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 import pytest
@@ -117,28 +117,39 @@ async def test_cancelling_the_reader_closes_the_connection(adapter_type: Adapter
     assert paced.left.is_set()
 
 
+async def _failed_with_what_arrived(
+    chat: ChatPort, on_text: Callable[[], None] | None = None
+) -> tuple[ChatTransportError, str]:
+    """The streamed answer read until it fails (``on_text`` called at each update with text), the error
+    checked to carry what arrived: the text of the updates read before it, not nothing. The error and
+    that text."""
+    seen: list[ChatResponseUpdate] = []
+
+    async def read() -> None:
+        async for update in chat.get_streaming_response(MESSAGES):
+            seen.append(update)
+            if update.text and on_text is not None:
+                on_text()
+
+    with pytest.raises(ChatTransportError) as caught:
+        await read()
+    partial = caught.value.partial
+    assert partial is not None
+    assert partial.text == ChatResponse.from_updates(seen).text
+    assert partial.text
+    return caught.value, partial.text
+
+
 @ADAPTERS
 async def test_a_break_after_the_first_update_is_raised_with_what_arrived_and_not_retried(
     adapter_type: AdapterType,
 ) -> None:
     paced = Paced("reset")
-    seen: list[ChatResponseUpdate] = []
-
-    async def read(chat: ChatPort) -> None:
-        async for update in chat.get_streaming_response(MESSAGES):
-            seen.append(update)
-            if update.text:
-                paced.go.set()
-
     async with serve(paced) as server, adapter_on(server.base_url, adapter_type, max_retries=3) as chat:
-        with pytest.raises(ChatTransportError) as caught:
-            await read(chat)
+        _, arrived = await _failed_with_what_arrived(chat, on_text=paced.go.set)
 
     assert len(server.received) == 1
-    assert caught.value.partial is not None
-    assert caught.value.partial.text == ChatResponse.from_updates(seen).text
-    assert TEXT.startswith(caught.value.partial.text)
-    assert caught.value.partial.text
+    assert TEXT.startswith(arrived)
 
 
 @ADAPTERS
@@ -158,25 +169,15 @@ async def test_a_stream_that_stalls_after_its_first_update_ends_at_the_deadline_
     adapter_type: AdapterType,
 ) -> None:
     paced = Paced("hold")
-    seen: list[ChatResponseUpdate] = []
-
-    async def read(chat: ChatPort) -> None:
-        async for update in chat.get_streaming_response(MESSAGES):
-            seen.append(update)
-
     async with (
         serve(paced) as server,
         adapter_on(server.base_url, adapter_type, max_retries=3, deadline=1.0) as chat,
     ):
-        with pytest.raises(ChatTransportError) as caught:
-            await read(chat)
+        error, _ = await _failed_with_what_arrived(chat)
         # The request is given up at its deadline: the connection goes with it.
         await asyncio.wait_for(paced.left.wait(), BOUND)
 
-    assert "deadline" in str(caught.value)
-    assert caught.value.partial is not None
-    assert caught.value.partial.text == ChatResponse.from_updates(seen).text
-    assert caught.value.partial.text
+    assert "deadline" in str(error)
     assert len(server.received) == 1
 
 

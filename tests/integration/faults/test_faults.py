@@ -99,25 +99,38 @@ def assert_is_what_had_arrived(partial: ChatResponse | None) -> None:
     assert partial.text != ECHO
 
 
+async def _greeted(
+    server: OfflineResponsesServer,
+    model: str,
+    *,
+    streaming: bool,
+    max_retries: int = 0,
+    timeout_seconds: float = 10.0,
+) -> ChatResponse:
+    """The greeting asked once of a container on the stand-in serving ``model``; the container is closed
+    before this returns or raises."""
+    async with build_container(
+        server, model, streaming=streaming, max_retries=max_retries, timeout_seconds=timeout_seconds
+    ) as container:
+        return await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
+
+
 @ADAPTERS
 @pytest.mark.parametrize("fault", FAULTS, ids=[fault.scenario for fault in FAULTS])
 async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_connection(
     offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool, fault: Fault
 ) -> None:
-    container = build_container(
-        offline_server,
-        fault.model,
-        streaming=streaming,
-        max_retries=fault.max_retries,
-        timeout_seconds=fault.timeout_seconds,
-    )
     outcome: ChatResponse | ChatError
     try:
-        outcome = await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
+        outcome = await _greeted(
+            offline_server,
+            fault.model,
+            streaming=streaming,
+            max_retries=fault.max_retries,
+            timeout_seconds=fault.timeout_seconds,
+        )
     except ChatError as error:
         outcome = error
-    finally:
-        await container.aclose()
 
     assert await connections_drained(offline_server), (
         f"{offline_server.open_connections} connections left open"
@@ -144,10 +157,7 @@ async def test_each_fault_ends_typed_or_correct_with_clean_logs_and_no_open_conn
 async def test_429_with_retry_after_is_retried_and_the_retries_are_diagnosed(
     offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
 ) -> None:
-    async with build_container(
-        offline_server, "offline:http-429*2", streaming=streaming, max_retries=2
-    ) as container:
-        response = await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
+    response = await _greeted(offline_server, "offline:http-429*2", streaming=streaming, max_retries=2)
 
     assert response.text == ECHO
     assert [request.status for request in offline_server.requests] == [429, 429, 200]
@@ -171,11 +181,8 @@ async def test_429_with_retry_after_is_retried_and_the_retries_are_diagnosed(
 async def test_500_after_every_retry_is_a_diagnosed_transport_error(
     offline_server: OfflineResponsesServer, logs: pytest.LogCaptureFixture, streaming: bool
 ) -> None:
-    async with build_container(
-        offline_server, "offline:http-500", streaming=streaming, max_retries=2
-    ) as container:
-        with pytest.raises(ChatTransportError) as caught:
-            await bounded(container.chat().get_response((ChatMessage.user(GREETING),)))
+    with pytest.raises(ChatTransportError) as caught:
+        await _greeted(offline_server, "offline:http-500", streaming=streaming, max_retries=2)
 
     error = caught.value
     assert [request.status for request in offline_server.requests] == [500, 500, 500]
