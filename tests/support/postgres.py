@@ -23,7 +23,7 @@ from typing import Final
 
 import psycopg
 
-__all__ = ["create_database", "postgres_server"]
+__all__ = ["binaries", "create_database", "postgres_server", "server_user"]
 
 _SERVER_USER: Final = "embedded_postgres"
 # Bounds on each step of the server's life; initdb and the first start take seconds on a busy machine.
@@ -55,8 +55,10 @@ def _open_to_others(path: Path) -> None:
             target.chmod(mode | others)
 
 
-def _server_user(folder: Path, installation: Path) -> str | None:
-    """The user the server runs as: ours, unless we are root (then one made for it, as the wheel does)."""
+def server_user(folder: Path) -> str | None:
+    """The user the server runs as: ours (None), unless we are root: then one made for it, as the wheel
+    does, who may run the server's binaries and owns ``folder``."""
+    installation = _installation()
     if os.geteuid() != 0:
         return None
     try:
@@ -83,17 +85,21 @@ def _installation() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
 
 
+def binaries() -> Path:
+    """The folder of the wheel's server binaries (``initdb``, ``pg_ctl``, ``createdb``)."""
+    return _installation() / "bin"
+
+
 @contextlib.contextmanager
 def postgres_server() -> Iterator[str]:
     """A running server for the block: its URL, ``postgresql://postgres@127.0.0.1:PORT/postgres``."""
-    installation = _installation()
-    binaries = installation / "bin"
+    server = binaries()
     folder = Path(tempfile.mkdtemp(prefix="meeting-agents-pg-"))
     data = folder / "data"
     try:
-        user = _server_user(folder, installation)
+        user = server_user(folder)
         _run(
-            binaries / "initdb",
+            server / "initdb",
             "-D",
             str(data),
             "--auth=trust",
@@ -106,7 +112,7 @@ def postgres_server() -> Iterator[str]:
         options = f"-h 127.0.0.1 -p {port} -k {folder}"
         log = str(folder / "server.log")
         _run(
-            binaries / "pg_ctl",
+            server / "pg_ctl",
             "-D",
             str(data),
             "-w",
@@ -122,7 +128,7 @@ def postgres_server() -> Iterator[str]:
         try:
             yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
         finally:
-            _run(binaries / "pg_ctl", "-D", str(data), "-w", "-m", "immediate", "stop", user=user)
+            _run(server / "pg_ctl", "-D", str(data), "-w", "-m", "immediate", "stop", user=user)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
