@@ -36,6 +36,7 @@ from tests.integration.cli.support import PROCESS_TIMEOUT, Ran
 from tests.support import processes
 from tests.support.processes import gateway_environment as gateway_environment  # re-exported for the tests
 from tests.support.processes import python_module
+from tests.support.upstreams import FakeServer, echo_route
 
 # Each offline summary of a short transcript takes two requests: one for the tool calls, one for the text.
 REQUESTS_PER_TRANSCRIPT: Final = 2
@@ -66,6 +67,16 @@ def write_numbered_meetings(folder: Path, count: int) -> tuple[dict[str, str], P
     """``count`` meetings of :func:`numbered_meetings` written to ``folder``: the meetings, and the folder."""
     meetings = numbered_meetings(count)
     return meetings, write_transcripts(folder, meetings)
+
+
+@contextlib.contextmanager
+def echo_gateway(
+    model: str, api_key: str = "sk-test", **extra: str
+) -> Iterator[tuple[FakeServer, dict[str, str]]]:
+    """The echo gateway (:func:`tests.support.upstreams.echo_route`, ``model`` says what it answers) running
+    until the block ends, and the environment that points a command at it with ``api_key`` and ``extra``."""
+    with FakeServer(echo_route) as echo:
+        yield echo, gateway_environment(echo.base_url, model, api_key, **extra)
 
 
 def sha256(text: str) -> str:

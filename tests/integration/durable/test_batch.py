@@ -14,6 +14,7 @@ from tests.integration.durable.support import (
     REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
     CountingGateway,
+    echo_gateway,
     finish,
     gateway_environment,
     index,
@@ -25,7 +26,6 @@ from tests.integration.durable.support import (
     write_numbered_meetings,
     write_transcripts,
 )
-from tests.support.upstreams import FakeServer, echo_route
 
 pytestmark = pytest.mark.slow
 
@@ -153,8 +153,7 @@ def test_the_run_database_and_the_summaries_hold_no_api_key(
 ) -> None:
     folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
     out = tmp_path / "out"
-    with FakeServer(echo_route) as echo:
-        environ = gateway_environment(echo.base_url, model, PLANTED_KEY)
+    with echo_gateway(model, PLANTED_KEY) as (echo, environ):
         ran = run_batch("batch", str(folder), "--out", str(out), "-v", environ=environ)
         assert any(PLANTED_KEY in request.headers.get("authorization", "") for request in echo.requests)
     assert ran.code == code, ran.err
@@ -170,8 +169,7 @@ def test_the_run_database_and_the_summaries_hold_no_api_key(
 def test_a_second_run_tries_the_failed_transcripts_again(tmp_path: Path) -> None:
     folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
     out = tmp_path / "out"
-    with FakeServer(echo_route) as echo:
-        failing = gateway_environment(echo.base_url, "echo-failed")
+    with echo_gateway("echo-failed") as (echo, failing):
         first = run_batch("batch", str(folder), "--out", str(out), environ=failing)
         first_status = index(out)[0]["status"]
         sent_first = len(echo.requests)

@@ -13,6 +13,7 @@ from tests.integration.durable.support import (
     REQUESTS_PER_TRANSCRIPT,
     TRANSCRIPTS,
     CountingGateway,
+    echo_gateway,
     finish,
     gateway_environment,
     index,
@@ -20,7 +21,6 @@ from tests.integration.durable.support import (
     start,
     write_transcripts,
 )
-from tests.support.upstreams import FakeServer, echo_route
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +42,7 @@ def test_the_status_lists_done_running_and_failed_meetings_with_the_failure_and_
     failing = write_transcripts(
         tmp_path / "failing", {"odd.txt": "Gil: We decided to fail.\nHal: I will see.\n"}
     )
-    with FakeServer(echo_route) as echo:
-        environ = gateway_environment(echo.base_url, "echo-failed")
+    with echo_gateway("echo-failed") as (_, environ):
         failed = run_batch(
             "batch",
             str(failing),

@@ -8,7 +8,14 @@ from pathlib import Path
 import attrs
 import pytest
 
-from tests.integration.durable.support import gateway_environment, index, run_batch, sha256, write_transcripts
+from tests.integration.durable.support import (
+    echo_gateway,
+    gateway_environment,
+    index,
+    run_batch,
+    sha256,
+    write_transcripts,
+)
 from tests.support.upstreams import Answer, FakeServer, RecordedRequest, echo_route
 
 pytestmark = pytest.mark.slow
@@ -85,8 +92,7 @@ def test_retry_runs_only_the_named_failed_meeting_again_and_keeps_the_others_as_
 
 def test_a_retry_that_names_no_meeting_of_the_batch_exits_2_before_any_request(tmp_path: Path) -> None:
     folder = write_transcripts(tmp_path / "in", MEETINGS)
-    with FakeServer(echo_route) as server:
-        environ = gateway_environment(server.base_url, "echo-text")
+    with echo_gateway("echo-text") as (server, environ):
         ran = run_batch(
             "batch",
             str(folder),

@@ -19,12 +19,12 @@ from tests.integration.cli.support import PROCESS_TIMEOUT
 from tests.integration.durable.support import (
     TRANSCRIPTS,
     CountingGateway,
+    echo_gateway,
     gateway_environment,
     index,
     write_transcripts,
 )
 from tests.support.processes import clean_environment
-from tests.support.upstreams import FakeServer, echo_route
 
 pytestmark = pytest.mark.slow
 
@@ -127,10 +127,7 @@ def test_each_transcript_is_one_trace_its_workflow_span_over_the_run_and_its_ste
 
 def test_no_span_holds_the_api_key_even_echoed_back_with_content_captured(tmp_path: Path) -> None:
     folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
-    with FakeServer(echo_route) as echo:
-        environ = gateway_environment(
-            echo.base_url, "echo-text", PLANTED_KEY, AGENT_TELEMETRY_CAPTURE_CONTENT="true"
-        )
+    with echo_gateway("echo-text", PLANTED_KEY, AGENT_TELEMETRY_CAPTURE_CONTENT="true") as (echo, environ):
         spans = _traced_batch(tmp_path, folder, environ)
         assert any(PLANTED_KEY in request.headers.get("authorization", "") for request in echo.requests)
     names = {span["name"] for span in spans}
