@@ -136,8 +136,10 @@ def plan_of(turns: Sequence[Sequence[Planned]]) -> dict[str, ApprovalDecision]:
 
 
 async def approved_by(
-    plan: Mapping[str, ApprovalDecision], turns: Sequence[Sequence[Planned]], concurrent: bool
+    turns: Sequence[Sequence[Planned]], concurrent: bool
 ) -> tuple[ToolRun, ScriptedChat, Tools]:
+    """``turns`` run with an approver that decides each call as planned (:func:`plan_of`)."""
+    plan = plan_of(turns)
     tools = Tools()
 
     async def approver(request: ApprovalRequest) -> ApprovalDecision:
@@ -150,8 +152,11 @@ async def approved_by(
 
 
 async def paused_and_resumed(
-    plan: Mapping[str, ApprovalDecision], turns: Sequence[Sequence[Planned]], concurrent: bool
+    turns: Sequence[Sequence[Planned]], concurrent: bool
 ) -> tuple[ToolRun, ScriptedChat, Tools, list[ToolRun]]:
+    """``turns`` run without an approver, paused at each held answer and resumed with the decisions
+    planned (:func:`plan_of`): the run, the chat, the tools and every paused run."""
+    plan = plan_of(turns)
     tools = Tools()
     chat = script(turns)
     loop = ToolLoop(chat, LoopSettings(concurrent_tool_calls=concurrent))
@@ -195,9 +200,8 @@ def requests_of(chat: ScriptedChat) -> list[tuple[tuple[ChatMessage, ...], ChatO
 async def test_a_paused_and_resumed_run_sends_what_a_run_with_an_approver_sends(
     turns: list[list[Planned]], concurrent: bool
 ) -> None:
-    plan = plan_of(turns)
-    asked, asked_chat, asked_tools = await approved_by(plan, turns, concurrent)
-    resumed, resumed_chat, resumed_tools, _ = await paused_and_resumed(plan, turns, concurrent)
+    asked, asked_chat, asked_tools = await approved_by(turns, concurrent)
+    resumed, resumed_chat, resumed_tools, _ = await paused_and_resumed(turns, concurrent)
 
     assert requests_of(resumed_chat) == requests_of(asked_chat)
     assert resumed == asked
@@ -212,8 +216,8 @@ async def test_a_paused_and_resumed_run_sends_what_a_run_with_an_approver_sends(
 async def test_every_call_is_answered_once_in_call_order_and_denied_calls_never_run(
     turns: list[list[Planned]], concurrent: bool
 ) -> None:
+    run, _, tools, paused = await paused_and_resumed(turns, concurrent)
     plan = plan_of(turns)
-    run, _, tools, paused = await paused_and_resumed(plan, turns, concurrent)
 
     tool_messages = [message for message in run.messages if message.role == "tool"]
     assert len(tool_messages) == len(turns)
@@ -239,8 +243,7 @@ async def test_every_call_is_answered_once_in_call_order_and_denied_calls_never_
 async def test_nothing_of_a_held_answer_runs_before_every_decision(
     turns: list[list[Planned]], concurrent: bool
 ) -> None:
-    plan = plan_of(turns)
-    run, _, tools = await approved_by(plan, turns, concurrent)
+    run, _, tools = await approved_by(turns, concurrent)
 
     seen: set[str] = set()
     for calls in turns:
@@ -657,8 +660,8 @@ def sent(chat: ScriptedChat) -> list[dict[str, object]]:
 async def test_a_state_loaded_in_another_process_resumes_as_a_run_with_an_approver(
     turns: list[list[Planned]], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    asked, asked_chat, asked_tools = await approved_by(turns, concurrent=True)
     plan = plan_of(turns)
-    asked, asked_chat, asked_tools = await approved_by(plan, turns, concurrent=True)
     tools = Tools()
     chat = script(turns)
     paused = await ToolLoop(chat).run(USER, options(), tools.registry)
