@@ -17,31 +17,11 @@ from typing import Any
 import attrs
 
 from benchmarks import page, profile
-from benchmarks.suite import Check, Sizes, run_suite
+from benchmarks.harness import QUICK
+from benchmarks.report import render_table
+from benchmarks.suite import Sizes, run_suite
 
 DEFAULT_OUTPUT = Path(__file__).parent / "results" / "latest.json"
-QUICK = Sizes(
-    fold=400,
-    medium=100,
-    scaling=(50, 200, 800),
-    calls=10,
-    call_chars=200,
-    small_requests=5,
-    json_calls=10,
-    json_call_chars=2_000,
-    json_repeats=2,
-    memory_deltas=100,
-    memory_delta_chars=20,
-    memory_runs=2,
-    tool_calls=200,
-    runs=2,
-    body_cap=256 * 1024,
-    batch=8,
-    backlog=600,
-    cpu_items=500,
-    memory_body=64 * 1024,
-    paused_state=200_000,
-)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,24 +42,6 @@ def _parser() -> argparse.ArgumentParser:
         help="instead: cProfile get_response on the large answer (python -m benchmarks.profile for the rest)",
     )
     return parser
-
-
-def _verdict(check: Check) -> str:
-    if check.met is None:
-        return "-"
-    return "met" if check.met else "MISSED"
-
-
-def render_table(checks: Sequence[Check]) -> str:
-    """A plain-text table: per check its value, spread of runs, target and verdict; details underneath."""
-    rows = [("benchmark", "value", "spread", "target", "verdict")]
-    rows += [(c.name, f"{c.value:.3f} {c.unit}", c.spread or "-", c.target, _verdict(c)) for c in checks]
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    lines.append("")
-    lines += [f"- {c.name}: {c.detail}" for c in checks if c.detail]
-    return "\n".join(lines)
 
 
 def _environment(sizes: Sizes) -> dict[str, Any]:

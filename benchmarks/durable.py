@@ -25,6 +25,7 @@ from adapters.redaction import Redactor
 from application import MeetingSummary, SummaryAgent
 from benchmarks.durable_profile import profile_batch, split_batch
 from benchmarks.harness import Check, Sizes
+from benchmarks.report import render_table
 from domain import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, TextContent, Usage
 
 __all__ = ["CONCURRENCY", "LATENCY", "SlowModel", "durable_overhead", "worker_throughput"]
@@ -458,8 +459,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.workers:
             checks += await worker_throughput(sizes, timings)
         return checks
-
-    from benchmarks.__main__ import render_table  # the CLI module imports the suite, which imports this
 
     print(render_table(asyncio.run(measure())))
     return 0

@@ -16,6 +16,7 @@ import openai
 
 __all__ = [
     "CHUNK_BYTES",
+    "QUICK",
     "Check",
     "Samples",
     "Sizes",
@@ -158,6 +159,31 @@ class Sizes:
     """Bytes of each body shape whose peak memory ``benchmarks/memory.py`` measures."""
     paused_state: int = 45_000_000
     """Bytes of the paused run whose ``loads`` + ``resume`` ``benchmarks/documents.py`` times."""
+
+
+# A smoke run (``--quick``): tiny bodies and two runs a variant.
+QUICK = Sizes(
+    fold=400,
+    medium=100,
+    scaling=(50, 200, 800),
+    calls=10,
+    call_chars=200,
+    small_requests=5,
+    json_calls=10,
+    json_call_chars=2_000,
+    json_repeats=2,
+    memory_deltas=100,
+    memory_delta_chars=20,
+    memory_runs=2,
+    tool_calls=200,
+    runs=2,
+    body_cap=256 * 1024,
+    batch=8,
+    backlog=600,
+    cpu_items=500,
+    memory_body=64 * 1024,
+    paused_state=200_000,
+)
 
 
 @attrs.frozen

@@ -36,7 +36,7 @@ import attrs
 from adapters.responses.folding import EventFolder
 from benchmarks import harness
 from benchmarks.bodies import TEXT_KINDS, TextKind, make_body, make_calls_body, tool_loop_round
-from benchmarks.harness import Sizes
+from benchmarks.harness import QUICK, Sizes
 from benchmarks.workloads import (
     PROMPT,
     Scenario,
@@ -382,8 +382,6 @@ def main(argv: Sequence[str] | None = None, *, sizes: Sizes | None = None) -> in
             "and a variant of the adapter (get_response, streaming, ...)"
         )
     if sizes is None:
-        from benchmarks.__main__ import QUICK  # the CLI module imports this one's users
-
         sizes = QUICK if args.quick else Sizes()
 
     async def profile() -> str:

@@ -25,6 +25,7 @@ from benchmarks.documents import document_costs, paused_state, resume_costs, too
 from benchmarks.harness import WrongOutputError
 from benchmarks.layers import LAYERS
 from benchmarks.memory import SHAPES, body_memory
+from benchmarks.report import render_table
 from benchmarks.startup import Timed, checks_of
 from benchmarks.suite import Check, Sizes
 from benchmarks.workloads import PROMPT, Scenario
@@ -180,7 +181,7 @@ def test_the_suite_runs_on_tiny_bodies_and_writes_its_report(
 
 def test_a_missed_target_is_shown_as_missed_with_its_spread() -> None:
     missed = Check("fold overhead", 1.3, "ratio", "<= 1.05", False, "slow", "1.200-1.400")
-    table = bench_cli.render_table([missed, Check("guard", 4.0, "us/call", "report", None)])
+    table = render_table([missed, Check("guard", 4.0, "us/call", "report", None)])
     assert "MISSED" in table.splitlines()[2]
     assert "1.200-1.400" in table.splitlines()[2]
     assert table.splitlines()[3].rstrip().endswith("-")
