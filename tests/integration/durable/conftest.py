@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.integration.durable.support import write_transcripts
 from tests.support.postgres import create_database, postgres_server
 
 _databases = itertools.count()
@@ -25,3 +27,9 @@ def postgres() -> Iterator[str]:
 @pytest.fixture
 def database(postgres: str) -> str:
     return create_database(postgres, f"batch_{next(_databases)}")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """The example transcripts (``TRANSCRIPTS``) written to the folder ``in`` of the test's ``tmp_path``."""
+    return write_transcripts(tmp_path / "in")

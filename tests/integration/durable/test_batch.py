@@ -51,8 +51,9 @@ def _assert_every_transcript_summarized(out: Path, folder: Path) -> None:
     assert not list(out.glob(".*.tmp")), "a temporary file was left behind"
 
 
-def test_a_batch_summarizes_each_transcript_once_and_a_second_run_sends_nothing(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_a_batch_summarizes_each_transcript_once_and_a_second_run_sends_nothing(
+    tmp_path: Path, folder: Path
+) -> None:
     # The same meeting under a second name: one workflow, one summary, both names written.
     (tmp_path / "copy.txt").write_text(TRANSCRIPTS["standup.txt"], encoding="utf-8")
     out = tmp_path / "out"
@@ -80,8 +81,8 @@ def test_a_batch_summarizes_each_transcript_once_and_a_second_run_sends_nothing(
 
 def test_killed_during_requests_the_same_command_finishes_and_no_completed_request_is_sent_again(
     tmp_path: Path,
+    folder: Path,
 ) -> None:
-    folder = write_transcripts(tmp_path / "in")
     out = tmp_path / "out"
     rng = random.Random(23)  # noqa: S311  # where to kill, not a secret
     with CountingGateway() as gateway:
@@ -239,8 +240,7 @@ def test_bad_input_exits_2_with_one_line_before_any_request(
     assert gateway.arrivals == 0
 
 
-def test_a_database_that_cannot_be_reached_exits_2_before_any_request(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_a_database_that_cannot_be_reached_exits_2_before_any_request(tmp_path: Path, folder: Path) -> None:
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
         # Port 9 on the loopback (discard): nothing listens there in a test machine.
@@ -260,8 +260,7 @@ def test_a_database_that_cannot_be_reached_exits_2_before_any_request(tmp_path: 
     assert gateway.arrivals == 0
 
 
-def test_paths_can_come_from_stdin(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_paths_can_come_from_stdin(tmp_path: Path, folder: Path) -> None:
     listed = "\n".join(str(folder / name) for name in TRANSCRIPTS).encode()
     out = tmp_path / "out"
     with CountingGateway() as gateway:

@@ -16,7 +16,6 @@ from tests.integration.durable.support import (
     gateway_environment,
     index,
     run_batch,
-    write_transcripts,
 )
 
 pytestmark = pytest.mark.slow
@@ -35,9 +34,8 @@ def _over_the_cap(tmp_path: Path) -> str:
 
 @pytest.mark.parametrize("source", ["/dev/zero", "a file one byte over the cap", "a file among good ones"])
 def test_a_transcript_over_max_transcript_bytes_is_refused_before_any_request(
-    tmp_path: Path, source: str
+    tmp_path: Path, folder: Path, source: str
 ) -> None:
-    folder = write_transcripts(tmp_path / "in")
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
         if source == "/dev/zero":
@@ -82,8 +80,9 @@ def test_a_pipe_that_never_ends_is_refused_after_the_cap(tmp_path: Path) -> None
     assert gateway.arrivals == 0
 
 
-def test_a_transcript_in_another_encoding_is_refused_as_summarize_refuses_it(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_a_transcript_in_another_encoding_is_refused_as_summarize_refuses_it(
+    tmp_path: Path, folder: Path
+) -> None:
     (folder / "utf16.txt").write_bytes("Ana: on y va\n".encode("utf-16"))
     with CountingGateway() as gateway:
         ran = run(
@@ -99,8 +98,7 @@ def test_a_transcript_in_another_encoding_is_refused_as_summarize_refuses_it(tmp
     assert gateway.arrivals == 0
 
 
-def test_long_transcripts_get_one_warning_before_the_batch_runs(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_long_transcripts_get_one_warning_before_the_batch_runs(tmp_path: Path, folder: Path) -> None:
     longest = max(TRANSCRIPTS, key=lambda name: len(TRANSCRIPTS[name]))
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_TRANSCRIPT_WARNING_CHARS="10")

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.slow
 
 def test_the_status_lists_done_running_and_failed_meetings_with_the_failure_and_totals(
     tmp_path: Path,
+    folder: Path,
 ) -> None:
-    folder = write_transcripts(tmp_path / "in")
     database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.slow
 
 def test_the_json_document_counts_what_this_run_did_and_a_rerun_that_sent_nothing_says_so(
     tmp_path: Path,
+    folder: Path,
 ) -> None:
-    folder = write_transcripts(tmp_path / "in")
     out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
@@ -63,9 +63,8 @@ def test_the_json_document_counts_what_this_run_did_and_a_rerun_that_sent_nothin
     ids=["batch-stream", "batch-trace", "worker-json", "worker-stream"],
 )
 def test_an_option_a_batch_cannot_honour_is_refused_with_one_line(
-    tmp_path: Path, arguments: list[str], named: str
+    tmp_path: Path, folder: Path, arguments: list[str], named: str
 ) -> None:
-    folder = write_transcripts(tmp_path / "in")
     argv = [str(folder) if a == "IN" else str(tmp_path / "out") if a == "OUT" else a for a in arguments]
     with CountingGateway() as gateway:
         ran = run(*argv, environ=gateway_environment(gateway.base_url))
@@ -76,8 +75,7 @@ def test_an_option_a_batch_cannot_honour_is_refused_with_one_line(
     assert not (tmp_path / "out" / "index.jsonl").exists()
 
 
-def test_a_bare_path_for_the_database_gets_the_url_to_type(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_a_bare_path_for_the_database_gets_the_url_to_type(tmp_path: Path, folder: Path) -> None:
     ran = run("batch", str(folder), "--out", str(tmp_path / "out"), "--db", "runs.sqlite")
     assert ran.code == 2
     assert ran.err_lines == [

@@ -12,15 +12,13 @@ from tests.integration.durable.support import (
     TRANSCRIPTS,
     CountingGateway,
     gateway_environment,
-    write_transcripts,
 )
 from tests.support.processes import python_module, start
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_host_runs_a_batch_without_the_command_line(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_a_host_runs_a_batch_without_the_command_line(tmp_path: Path, folder: Path) -> None:
     files = [str(folder / name) for name in sorted(TRANSCRIPTS)]
     database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
     with CountingGateway() as gateway:

@@ -13,14 +13,14 @@ from tests.integration.durable.support import (
     gateway_environment,
     index,
     run_batch,
-    write_transcripts,
 )
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_changed_setting_runs_again_and_rerun_forces_it_and_the_index_names_the_key(tmp_path: Path) -> None:
-    folder = write_transcripts(tmp_path / "in")
+def test_a_changed_setting_runs_again_and_rerun_forces_it_and_the_index_names_the_key(
+    tmp_path: Path, folder: Path
+) -> None:
     out = tmp_path / "out"
     each = len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
     with CountingGateway() as gateway:

@@ -67,9 +67,8 @@ def _by_trace(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 @pytest.mark.parametrize("requests_per_minute", [None, "6000"], ids=["steps", "rate-limited-queue"])
 def test_each_transcript_is_one_trace_its_workflow_span_over_the_run_and_its_steps(
-    tmp_path: Path, requests_per_minute: str | None
+    tmp_path: Path, folder: Path, requests_per_minute: str | None
 ) -> None:
-    folder = write_transcripts(tmp_path / "in")
     extra = {"AGENT_BATCH_REQUESTS_PER_MINUTE": requests_per_minute} if requests_per_minute else {}
     with CountingGateway() as gateway:
         spans = _traced_batch(tmp_path, folder, gateway_environment(gateway.base_url, **extra))

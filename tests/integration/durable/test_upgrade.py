@@ -19,7 +19,6 @@ from tests.integration.durable.support import (
     start_worker,
     until_selected,
     write_numbered_meetings,
-    write_transcripts,
 )
 
 pytestmark = pytest.mark.slow
@@ -27,8 +26,8 @@ pytestmark = pytest.mark.slow
 
 def test_a_batch_killed_and_run_again_after_an_upgrade_finishes_what_the_old_version_left(
     tmp_path: Path,
+    folder: Path,
 ) -> None:
-    folder = write_transcripts(tmp_path / "in")
     out = tmp_path / "out"
     new, gateway = _killed_then_run_again_upgraded("batch", str(folder), "--out", str(out))
     _assert_finished_once(new, gateway, out, meetings=len(TRANSCRIPTS), took_over=1)
