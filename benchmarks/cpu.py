@@ -317,8 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
 
     for check in asyncio.run(both()):
-        verdict = "-" if check.met is None else ("met" if check.met else "MISSED")
-        print(f"{check.name}: {check.value:.3f} {check.unit} (target {check.target}: {verdict})")
+        print(f"{check.name}: {check.value:.3f} {check.unit} (target {check.target}: {check.verdict})")
         print(f"    {check.detail}")
     return 0
 

@@ -200,9 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     checks = asyncio.run(document_costs(**{"runs": args.runs, **sizes}))
     checks += asyncio.run(resume_costs(200_000 if args.quick else 45_000_000))
     for check in checks:
-        verdict = "-" if check.met is None else ("met" if check.met else "MISSED")
         print(f"{check.name}: {check.value:.2f} {check.unit} ({check.spread}; {check.detail})")
-        print(f"  target {check.target}: {verdict}")
+        print(f"  target {check.target}: {check.verdict}")
     return 0
 
 

@@ -199,6 +199,13 @@ class Check:
     # The range of the run-by-run figures behind ``value`` (ratios of paired runs), when there are several.
     spread: str = ""
 
+    @property
+    def verdict(self) -> str:
+        """``met`` or ``MISSED``; ``-`` for a figure held to no target."""
+        if self.met is None:
+            return "-"
+        return "met" if self.met else "MISSED"
+
     def as_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
 

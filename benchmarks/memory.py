@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def show(check: Check) -> None:
-        print(f"{check.name}: {check.value:.2f}x (target {check.target}: {'met' if check.met else 'MISSED'})")
+        print(f"{check.name}: {check.value:.2f}x (target {check.target}: {check.verdict})")
         print(f"    {check.detail}", flush=True)
 
     body_memory(Sizes(memory_body=int(args.mib * MIB)), {}, show)

@@ -44,12 +44,6 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _verdict(check: Check) -> str:
-    if check.met is None:
-        return "-"
-    return "met" if check.met else "missed"
-
-
 def _value(check: Check) -> str:
     return f"{check.value:.3f} {check.unit}"
 
@@ -86,7 +80,7 @@ def markdown_table(checks: Sequence[Check], environment: Mapping[str, Any]) -> s
         "| "
         + " | ".join(
             _cell(cell)
-            for cell in (check.name, _value(check), check.spread or "-", check.target, _verdict(check))
+            for cell in (check.name, _value(check), check.spread or "-", check.target, check.verdict.lower())
         )
         + " |"
         for check in checks

@@ -9,16 +9,10 @@ from benchmarks.harness import Check
 __all__ = ["render_table"]
 
 
-def _verdict(check: Check) -> str:
-    if check.met is None:
-        return "-"
-    return "met" if check.met else "MISSED"
-
-
 def render_table(checks: Sequence[Check]) -> str:
     """A plain-text table: per check its value, spread of runs, target and verdict; details underneath."""
     rows = [("benchmark", "value", "spread", "target", "verdict")]
-    rows += [(c.name, f"{c.value:.3f} {c.unit}", c.spread or "-", c.target, _verdict(c)) for c in checks]
+    rows += [(c.name, f"{c.value:.3f} {c.unit}", c.spread or "-", c.target, c.verdict) for c in checks]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))

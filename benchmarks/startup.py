@@ -280,8 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         walls = _range([run.wall for run in runs])
         print(f"{name}: {_median(runs, 'wall'):.3f} s wall ({walls}), {_median(runs, 'cpu'):.3f} s CPU")
     for check in checks_of(timed):
-        verdict = "-" if check.met is None else ("met" if check.met else "MISSED")
-        print(f"{check.name}: {check.value:.3f} {check.unit}, target {check.target}: {verdict}")
+        print(f"{check.name}: {check.value:.3f} {check.unit}, target {check.target}: {check.verdict}")
         print(f"  {check.detail}")
     return 0
 
