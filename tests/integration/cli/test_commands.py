@@ -451,10 +451,7 @@ def test_a_gateway_setting_without_a_base_url_is_refused_instead_of_running_the_
 def test_without_any_gateway_setting_the_stand_in_says_so_in_one_line() -> None:
     ran = run("summarize", str(TRANSCRIPT), environ={"AGENT_USE_STREAMING": "false"})
     assert ran.code == EXIT_OK
-    assert ran.err == (
-        "meeting-agents: no gateway is configured (AGENT_BASE_URL): the offline stand-in answers, "
-        "a rule-based model, not a language model\n"
-    )
+    assert ran.err == OFFLINE_NOTE
     assert ran.out.startswith("Summary\n")
 
 
