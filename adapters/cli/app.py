@@ -39,6 +39,7 @@ from adapters.cli.files import AtomicOutput, InputError, long_transcripts, read_
 from adapters.cli.meetings.transcripts import imported
 from adapters.cli.parser import PROG
 from adapters.cli.run_document import save_run
+from adapters.cli.startup import importing
 from adapters.cli.workflows.approval import TerminalApprover, fixed_approver, question
 from adapters.cli.workflows.instruction import why_not_carried_out
 from adapters.offline import OFFLINE_MODEL, UnknownScenarioError
@@ -58,7 +59,6 @@ from application import (
     Approve,
     Approver,
     Deny,
-    DocumentError,
     MeetingSummary,
     RunEvent,
     RunFinished,
@@ -69,8 +69,6 @@ from application import (
     WorkflowEdit,
     WorkflowEditorAgent,
     WorkflowJsonError,
-    dumps,
-    loads,
     workflow_from_json,
     workflow_to_json,
 )
@@ -299,6 +297,9 @@ def _resume_work(args: argparse.Namespace, settings: Settings, console: Console)
     """The paused edit STATE_FILE holds, with its original workflow and instruction, and the decisions."""
     where = f"STATE_FILE {args.state_file!r}" if args.state_file != "-" else "STATE_FILE (stdin)"
     text = read_text(args.state_file, "STATE_FILE", _stdin(), limit=settings.agent.max_transcript_bytes)
+    # Run documents are read and written only by resume and by an edit that waits: imported here.
+    from application.documents import DocumentError, loads
+
     try:
         state = loads(text, secret=_state_secret(settings), max_bytes=settings.agent.max_transcript_bytes)
     except DocumentError as exc:
@@ -592,6 +593,8 @@ def _waiting(edit: WorkflowEdit, work: _Work, console: Console) -> int:
         )
         return EXIT_WAITING
     target = work.state_output.target
+    from application.documents import DocumentError, dumps
+
     try:
         work.state_output.commit(dumps(edit.state, secret=_state_secret(work.settings)) + "\n")
     except OSError as exc:
@@ -622,7 +625,9 @@ def _approver(args: argparse.Namespace, work: _Work, console: Console, live: Liv
     return None
 
 
-def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, str]) -> int:
+def _command(
+    args: argparse.Namespace, console: Console, environ: Mapping[str, str], *, owns_process: bool
+) -> int:
     try:
         settings = _settings(args, environ)
         console.redactor = Redactor([environ.get("AGENT_API_KEY"), *settings.agent.secrets()])
@@ -644,7 +649,8 @@ def _command(args: argparse.Namespace, console: Console, environ: Mapping[str, s
         long = long_transcripts([(None, len(work.text))], settings.agent.transcript_warning_chars)
         if args.command == "summarize" and long is not None:
             console.warning(long)
-        _import_the_runtime()
+        with importing(owns_process):
+            _import_the_runtime()
         # The endpoint, the run and the report all happen in one event-loop run: nothing is left for
         # this frame to do afterwards (coverage's tracer loses frames that wait across real socket I/O).
         return asyncio.run(_session(args, work, console, recorder))
@@ -710,14 +716,15 @@ def _replay_mismatch(error: ChatError) -> bool:
     return isinstance(error, ReplayMismatchError)
 
 
-def run(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """Run the parsed command and return its exit code; stdin, stdout and stderr are the ``sys`` streams."""
+def run(args: argparse.Namespace, environ: Mapping[str, str], *, owns_process: bool = False) -> int:
+    """Run the parsed command and return its exit code; stdin, stdout and stderr are the ``sys`` streams.
+    ``owns_process``: the command runs in a process of its own (see ``startup.importing``)."""
     stdout, stderr = sys.stdout, sys.stderr
     chatty = args.verbose or stderr.isatty()
     console = Console(stdout, stderr, verbose=args.verbose, chatty=chatty, environ=environ)
     with logging_to(console.line, verbose=args.verbose):
         try:
-            return _command(args, console, environ)
+            return _command(args, console, environ, owns_process=owns_process)
         except KeyboardInterrupt:
             console.error("interrupted")
             return EXIT_INTERRUPTED

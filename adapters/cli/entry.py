@@ -15,8 +15,11 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int:
     """Run the command and return its exit code (see ``meeting-agents --help``).
 
-    ``environ`` replaces ``os.environ`` (tests); stdin, stdout and stderr are the ``sys`` streams.
+    ``argv`` None reads ``sys.argv``: the command then owns the process, and imports what it runs with
+    the garbage collector out of the way (``startup.importing``). ``environ`` replaces ``os.environ``
+    (tests); stdin, stdout and stderr are the ``sys`` streams.
     """
+    owns_process = argv is None
     environ = os.environ if environ is None else environ
     try:
         args = parse_arguments(argv)
@@ -26,6 +29,9 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
     except SystemExit as done:  # --help and --version print and stop
         return done.code if isinstance(done.code, int) else EXIT_OK
     # A wrong command line, --help and --version need none of what a run imports (the application, the SDK).
-    from adapters.cli.app import run
+    from adapters.cli.startup import importing
 
-    return run(args, environ)
+    with importing(owns_process):
+        from adapters.cli.app import run
+
+    return run(args, environ, owns_process=owns_process)

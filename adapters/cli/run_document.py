@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from adapters.cli.files import AtomicOutput
 from adapters.redaction import Redactor
-from application import DocumentError, MeetingSummary, ToolRun, WorkflowEdit, dumps
+
+if TYPE_CHECKING:
+    from application import MeetingSummary, ToolRun, WorkflowEdit
 
 __all__ = ["save_run"]
 
@@ -17,6 +21,9 @@ def save_run(
     A secret the gateway echoed into the conversation is cut out first, as from everything else the
     command shows: a stored document is shared further than the terminal.
     """
+    # Imported only for a run that is saved: run documents are no part of a run itself.
+    from application.documents import DocumentError, dumps
+
     try:
         output.commit(redactor.redact(dumps(run)) + "\n")
     except OSError as exc:

@@ -96,3 +96,64 @@ def test_a_summary_from_a_gateway_imports_no_stand_in_server_no_dbos_and_no_trac
         "opentelemetry.sdk",
     )
     assert _of(modules, unneeded) == []
+
+
+def test_a_summary_imports_no_run_documents() -> None:
+    # Run documents are read and written only by --save-run, resume and an edit that waits.
+    with OfflineResponsesServer() as server:
+        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_API_KEY": "sk-imports", "AGENT_MODEL": "offline"}
+        code, modules, stderr = _imported(["summarize", str(TRANSCRIPT)], environ)
+
+    assert code == 0, stderr
+    assert "application" in modules
+    assert _of(modules, ("application.documents",)) == []
+
+
+_NAMES_PROBE = """
+import json, sys
+import adapters.container
+import adapters.responses.event_types as event_types
+from application import Transcript
+print(json.dumps({"modules": sorted(sys.modules), "validator": event_types._by_tag_validator is not None}))
+"""
+
+
+def test_the_application_s_names_import_their_own_modules_and_the_event_validator_waits_for_an_event() -> (
+    None
+):
+    done = run_probe(_NAMES_PROBE)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+
+    assert not report["validator"]
+    assert _of(set(report["modules"]), ("application.documents",)) == []
+
+
+_COLLECTOR_PROBE = """
+import gc, json, sys
+from adapters.cli import main
+argv, environ = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+if argv[0] == "own":
+    sys.argv = ["meeting-agents", *argv[1:]]
+    code = main(environ=environ)
+else:
+    code = main(argv[1:], environ=environ)
+print(json.dumps({"code": code, "frozen": gc.get_freeze_count(), "enabled": gc.isenabled()}))
+"""
+
+
+@pytest.mark.parametrize(("how", "frozen"), [("own", True), ("host", False)])
+def test_a_command_in_a_process_of_its_own_freezes_its_imports_and_a_host_s_collector_is_left_alone(
+    how: str, frozen: bool
+) -> None:
+    with OfflineResponsesServer() as server:
+        environ = {"AGENT_BASE_URL": server.base_url, "AGENT_API_KEY": "sk-imports", "AGENT_MODEL": "offline"}
+        done = run_probe(
+            _COLLECTOR_PROBE, json.dumps([how, "summarize", str(TRANSCRIPT)]), json.dumps(environ)
+        )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+
+    assert report["code"] == 0
+    assert report["enabled"]
+    assert (report["frozen"] > 0) == frozen
