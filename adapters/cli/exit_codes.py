@@ -18,7 +18,8 @@ EXIT_MODEL_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 """Bad input or configuration, found before any request."""
 EXIT_INCOMPLETE: Final = 3
-"""The model's answer was incomplete (a batch: any transcript incomplete or not started)."""
+"""The model's answer was incomplete (a batch: any transcript incomplete or not started; eval: a
+``--min-precision`` or ``--min-recall`` missed)."""
 EXIT_NOT_CARRIED_OUT: Final = 4
 EXIT_WAITING: Final = 5
 """The run waits for approval."""

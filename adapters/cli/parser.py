@@ -38,7 +38,8 @@ Exit codes:
   1    the model or the gateway failed (one line naming what failed and where; -v for details)
   2    bad input or configuration, found before any request (unreadable or non-UTF-8 file, empty
        transcript or instruction, unusable --output, bad URL, unknown key or value)
-  3    the model's answer was incomplete: what arrived is printed, stderr says so
+  3    the model's answer was incomplete: what arrived is printed, stderr says so (eval: a
+       --min-precision or --min-recall missed)
   4    edit-workflow: the instruction was not carried out and the workflow is unchanged; stderr
        says why (no such step, several steps match, the model's edits all failed, nothing understood)
   5    edit-workflow, resume: the run waits for approval of an edit (remove_step by default): not

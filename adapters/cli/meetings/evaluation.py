@@ -6,9 +6,10 @@ import argparse
 import asyncio
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import Any
 
 from adapters.cli.display.console import Console
+from adapters.cli.exit_codes import EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from adapters.evals import BUILTIN_NAME, DatasetError, builtin_dataset, read_dataset
 from adapters.settings import Settings
 from application.meetings.evaluation import (
@@ -23,9 +24,6 @@ from application.meetings.evaluation import (
 __all__ = ["eval_command", "evaluation_json", "evaluation_table"]
 
 Endpoint = Callable[[Settings, Console], AbstractContextManager[Settings]]
-_EXIT_OK: Final = 0
-_EXIT_USAGE: Final = 2
-_EXIT_MISSED: Final = 3
 
 
 def _score_json(score: Score) -> dict[str, Any]:
@@ -176,7 +174,7 @@ def eval_command(args: argparse.Namespace, console: Console, settings: Settings,
         name, meetings = _dataset(args, settings)
     except DatasetError as exc:
         console.error(f"DATASET {exc}")
-        return _EXIT_USAGE
+        return EXIT_USAGE
 
     async def session() -> Evaluation:
         with endpoint(settings, console) as running:
@@ -190,4 +188,4 @@ def eval_command(args: argparse.Namespace, console: Console, settings: Settings,
     missed = _missed(evaluation, args)
     for line in missed:
         console.error(f"missed: {line}")
-    return _EXIT_MISSED if missed else _EXIT_OK
+    return EXIT_INCOMPLETE if missed else EXIT_OK
