@@ -15,7 +15,7 @@ from adapters.redaction import Redactor
 from adapters.rendering import describe_failure, summary_json, usage_json
 from adapters.settings import Settings
 
-__all__ = ["durable_engine"]
+__all__ = ["durable_engine", "durable_settings"]
 
 
 @contextlib.asynccontextmanager
@@ -30,10 +30,9 @@ async def durable_engine(
 
     ``database_url`` as :func:`adapters.durable.check_database_url` returns it. Raises
     :class:`adapters.durable.DatabaseError` when the database cannot be used. ``announce`` hears of
-    each meeting this process takes and finishes, by its id (:attr:`Runtime.announce`)."""
-    # A workflow's steps must come in the same order when it is recovered, so a long meeting's chunks
-    # are summarized one after another (run concurrently, their requests would interleave differently).
-    settings = attrs.evolve(settings, agent=attrs.evolve(settings.agent, chunk_concurrency=1))
+    each meeting this process takes and finishes, by its id (:attr:`Runtime.announce`). The run takes
+    ``settings`` as :func:`durable_settings` gives them."""
+    settings = durable_settings(settings)
     container = Container()
     container.settings.override(providers.Object(settings))
     extra = container.responses_settings().extra_headers.values()
@@ -67,3 +66,14 @@ async def durable_engine(
             yield engine
         finally:
             engine.shutdown()
+
+
+def durable_settings(settings: Settings) -> Settings:
+    """``settings`` as a durable run takes them: a workflow's steps must come in the same order when it is
+    recovered, so a long meeting's chunks are summarized one after another (run concurrently, their requests
+    would interleave differently), and so are an answer's tool calls: each call's step first reads the
+    database in a thread, so calls run concurrently would reach the tools in whatever order those reads
+    end, and the items they record (and the counts their results tell the model) would differ from one
+    run, or recovery, to the next."""
+    agent = attrs.evolve(settings.agent, chunk_concurrency=1, concurrent_tool_calls=False)
+    return attrs.evolve(settings, agent=agent)
