@@ -227,7 +227,21 @@ def text_piece(
     content = _new(TextContent)
     _set_text(content, text)
     _set_provider_item(content, None)
-    return piece_update(content, item_index, part_index, position)
+    # piece_update's steps in line: one of these is built for every text delta a caller streams.
+    update = _new(ChatResponseUpdate)
+    _set_contents(update, (content,))
+    _set_role(update, "assistant")
+    _set_item_index(update, item_index)
+    _set_part_index(update, part_index)
+    _set_response_id(update, None)
+    _set_model_id(update, None)
+    _set_created_at(update, None)
+    _set_status(update, None)
+    _set_finish_reason(update, None)
+    _set_usage(update, None)
+    _set_served_by(update, None)
+    _set_position(update, position)
+    return update
 
 
 def reasoning_piece(

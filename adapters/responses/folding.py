@@ -125,17 +125,21 @@ class _Text:
         kind = self.kind
         if kind == _ARGUMENTS:
             return
-        out = self.item.folder.out
+        item = self.item
+        out = item.folder.out
         if out is not None:
-            if self.seen and not self.held and delta and not _high_surrogate(delta[-1]):
-                # The common case, kept short: one delta, one update.
-                out.append(_piece(kind, delta, self.item.sequence, self.part, self.item.index))
+            if self.seen and not self.held and delta and not "\ud800" <= delta[-1] <= "\udbff":
+                # The common case, kept short: one delta that ends in no high surrogate, one update.
+                if kind == _TEXT:
+                    out.append(text_piece(delta, item.sequence, self.part, item.index))
+                else:
+                    out.append(_piece(kind, delta, item.sequence, self.part, item.index))
             else:
                 self._emit(delta)
         elif not self.seen:
             # Nobody streams: only the first piece matters, for the item's place in the answer.
             self.seen = True
-            self.item.emit(self.kind, self.part, "")
+            item.emit(kind, self.part, "")
 
     def settle(self, whole: object) -> None:
         """The whole text, as a ".done" event or a finished item repeats it: what it adds to the
