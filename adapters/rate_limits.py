@@ -258,6 +258,7 @@ class PacingHook:
         self.limiter.observe(response.headers)
 
 
+@attrs.define(eq=False)
 class RateLimitedChat:
     """A ``ChatPort`` whose requests wait for their turn under a shared :class:`RateLimiter`.
 
@@ -267,21 +268,10 @@ class RateLimitedChat:
     plus its output cap, then what its usage reports. A request held shows the wait on its span.
     """
 
-    def __init__(
-        self,
-        inner: ChatPort,
-        limiter: RateLimiter,
-        *,
-        deadline_seconds: float,
-        max_output_tokens: int | None = None,
-    ) -> None:
-        self._inner = inner
-        self._limiter = limiter
-        self._deadline_seconds = deadline_seconds
-        self._max_output_tokens = max_output_tokens
-
-    def __repr__(self) -> str:
-        return f"RateLimitedChat({self._inner!r}, {self._limiter!r})"
+    _inner: ChatPort
+    _limiter: RateLimiter
+    _deadline_seconds: float = attrs.field(kw_only=True, repr=False)
+    _max_output_tokens: int | None = attrs.field(default=None, kw_only=True, repr=False)
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None

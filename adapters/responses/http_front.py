@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from typing import Any, Final, Protocol, cast
 
+import attrs
 import httpx
 import httpx2
 import openai
@@ -238,16 +239,14 @@ def _flushed(decoders: list[_ZlibPieces], level: int = 0) -> Iterator[bytes]:
     yield from _flushed(decoders, level + 1)
 
 
+@attrs.define(eq=False)
 class _BoundedBody:
     """The decoded body of one answer, counted against ``limit``; closing it closes the original."""
 
-    def __init__(
-        self, response: Any, codings: list[str], limit: int, decoding_error: type[Exception]
-    ) -> None:
-        self._response = response
-        self._codings = codings
-        self._limit = limit
-        self._decoding_error = decoding_error
+    _response: Any
+    _codings: list[str]
+    _limit: int
+    _decoding_error: type[Exception]
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         total = 0
