@@ -129,6 +129,21 @@ def test_the_application_s_names_import_their_own_modules_and_the_event_validato
     assert _of(set(report["modules"]), ("application.documents",)) == []
 
 
+_SETTINGS_PROBE = """
+import json, sys
+from adapters.settings import load_config_file, resolve_settings
+resolve_settings(config={}, environ={})
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_settings_without_a_config_file_import_no_config_file_parser() -> None:
+    done = run_probe(_SETTINGS_PROBE)
+    assert done.returncode == 0, done.stderr
+
+    assert _of(set(json.loads(done.stdout.splitlines()[-1])), ("yaml", "tomllib")) == []
+
+
 _COLLECTOR_PROBE = """
 import gc, json, sys
 from adapters.cli import main
