@@ -11,44 +11,44 @@ from opentelemetry.semconv.attributes import error_attributes, http_attributes, 
 
 from adapters.telemetry import conventions
 
-# Every name the package emits, against the constant of opentelemetry-semantic-conventions that defines it.
+# Every name the package emits, by the module of opentelemetry-semantic-conventions that defines it:
+# each constant there has the name of ours.
+DEFINED = {
+    gen_ai_attributes: (
+        "GEN_AI_OPERATION_NAME",
+        "GEN_AI_PROVIDER_NAME",
+        "GEN_AI_REQUEST_MODEL",
+        "GEN_AI_REQUEST_MAX_TOKENS",
+        "GEN_AI_REQUEST_TEMPERATURE",
+        "GEN_AI_RESPONSE_MODEL",
+        "GEN_AI_RESPONSE_ID",
+        "GEN_AI_RESPONSE_FINISH_REASONS",
+        "GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK",
+        "GEN_AI_USAGE_INPUT_TOKENS",
+        "GEN_AI_USAGE_OUTPUT_TOKENS",
+        "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS",
+        "GEN_AI_TOKEN_TYPE",
+        "GEN_AI_AGENT_NAME",
+        "GEN_AI_TOOL_NAME",
+        "GEN_AI_TOOL_CALL_ID",
+        "GEN_AI_TOOL_TYPE",
+        "GEN_AI_INPUT_MESSAGES",
+        "GEN_AI_OUTPUT_MESSAGES",
+        "GEN_AI_SYSTEM_INSTRUCTIONS",
+        "GEN_AI_TOOL_CALL_ARGUMENTS",
+        "GEN_AI_TOOL_CALL_RESULT",
+    ),
+    server_attributes: ("SERVER_ADDRESS", "SERVER_PORT"),
+    error_attributes: ("ERROR_TYPE",),
+    http_attributes: ("HTTP_RESPONSE_STATUS_CODE", "HTTP_REQUEST_RESEND_COUNT"),
+    gen_ai_metrics: (
+        "GEN_AI_CLIENT_OPERATION_DURATION",
+        "GEN_AI_CLIENT_TOKEN_USAGE",
+        "GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK",
+    ),
+}
 NAMES = [
-    (conventions.GEN_AI_OPERATION_NAME, gen_ai_attributes.GEN_AI_OPERATION_NAME),
-    (conventions.GEN_AI_PROVIDER_NAME, gen_ai_attributes.GEN_AI_PROVIDER_NAME),
-    (conventions.GEN_AI_REQUEST_MODEL, gen_ai_attributes.GEN_AI_REQUEST_MODEL),
-    (conventions.GEN_AI_REQUEST_MAX_TOKENS, gen_ai_attributes.GEN_AI_REQUEST_MAX_TOKENS),
-    (conventions.GEN_AI_REQUEST_TEMPERATURE, gen_ai_attributes.GEN_AI_REQUEST_TEMPERATURE),
-    (conventions.GEN_AI_RESPONSE_MODEL, gen_ai_attributes.GEN_AI_RESPONSE_MODEL),
-    (conventions.GEN_AI_RESPONSE_ID, gen_ai_attributes.GEN_AI_RESPONSE_ID),
-    (conventions.GEN_AI_RESPONSE_FINISH_REASONS, gen_ai_attributes.GEN_AI_RESPONSE_FINISH_REASONS),
-    (conventions.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, gen_ai_attributes.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK),
-    (conventions.GEN_AI_USAGE_INPUT_TOKENS, gen_ai_attributes.GEN_AI_USAGE_INPUT_TOKENS),
-    (conventions.GEN_AI_USAGE_OUTPUT_TOKENS, gen_ai_attributes.GEN_AI_USAGE_OUTPUT_TOKENS),
-    (
-        conventions.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-        gen_ai_attributes.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-    ),
-    (conventions.GEN_AI_TOKEN_TYPE, gen_ai_attributes.GEN_AI_TOKEN_TYPE),
-    (conventions.GEN_AI_AGENT_NAME, gen_ai_attributes.GEN_AI_AGENT_NAME),
-    (conventions.GEN_AI_TOOL_NAME, gen_ai_attributes.GEN_AI_TOOL_NAME),
-    (conventions.GEN_AI_TOOL_CALL_ID, gen_ai_attributes.GEN_AI_TOOL_CALL_ID),
-    (conventions.GEN_AI_TOOL_TYPE, gen_ai_attributes.GEN_AI_TOOL_TYPE),
-    (conventions.GEN_AI_INPUT_MESSAGES, gen_ai_attributes.GEN_AI_INPUT_MESSAGES),
-    (conventions.GEN_AI_OUTPUT_MESSAGES, gen_ai_attributes.GEN_AI_OUTPUT_MESSAGES),
-    (conventions.GEN_AI_SYSTEM_INSTRUCTIONS, gen_ai_attributes.GEN_AI_SYSTEM_INSTRUCTIONS),
-    (conventions.GEN_AI_TOOL_CALL_ARGUMENTS, gen_ai_attributes.GEN_AI_TOOL_CALL_ARGUMENTS),
-    (conventions.GEN_AI_TOOL_CALL_RESULT, gen_ai_attributes.GEN_AI_TOOL_CALL_RESULT),
-    (conventions.SERVER_ADDRESS, server_attributes.SERVER_ADDRESS),
-    (conventions.SERVER_PORT, server_attributes.SERVER_PORT),
-    (conventions.ERROR_TYPE, error_attributes.ERROR_TYPE),
-    (conventions.HTTP_RESPONSE_STATUS_CODE, http_attributes.HTTP_RESPONSE_STATUS_CODE),
-    (conventions.HTTP_REQUEST_RESEND_COUNT, http_attributes.HTTP_REQUEST_RESEND_COUNT),
-    (conventions.GEN_AI_CLIENT_OPERATION_DURATION, gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION),
-    (conventions.GEN_AI_CLIENT_TOKEN_USAGE, gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE),
-    (
-        conventions.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
-        gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
-    ),
+    (getattr(conventions, name), getattr(module, name)) for module, names in DEFINED.items() for name in names
 ]
 
 
