@@ -22,7 +22,7 @@ from domain.messages import (
 )
 from domain.options import ChatOptions, Initiator, ReasoningOptions, ToolChoice, ToolSpec
 from domain.ports import ChatPort, ToolInvokerPort
-from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage, updates_of
+from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage, WholeAnswers, updates_of
 from domain.workflow import UnknownStepError, Workflow, WorkflowStep
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "ToolSpec",
     "UnknownStepError",
     "Usage",
+    "WholeAnswers",
     "Workflow",
     "WorkflowStep",
     "parse_arguments",

@@ -8,7 +8,7 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
@@ -76,16 +76,7 @@ from application.framing import unframe
 from application.scrubbing import scrubbed
 from application.tools.approval import checked_decisions
 from application.workflows.editor import WORKFLOW_EDITOR, waiting_edits
-from domain import (
-    ChatError,
-    ChatMessage,
-    ChatOptions,
-    ChatPort,
-    ChatResponse,
-    ChatResponseUpdate,
-    Workflow,
-    updates_of,
-)
+from domain import ChatError, ChatResponse, WholeAnswers, Workflow
 
 if TYPE_CHECKING:
     from adapters.telemetry.console import SpanTreeRecorder
@@ -424,28 +415,6 @@ def _span_recorder(args: argparse.Namespace) -> SpanTreeRecorder | None:
         raise ConfigurationError(str(exc)) from None
 
 
-class _WholeAnswers:
-    """``chat`` that streams each answer whole: ``get_streaming_response`` reads it by ``get_response``.
-
-    Without --stream nothing of an answer is shown before it is whole, so the run need not stream
-    it; and an adapter asks again for a body broken in transit only while it has handed nothing
-    over, which an answer read whole never has.
-    """
-
-    def __init__(self, chat: ChatPort) -> None:
-        self._chat = chat
-
-    async def get_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> ChatResponse:
-        return await self._chat.get_response(messages, options)
-
-    def get_streaming_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        return updates_of(lambda: self.get_response(messages, options))
-
-
 def _import_the_runtime() -> None:
     """Import the SDK and the container now, once the input is checked and before the run's clock
     starts: they take seconds on a busy machine, which would otherwise read as the first round's
@@ -471,7 +440,10 @@ async def _run(
     # Settings were resolved and checked once, above; the container builds everything else from them.
     container.settings.override(providers.Object(settings))
     if not live.streams_text:
-        container.chat_decorators.add_args(providers.Object(_WholeAnswers))
+        # Without --stream nothing of an answer is shown before it is whole, so the run need not stream
+        # it; and an adapter asks again for a body broken in transit only while it has handed nothing
+        # over, which an answer read whole never has.
+        container.chat_decorators.add_args(providers.Object(WholeAnswers))
     if recorder is not None:
         container.tracer_provider.override(providers.Object(recorder.tracer_provider))
         container.meter_provider.override(providers.Object(recorder.meter_provider))

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Generic, TypeVar
 
+import domain
 from application import ToolRegistry
 from domain import (
     ChatMessage,
@@ -35,7 +36,6 @@ from domain import (
     FunctionResultContent,
     JsonValue,
     ToolInvokerPort,
-    updates_of,
 )
 
 __all__ = [
@@ -139,26 +139,19 @@ class RequestLog:
         return _Requested(self, inner)
 
 
-class WholeAnswers(Generic[InnerChat]):
-    """A ChatPort with only whole answers: those of the chat it wraps (kept as ``inner``), streamed whole.
+class WholeAnswers(domain.WholeAnswers, Generic[InnerChat]):
+    """The product's :class:`domain.WholeAnswers`, typed by the chat it wraps (``inner``), for the doubles
+    that change only how streaming behaves.
 
-    ``get_streaming_response`` yields the updates of this double's own ``get_response`` (``updates_of``), so a
-    subclass overriding ``get_response`` changes both; override ``get_streaming_response`` for a double that
+    ``get_streaming_response`` yields the updates of this double's own ``get_response``, so a subclass
+    overriding ``get_response`` changes both; override ``get_streaming_response`` for a double that
     streams its own way over the same whole answers.
     """
 
+    inner: InnerChat
+
     def __init__(self, inner: InnerChat) -> None:
-        self.inner = inner
-
-    async def get_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> ChatResponse:
-        return await self.inner.get_response(messages, options)
-
-    def get_streaming_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        return updates_of(lambda: self.get_response(messages, options))
+        super().__init__(inner)
 
 
 class _Requested(WholeAnswers[ChatPort]):
