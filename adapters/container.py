@@ -336,33 +336,6 @@ def _chunk_settings(settings: Settings) -> ChunkSettings:
     return _section(settings, ChunkSettings)
 
 
-def _summary_agent(
-    *,
-    chat: ChatPort,
-    settings: LoopSettings,
-    decorators: Sequence[ToolInvokerDecorator],
-    telemetry: Telemetry | None,
-    model: str,
-    chunking: ChunkSettings,
-    language: str = "auto",
-    options: ChatOptions | None = None,
-) -> SummaryAgent:
-    """The summary pipeline of :func:`_pipeline`, with the chunking of long meetings and the language
-    its summaries are written in."""
-    agent = _pipeline(
-        SummaryAgent,
-        chat=chat,
-        settings=settings,
-        decorators=decorators,
-        telemetry=telemetry,
-        model=model,
-        options=options,
-    )
-    agent.chunking = chunking
-    agent.language = language
-    return agent
-
-
 def _summary_language(settings: Settings) -> str:
     return settings.agent.summary_language
 
@@ -498,8 +471,9 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         approver=approver,
     )
     chunk_settings = providers.Callable(_chunk_settings, settings)
-    summary_agent = providers.Factory(
-        _summary_agent,
+    summary_agent: providers.Factory[SummaryAgent] = providers.Factory(
+        _pipeline,
+        SummaryAgent,
         chat=chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
@@ -508,7 +482,7 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         chunking=chunk_settings,
         language=providers.Callable(_summary_language, settings),
     )
-    workflow_editor_agent = providers.Factory(
+    workflow_editor_agent: providers.Factory[WorkflowEditorAgent] = providers.Factory(
         _pipeline,
         WorkflowEditorAgent,
         chat=chat,
