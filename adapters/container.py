@@ -471,25 +471,24 @@ class Container(_Lifecycle, containers.DeclarativeContainer):
         approver=approver,
     )
     chunk_settings = providers.Callable(_chunk_settings, settings)
-    summary_agent: providers.Factory[SummaryAgent] = providers.Factory(
+    # Both pipelines run over the same chat, loop settings, tool decorators and telemetry.
+    pipeline = providers.Factory(
         _pipeline,
-        SummaryAgent,
         chat=chat,
         settings=loop_settings,
         decorators=traced_tool_invoker_decorators,
         telemetry=telemetry,
         model=model,
+    )
+    summary_agent: providers.Factory[SummaryAgent] = providers.Factory(
+        pipeline,
+        SummaryAgent,
         chunking=chunk_settings,
         language=providers.Callable(_summary_language, settings),
     )
     workflow_editor_agent: providers.Factory[WorkflowEditorAgent] = providers.Factory(
-        _pipeline,
+        pipeline,
         WorkflowEditorAgent,
-        chat=chat,
-        settings=loop_settings,
-        decorators=traced_tool_invoker_decorators,
-        telemetry=telemetry,
-        model=model,
         approver=approver,
         approval_required_tools=providers.Callable(_approval_required_tools, settings),
     )
