@@ -236,18 +236,6 @@ class Spending:
     def deadline(self) -> float | None:
         return self.ledger.deadline
 
-    @property
-    def requests(self) -> int:
-        return self.ledger.requests
-
-    @property
-    def tool_calls(self) -> int:
-        return self.ledger.tool_calls
-
-    @property
-    def usage(self) -> Usage:
-        return self.ledger.usage
-
     def seconds_left(self) -> float | None:
         return self.ledger.seconds_left()
 
