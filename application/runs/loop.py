@@ -349,43 +349,42 @@ class _Round:
     left: dict[int, FunctionCallContent]
 
 
+@attrs.define(eq=False)
 class _Run:
     """The state of one run, and the rounds that advance it."""
 
-    def __init__(
-        self,
-        chat: ChatPort,
-        settings: LoopSettings,
-        chain: _Chain,
-        messages: tuple[ChatMessage, ...],
-        options: ChatOptions,
-        approver: Approver | None,
-        output: RunOutput | None = None,
-    ) -> None:
-        self.chat = chat
-        self.settings = settings
-        self.chain = chain
-        self.messages = messages
-        self.options = options
-        self.approver = approver
-        self.produced: list[ChatMessage] = []
-        self.responses: list[ChatResponse] = []
-        self.records: list[ToolCallRecord] = []
-        self.answered: set[str] = set()
-        self.iterations = 0
-        self.consecutive_errors = 0
-        self.offer_tools = bool(options.tools)
+    chat: ChatPort
+    settings: LoopSettings
+    chain: _Chain
+    messages: tuple[ChatMessage, ...]
+    options: ChatOptions
+    approver: Approver | None
+    output: RunOutput | None = None
+    """The typed answer asked for; ``value`` is the final answer read into it."""
+    value: object = attrs.field(init=False, default=None)
+    produced: list[ChatMessage] = attrs.field(init=False, factory=list)
+    responses: list[ChatResponse] = attrs.field(init=False, factory=list)
+    records: list[ToolCallRecord] = attrs.field(init=False, factory=list)
+    answered: set[str] = attrs.field(init=False, factory=set)
+    iterations: int = attrs.field(init=False, default=0)
+    consecutive_errors: int = attrs.field(init=False, default=0)
+    stop_reason: StopReason | None = attrs.field(init=False, default=None)
+    state: RunState | None = attrs.field(init=False, default=None)
+    """Set when the run stops for approval; the run is then over."""
+    resuming: _Round | None = attrs.field(init=False, default=None)
+    """A resumed run's held answer, finished before the next request."""
+    offer_tools: bool = attrs.field(init=False)
+    spending: Spending = attrs.field(init=False)
+    run_id: str = attrs.field(init=False)
+    """The run's id: its requests' prompt cache key."""
+    conversation: Conversation = attrs.field(init=False)
+    """What each request sends."""
+
+    def __attrs_post_init__(self) -> None:
+        settings = self.settings
+        self.offer_tools = bool(self.options.tools)
         self.spending = Spending.start(settings.run_budget, settings.run_deadline_seconds)
-        self.stop_reason: StopReason | None = None
-        # Set when the run stops for approval; the run is then over.
-        self.state: RunState | None = None
-        # A resumed run's held answer, finished before the next request.
-        self.resuming: _Round | None = None
-        # The typed answer asked for, and the final answer read into it.
-        self.output = output
-        self.value: object = None
-        # The run's id (its requests' prompt cache key) and what each request sends.
-        self.run_id = run_id_for(messages, options)
+        self.run_id = run_id_for(self.messages, self.options)
         self.conversation = Conversation(
             settings.conversation_state, self.run_id, settings.prompt_cache_retention
         )
