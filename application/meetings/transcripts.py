@@ -449,6 +449,13 @@ def _aws(results: Mapping[str, object]) -> list[_Cue]:
 # ---------------------------------------------------------------- lines
 
 
+def _within_merge_gap(end: float, start: float) -> bool:
+    """Whether a cue starting at ``start`` is at most :data:`MERGE_GAP_SECONDS` after ``end``, to the
+    millisecond captions are timed in: two stamps written 2.000 s apart are, whatever the float
+    subtraction of their seconds leaves in the last bits."""
+    return round((start - end) * 1000) <= round(MERGE_GAP_SECONDS * 1000)
+
+
 def _joined(cues: list[_Cue], names: Mapping[str, str]) -> tuple[TranscriptLine, ...]:
     """Cues in time order as numbered lines, consecutive cues of one speaker at most
     :data:`MERGE_GAP_SECONDS` apart joined into one line."""
@@ -462,7 +469,7 @@ def _joined(cues: list[_Cue], names: Mapping[str, str]) -> tuple[TranscriptLine,
             runs
             and speaker is not None
             and runs[-1][0] == speaker
-            and cue.start - runs[-1][3] <= MERGE_GAP_SECONDS
+            and _within_merge_gap(runs[-1][3], cue.start)
         ):
             said, start, end = runs[-1][1], runs[-1][2], runs[-1][3]
             said.append(cue.text)

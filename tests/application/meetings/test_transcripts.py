@@ -197,6 +197,18 @@ def test_consecutive_cues_of_one_speaker_join_only_within_two_seconds() -> None:
     ]
 
 
+def test_cues_stamped_exactly_two_seconds_apart_join_whatever_their_seconds_subtract_to() -> None:
+    # 8.015 - 6.015 is 2.000000000000001 in floats: the stamps, to the millisecond, are 2.000 s apart.
+    text = (
+        "WEBVTT\n\n00:00:04.000 --> 00:00:06.015\n<v Ana>one</v>\n\n"
+        "00:00:08.015 --> 00:00:09.000\n<v Ana>two</v>\n"
+    )
+
+    [line] = Transcript.parse(text).lines
+
+    assert (line.speaker, line.text, line.start, line.end) == ("Ana", "one two", 4.0, 9.0)
+
+
 @given(cues=cue_lists(), write=st.sampled_from(CAPTION_WRITERS))
 def test_captions_read_back_to_their_cues_joined_by_speaker(
     cues: list[Cue], write: Callable[[list[Cue]], str]
