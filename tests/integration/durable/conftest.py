@@ -33,3 +33,10 @@ def database(postgres: str) -> str:
 def folder(tmp_path: Path) -> Path:
     """The example transcripts (``TRANSCRIPTS``) written to the folder ``in`` of the test's ``tmp_path``."""
     return write_transcripts(tmp_path / "in")
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    """Where the test's batch writes its summaries and index: the folder ``out`` of its ``tmp_path`` (the
+    batch makes it)."""
+    return tmp_path / "out"

@@ -52,11 +52,9 @@ def _assert_every_transcript_summarized(out: Path, folder: Path) -> None:
 
 
 def test_a_batch_summarizes_each_transcript_once_and_a_second_run_sends_nothing(
-    tmp_path: Path, folder: Path
+    tmp_path: Path, folder: Path, out: Path
 ) -> None:
-    # The same meeting under a second name: one workflow, one summary, both names written.
     (tmp_path / "copy.txt").write_text(TRANSCRIPTS["standup.txt"], encoding="utf-8")
-    out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
         first = run_batch(
@@ -80,10 +78,8 @@ def test_a_batch_summarizes_each_transcript_once_and_a_second_run_sends_nothing(
 
 
 def test_killed_during_requests_the_same_command_finishes_and_no_completed_request_is_sent_again(
-    tmp_path: Path,
-    folder: Path,
+    folder: Path, out: Path
 ) -> None:
-    out = tmp_path / "out"
     rng = random.Random(23)  # noqa: S311  # where to kill, not a secret
     with CountingGateway() as gateway:
         # One transcript at a time, so every answer sent before a kill was recorded before the next request.
@@ -106,9 +102,8 @@ def test_killed_during_requests_the_same_command_finishes_and_no_completed_reque
     _assert_every_transcript_summarized(out, folder)
 
 
-def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path) -> None:
+def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path, out: Path) -> None:
     transcripts, folder = write_numbered_meetings(tmp_path / "in", 8)
-    out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="8")
         process = start("batch", str(folder), "--out", str(out), environ=environ)
@@ -128,9 +123,8 @@ def test_killed_while_writing_summaries_nothing_is_half_written(tmp_path: Path) 
     assert not list(out.glob(".*.tmp"))
 
 
-def test_a_batch_budget_starts_no_transcript_once_it_is_spent(tmp_path: Path) -> None:
+def test_a_batch_budget_starts_no_transcript_once_it_is_spent(tmp_path: Path, out: Path) -> None:
     folder = write_transcripts(tmp_path / "in", numbered_meetings(5))
-    out = tmp_path / "out"
     with CountingGateway() as gateway:
         # One at a time, two queued at a time: the first to finish spends the budget, the second still runs.
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
@@ -150,10 +144,9 @@ def test_a_batch_budget_starts_no_transcript_once_it_is_spent(tmp_path: Path) ->
     ("model", "code", "status"), [("echo-text", 0, "done"), ("echo-failed", 1, "failed")]
 )
 def test_the_run_database_and_the_summaries_hold_no_api_key(
-    tmp_path: Path, model: str, code: int, status: str
+    tmp_path: Path, model: str, code: int, status: str, out: Path
 ) -> None:
     folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
-    out = tmp_path / "out"
     with echo_gateway(model, PLANTED_KEY) as (echo, environ):
         ran = run_batch("batch", str(folder), "--out", str(out), "-v", environ=environ)
         assert any(PLANTED_KEY in request.headers.get("authorization", "") for request in echo.requests)
@@ -167,9 +160,8 @@ def test_the_run_database_and_the_summaries_hold_no_api_key(
             assert PLANTED_KEY not in written.read_text(encoding="utf-8")
 
 
-def test_a_second_run_tries_the_failed_transcripts_again(tmp_path: Path) -> None:
+def test_a_second_run_tries_the_failed_transcripts_again(tmp_path: Path, out: Path) -> None:
     folder = write_transcripts(tmp_path / "in", {"one.txt": TRANSCRIPTS["standup.txt"]})
-    out = tmp_path / "out"
     with echo_gateway("echo-failed") as (echo, failing):
         first = run_batch("batch", str(folder), "--out", str(out), environ=failing)
         first_status = index(out)[0]["status"]
@@ -260,9 +252,8 @@ def test_a_database_that_cannot_be_reached_exits_2_before_any_request(tmp_path: 
     assert gateway.arrivals == 0
 
 
-def test_paths_can_come_from_stdin(tmp_path: Path, folder: Path) -> None:
+def test_paths_can_come_from_stdin(folder: Path, out: Path) -> None:
     listed = "\n".join(str(folder / name) for name in TRANSCRIPTS).encode()
-    out = tmp_path / "out"
     with CountingGateway() as gateway:
         ran = run_batch(
             "batch", "-", "--out", str(out), environ=gateway_environment(gateway.base_url), stdin=listed

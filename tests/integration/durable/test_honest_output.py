@@ -26,10 +26,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_json_document_counts_what_this_run_did_and_a_rerun_that_sent_nothing_says_so(
-    tmp_path: Path,
-    folder: Path,
+    folder: Path, out: Path
 ) -> None:
-    out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)
         first = run_batch("batch", str(folder), "--out", str(out), "--format", "json", environ=environ)

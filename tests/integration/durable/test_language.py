@@ -13,11 +13,12 @@ from tests.integration.durable.support import CountingGateway, gateway_environme
 pytestmark = pytest.mark.slow
 
 
-def test_the_same_file_summarized_in_another_language_runs_again_and_once_only(tmp_path: Path) -> None:
+def test_the_same_file_summarized_in_another_language_runs_again_and_once_only(
+    tmp_path: Path, out: Path
+) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     shutil.copy(TRANSCRIPT, folder / "standup.txt")
-    out = tmp_path / "out"
 
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)

@@ -18,12 +18,13 @@ pytestmark = pytest.mark.slow
 SAMPLES: Final = ROOT / "tests" / "application" / "meetings" / "transcripts"
 
 
-def test_a_batch_reads_captions_and_diarized_json_with_their_speakers_named(tmp_path: Path) -> None:
+def test_a_batch_reads_captions_and_diarized_json_with_their_speakers_named(
+    tmp_path: Path, out: Path
+) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     for name in ("teams.vtt", "pyannote.json"):
         shutil.copy(SAMPLES / name, folder / name)
-    out = tmp_path / "out"
     named = ("--speaker", "SPEAKER_01=Tom Becker", "--speaker", "SPEAKER_02=Maya Lind")
 
     with CountingGateway() as gateway:
@@ -58,11 +59,12 @@ def test_a_batch_refuses_a_file_that_does_not_parse_before_any_request(tmp_path:
     assert not (tmp_path / "out").exists()
 
 
-def test_the_same_file_with_its_speakers_named_is_another_meeting_and_runs_again(tmp_path: Path) -> None:
+def test_the_same_file_with_its_speakers_named_is_another_meeting_and_runs_again(
+    tmp_path: Path, out: Path
+) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     shutil.copy(SAMPLES / "pyannote.json", folder / "pyannote.json")
-    out = tmp_path / "out"
     named = ("--speaker", "SPEAKER_01=Tom Becker", "--speaker", "SPEAKER_02=Maya Lind")
 
     with CountingGateway() as gateway:

@@ -19,9 +19,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_changed_setting_runs_again_and_rerun_forces_it_and_the_index_names_the_key(
-    tmp_path: Path, folder: Path
+    folder: Path, out: Path
 ) -> None:
-    out = tmp_path / "out"
     each = len(TRANSCRIPTS) * REQUESTS_PER_TRANSCRIPT
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url)

@@ -40,10 +40,9 @@ class _Gateway:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_retry_runs_only_the_named_failed_meeting_again_and_keeps_the_others_as_recorded(
-    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest, out: Path
 ) -> None:
     folder = write_transcripts(tmp_path / "in", MEETINGS)
-    out = tmp_path / "out"
     # SQLite: the run database the batch keeps in its output folder; Postgres: a database of the test's own.
     database = [] if backend == "sqlite" else ["--db", request.getfixturevalue("database")]
     gateway = _Gateway()

@@ -25,10 +25,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_batch_killed_and_run_again_after_an_upgrade_finishes_what_the_old_version_left(
-    tmp_path: Path,
-    folder: Path,
+    folder: Path, out: Path
 ) -> None:
-    out = tmp_path / "out"
     new, gateway = _killed_then_run_again_upgraded("batch", str(folder), "--out", str(out))
     _assert_finished_once(new, gateway, out, meetings=len(TRANSCRIPTS), took_over=1)
 
@@ -108,10 +106,9 @@ def test_a_worker_of_the_new_version_takes_over_what_a_killed_batch_of_the_old_o
 
 
 def test_a_batch_on_postgres_killed_and_run_again_after_an_upgrade_finishes(
-    tmp_path: Path, database: str
+    tmp_path: Path, database: str, out: Path
 ) -> None:
     meetings, folder = write_numbered_meetings(tmp_path / "in", 3)
-    out = tmp_path / "out"
     new, gateway = _killed_then_run_again_upgraded(
         "batch", str(folder), "--out", str(out), "--db", database, "--id", "batch"
     )

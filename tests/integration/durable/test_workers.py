@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -71,10 +73,9 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> list[int]:
 
 
 def test_two_workers_and_the_batch_split_the_transcripts_each_summarized_once(
-    tmp_path: Path, database: str
+    tmp_path: Path, database: str, out: Path
 ) -> None:
     meetings, folder = write_numbered_meetings(tmp_path / "in", 6)
-    out = tmp_path / "out"
     with CountingGateway() as gateway:
         environ = gateway_environment(gateway.base_url, AGENT_BATCH_CONCURRENCY="1")
         workers = [start_worker(database, f"worker-{n}", environ) for n in (1, 2)]
@@ -151,17 +152,38 @@ def _outputs(out: Path) -> dict[str, dict[str, Any]]:
     return {path.name: json.loads(path.read_text(encoding="utf-8")) for path in out.glob("*.json")}
 
 
+@contextlib.contextmanager
+def _doomed_and_held_gateways() -> Iterator[tuple[CountingGateway, CountingGateway]]:
+    """The doomed process's gateway of its own, which the test tells to kill it at its second request
+    (``kill_at``) after answering its first, and the others' gateway, which holds their requests until the
+    test releases them: so the doomed process surely holds a transcript when it dies."""
+    with CountingGateway() as doomed, CountingGateway() as others:
+        others.hold()
+        yield doomed, others
+
+
+def _assert_each_request_answered_once(
+    doomed: CountingGateway, others: CountingGateway, meetings: int
+) -> None:
+    """The doomed process's first request was answered (a step recorded) and its second killed in flight;
+    the others replayed the recorded step and sent only the request that never completed: every request of
+    every meeting answered exactly once, across both gateways."""
+    assert len(doomed.completed) == 1
+    assert len(doomed.killed_in_flight) == 1
+    completed = doomed.completed + others.completed
+    assert len(set(completed)) == len(completed) == meetings * REQUESTS_PER_TRANSCRIPT
+    assert doomed.killed_in_flight[0] in others.completed
+    assert doomed.completed[0] not in others.completed
+
+
 def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts_finished_by_the_others(
-    tmp_path: Path, database: str
+    tmp_path: Path, database: str, out: Path
 ) -> None:
     meetings, folder = write_numbered_meetings(tmp_path / "in", 4)
-    out = tmp_path / "out"
     limits = _TAKEOVER_LIMITS
-    # The doomed worker has a gateway of its own, which answers its first request and kills it on the
-    # second; the others' gateway holds their requests until then, so the doomed worker surely holds a
-    # transcript (one a process: the batch and the survivor hold one each, the doomed one a third).
-    with CountingGateway() as doomed_gateway, CountingGateway() as gateway:
-        gateway.hold()
+    # The doomed worker surely holds a transcript: one a process, the batch and the survivor one each,
+    # the doomed one a third.
+    with _doomed_and_held_gateways() as (doomed_gateway, gateway):
         doomed_environ = gateway_environment(doomed_gateway.base_url, **limits)
         environ = gateway_environment(gateway.base_url, **limits)
         doomed = start_worker(database, "worker-doomed", doomed_environ)
@@ -197,14 +219,7 @@ def test_a_worker_killed_mid_request_and_never_started_again_has_its_transcripts
     assert restarted.code == 1, restarted.err
     assert "worker worker-doomed: the liveness connection to the run database broke" in restarted.err
     assert sorted(line["status"] for line in index(out)) == ["done"] * len(meetings)
-    # The doomed worker's first request was answered (a step recorded), its second killed in flight.
-    assert len(doomed_gateway.completed) == 1
-    assert len(doomed_gateway.killed_in_flight) == 1
-    # The others replayed the recorded step and sent only the request that never completed: every
-    # request of every transcript answered exactly once, across both gateways.
-    completed = doomed_gateway.completed + gateway.completed
-    assert len(set(completed)) == len(completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
-    assert doomed_gateway.killed_in_flight[0] in gateway.completed
+    _assert_each_request_answered_once(doomed_gateway, gateway, len(meetings))
     assert doomed_gateway.arrivals == 2  # started again, it sent nothing
     rows = selected(database, "SELECT workflow_uuid, status, executor_id FROM dbos.workflow_status")
     assert len(rows) == len(meetings)
@@ -242,10 +257,8 @@ def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_
 ) -> None:
     meetings, folder = write_numbered_meetings(tmp_path / "in", 3)
     limits = _TAKEOVER_LIMITS
-    # The batch has a gateway of its own, which answers its first request and kills it on the second; the
-    # worker's gateway holds its requests until then, so the batch surely holds a transcript.
-    with CountingGateway() as doomed_gateway, CountingGateway() as gateway:
-        gateway.hold()
+    # The batch is the doomed process: it surely holds a transcript when it is killed.
+    with _doomed_and_held_gateways() as (doomed_gateway, gateway):
         environ = gateway_environment(gateway.base_url, **limits)
         worker = start_worker(database, "worker-survivor", environ)
         batch = None
@@ -271,14 +284,7 @@ def test_a_batch_killed_mid_request_and_never_started_again_has_its_transcripts_
     assert {status for _, status, _ in rows} == {"SUCCESS"}
     assert {executor for _, _, executor in rows} == {"worker-survivor"}
     assert [outcome.status for outcome in stored_outcomes(database)] == ["done"] * len(meetings)
-    # The batch's first request was answered (a step recorded), its second killed in flight; the worker
-    # replayed the first and sent only the second: every request answered exactly once, on both gateways.
-    assert len(doomed_gateway.completed) == 1
-    assert len(doomed_gateway.killed_in_flight) == 1
-    completed = doomed_gateway.completed + gateway.completed
-    assert len(set(completed)) == len(completed) == len(meetings) * REQUESTS_PER_TRANSCRIPT
-    assert doomed_gateway.killed_in_flight[0] in gateway.completed
-    assert doomed_gateway.completed[0] not in gateway.completed
+    _assert_each_request_answered_once(doomed_gateway, gateway, len(meetings))
 
 
 _REQUESTS: Final = """SELECT status FROM dbos.workflow_status
