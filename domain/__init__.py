@@ -21,8 +21,8 @@ from domain.messages import (
     TextContent,
 )
 from domain.options import ChatOptions, Initiator, ReasoningOptions, ToolChoice, ToolSpec
-from domain.ports import ChatPort, ToolInvokerPort
-from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage, WholeAnswers, updates_of
+from domain.ports import ChatPort, ToolInvokerPort, WholeAnswers
+from domain.responses import ChatResponse, ChatResponseUpdate, FinishReason, Usage, updates_of
 from domain.workflow import UnknownStepError, Workflow, WorkflowStep
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""The ports: what the application needs from the outside world, as protocols."""
+"""The ports: what the application needs from the outside world, as protocols; and ``WholeAnswers``, the
+chat port over another chat whose answers it streams whole."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Protocol
 
 from domain.messages import ChatMessage, FunctionCallContent, FunctionResultContent
 from domain.options import ChatOptions
-from domain.responses import ChatResponse, ChatResponseUpdate
+from domain.responses import ChatResponse, ChatResponseUpdate, updates_of
 
-__all__ = ["ChatPort", "ToolInvokerPort"]
+__all__ = ["ChatPort", "ToolInvokerPort", "WholeAnswers"]
 
 
 class ChatPort(Protocol):
@@ -45,3 +46,25 @@ class ToolInvokerPort(Protocol):
     """
 
     async def invoke(self, call: FunctionCallContent) -> FunctionResultContent: ...
+
+
+class WholeAnswers:
+    """The chat ``inner`` (kept as ``inner``), each of its answers streamed whole.
+
+    ``get_streaming_response`` yields the updates (:func:`updates_of`) of this chat's own
+    ``get_response``, so a subclass that answers its own way streams that way too. Wrapped around a
+    chat that streams, it stops its answers from being handed over a piece at a time.
+    """
+
+    def __init__(self, inner: ChatPort) -> None:
+        self.inner = inner
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        return await self.inner.get_response(messages, options)
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return updates_of(lambda: self.get_response(messages, options))

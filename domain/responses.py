@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
@@ -22,11 +22,7 @@ from domain.messages import (
     as_contents,
 )
 
-if TYPE_CHECKING:
-    from domain.options import ChatOptions
-    from domain.ports import ChatPort
-
-__all__ = ["ChatResponse", "ChatResponseUpdate", "FinishReason", "Usage", "WholeAnswers", "updates_of"]
+__all__ = ["ChatResponse", "ChatResponseUpdate", "FinishReason", "Usage", "updates_of"]
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
 
@@ -467,28 +463,6 @@ async def updates_of(ask: Callable[[], Awaitable[ChatResponse]]) -> AsyncGenerat
     response = await ask()
     for update in response.to_updates():
         yield update
-
-
-class WholeAnswers:
-    """The chat ``inner`` (kept as ``inner``), each of its answers streamed whole.
-
-    ``get_streaming_response`` yields the updates (:func:`updates_of`) of this chat's own
-    ``get_response``, so a subclass that answers its own way streams that way too. Wrapped around a
-    chat that streams, it stops its answers from being handed over a piece at a time.
-    """
-
-    def __init__(self, inner: ChatPort) -> None:
-        self.inner = inner
-
-    async def get_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> ChatResponse:
-        return await self.inner.get_response(messages, options)
-
-    def get_streaming_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        return updates_of(lambda: self.get_response(messages, options))
 
 
 def _reasoning_text_parts(content: ReasoningContent) -> list[str] | None:
