@@ -4,7 +4,8 @@
 and every ``docs/*.md``, so a page added later is picked up); :func:`blocks` and :func:`section_block`
 read a page's fenced blocks; :func:`run_python` runs one in a fresh interpreter working in a folder of
 the test's, this checkout first on its path and no ``AGENT_*`` or ``OTEL_*`` variable leaking in unless
-the test sets it (:func:`environment`).
+the test sets it (:func:`environment`). :func:`console_blocks` and :func:`commands` read the terminal
+sessions of ```console blocks and :func:`shows` checks what a command printed against what a block shows.
 """
 
 from __future__ import annotations
@@ -13,22 +14,28 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from tests.support.processes import CHECKOUT, checkout_first, clean_environment
 
 __all__ = [
+    "ELIDED",
     "ROOT",
     "TIMEOUT_SECONDS",
+    "Command",
     "blocks",
+    "commands",
+    "console_blocks",
     "documents",
     "environment",
     "exported_variables",
     "run_python",
     "section",
     "section_block",
+    "shows",
 ]
 
 ROOT: Final = CHECKOUT
@@ -36,6 +43,10 @@ ROOT: Final = CHECKOUT
 TIMEOUT_SECONDS: Final = 180.0
 _BLOCK: Final = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 _HEADING: Final = re.compile(r"^#{1,6} ", re.MULTILINE)
+# A console block may sit in a list item: its fence and lines are indented alike.
+_CONSOLE: Final = re.compile(r"^( *)```console\n(.*?)^\1```$", re.MULTILINE | re.DOTALL)
+_PROMPT: Final = "$ "
+ELIDED: Final = "..."
 
 
 def documents() -> list[str]:
@@ -107,3 +118,54 @@ def exported_variables(shell: str) -> dict[str, str]:
             name, value = words[1].split("=", 1)
             variables[name] = value
     return variables
+
+
+def console_blocks(document: str) -> list[str]:
+    """The bodies of ``document``'s ```console blocks, in order, a list item's indentation taken off."""
+    found = []
+    for indent, body in _CONSOLE.findall(_text(document)):
+        found.append("".join(line.removeprefix(indent) for line in body.splitlines(keepends=True)))
+    return found
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``$`` line of a console block (``line``, without the ``$ ``) and the lines shown under it."""
+
+    line: str
+    shown: tuple[str, ...]
+
+
+def commands(block: str) -> list[Command]:
+    """A console block's commands, each with the output lines the block shows for it (none: not shown)."""
+    found: list[Command] = []
+    for line in block.splitlines():
+        if line.startswith(_PROMPT):
+            found.append(Command(line.removeprefix(_PROMPT), ()))
+        elif found:
+            found[-1] = Command(found[-1].line, (*found[-1].shown, line))
+        else:
+            raise ValueError(f"output before any command: {line!r}")
+    return found
+
+
+def _pattern(shown: Sequence[str]) -> re.Pattern[str]:
+    parts = []
+    for line in shown:
+        if line.strip() == ELIDED:
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            pieces = (re.escape(piece) for piece in line.rstrip().split(ELIDED))
+            parts.append("[^\n]*".join(pieces) + r"\n")
+    return re.compile("".join(parts))
+
+
+def shows(shown: Sequence[str], printed: str) -> bool:
+    """Whether ``printed`` is what the lines ``shown`` show, line for line, trailing spaces aside.
+
+    A line ``...`` stands for any number of lines (none too); ``...`` inside a line for any part of that
+    line, a part the page leaves out (a folder, a time) or one the command itself cut short (``quote="Then
+    Tom wil...)``). A command line has no such gap: a reader pastes it as it is.
+    """
+    text = "".join(line.rstrip() + "\n" for line in printed.splitlines())
+    return _pattern(shown).fullmatch(text) is not None
