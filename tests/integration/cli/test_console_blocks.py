@@ -134,6 +134,7 @@ def _on_terminal(session: str, folder: Path, questions: list[tuple[str, str]]) -
     os.close(slave)
     written = b""
     waiting = list(questions)
+    answered = 0
     deadline = time.monotonic() + TIMEOUT_SECONDS
     try:
         while True:
@@ -147,7 +148,10 @@ def _on_terminal(session: str, folder: Path, questions: list[tuple[str, str]]) -
                 if not data:
                     break
                 written += data
-            if waiting and written.decode("utf-8", "replace").rstrip().endswith(waiting[0][0].rstrip()):
+            # A question is answered once, when it shows past what the terminal showed at the last answer.
+            asked = written.find(waiting[0][0].encode(), answered) if waiting else -1
+            if asked >= 0:
+                answered = asked + len(waiting[0][0].encode())
                 os.write(master, f"{waiting.pop(0)[1]}\n".encode())
         process.wait(timeout=TIMEOUT_SECONDS)
     finally:
